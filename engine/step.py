@@ -1,0 +1,70 @@
+"""The step record: what one lane did in one step.
+
+Every number and every pixel Batch Lanes shows is computed from these records: the CLI table,
+the metrics, the canvas, the exports. A record is immutable and JSON-ready; this module knows
+nothing about models, schedulers or sockets.
+"""
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+
+
+class SlotState(str, Enum):
+    """What a slot of the batch did in a step. The strings are the wire vocabulary (see static/js/vocab.js)."""
+    PREFILL = "prefill"      # read (part of) a prompt; the last chunk also writes the first token
+    DECODE = "decode"        # wrote one more token
+    PADDING = "padding"      # row still computed for a finished member of a static group
+    IDLE = "idle"            # no request, no compute
+    PREEMPTED = "preempted"  # its request was evicted this step to free KV blocks
+
+
+class StopReason(str, Enum):
+    EOS = "eos"        # the model wrote an end-of-sequence token
+    LENGTH = "length"  # max_new_tokens reached
+
+
+@dataclass(frozen=True)
+class SlotRecord:
+    state: SlotState
+    request: str | None = None       # request id, None when idle
+    token_id: int | None = None      # token written this step (None: no token, e.g. a partial prefill)
+    token: str | None = None         # its text as it extends the response
+    stop: StopReason | None = None   # set on the request's last token
+    prefill: tuple[int, int] | None = None  # (prompt tokens cached after this step, prompt tokens in all)
+
+    def to_dict(self) -> dict:
+        d = {"state": self.state.value, "request": self.request, "token_id": self.token_id, "token": self.token}
+        if self.stop is not None:
+            d["stop"] = self.stop.value
+        if self.prefill is not None:
+            d["prefill"] = list(self.prefill)
+        return d
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    lane: str
+    step: int                           # 1-based
+    slots: tuple[SlotRecord, ...]
+    waiting: tuple[str, ...] = ()       # arrived, not running, after this step's admissions
+    admitted: tuple[str, ...] = ()      # took a slot this step
+    finished: tuple[str, ...] = ()      # wrote their last token this step
+    returned: tuple[str, ...] = ()      # their responses went back to the client this step
+    preempted: tuple[str, ...] = ()     # evicted this step (back to the waiting queue)
+    kv_used: int = 0                    # KV tokens held by the slots once this step computed (before any leave)
+    kv_capacity: int = 0                # KV tokens the lane may hold
+    kv_blocks_used: int = 0             # blocks of `kv_block_size` tokens held at the same moment
+    kv_blocks_total: int = 0            # blocks in the lane's budget (0: no block budget)
+    ms: float = 0.0                     # measured wall time of the step (synchronized on CUDA)
+    forward_ms: float = 0.0             # of which inside the model's forward calls
+    forward: str = "none"               # "prefill", "decode", "split" (a prefill call + a decode call),
+                                        # "fused" (one call holding both) or "none" (nothing computed)
+    extra: dict = field(default_factory=dict)  # runner-specific facts (e.g. simulated=True)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["slots"] = [s.to_dict() for s in self.slots]
+        for key in ("waiting", "admitted", "finished", "returned", "preempted"):
+            d[key] = list(d[key])
+        d["ms"] = round(self.ms, 3)
+        d["forward_ms"] = round(self.forward_ms, 3)
+        return d

@@ -1,0 +1,100 @@
+"""Token-exactness: in float32, every lane writes for every request exactly what model.generate(do_sample=False)
+writes for that request alone, on a tiny random Llama and on the real SmolLM2."""
+from dataclasses import replace
+
+import pytest
+import torch
+
+from engine import Engine, parse_workload
+from tests.conftest import solo_generate
+
+PROMPTS = ["Hi", "What is the capital of France?",
+           "Write one long sentence about the history of the Roman empire, its roads and its aqueducts.",
+           "2+2?", "Name three colours of the rainbow, please.", "Why is the sky blue? Answer briefly.",
+           "Translate 'good morning' into French.", "List two planets."]
+
+
+def run_lanes(lm, requests, slots, lanes=("static", "dynamic", "continuous"), **options):
+    engine = Engine(lm)
+    wl = engine.prepare(parse_workload({"name": "exact", "slots": slots, "requests": requests, **options}))
+    run = engine.start(wl, list(lanes))
+    run.run_to_end()
+    return run
+
+
+def outputs(run) -> dict[str, dict[str, list[int]]]:
+    return {name: {r.id: r.output_ids for r in lane.scheduler.requests} for name, lane in run.lanes.items()}
+
+
+def check_against_solo(lm, run, eos_ids) -> int:
+    """Assert every lane matches solo generate(); return how many requests stopped at EOS."""
+    eos_stops = 0
+    for spec in run.workload.requests:
+        ref = solo_generate(lm, spec.prompt_ids, spec.max_new_tokens, () if spec.ignore_eos else eos_ids)
+        for name, lane in run.lanes.items():
+            got = next(r for r in lane.scheduler.requests if r.id == spec.id)
+            assert got.output_ids == ref, f"{name} lane, request {spec.id}"
+        eos_stops += len(ref) < spec.max_new_tokens
+    return eos_stops
+
+
+@pytest.fixture(scope="module")
+def tiny_eos(tiny):
+    """The tiny model with an EOS id chosen so that some requests stop early: the 4th token it writes for PROMPTS[1]."""
+    ref = solo_generate(tiny, tiny.encode_prompt(PROMPTS[1]), 8)
+    return replace(tiny, eos_ids=frozenset({ref[3]}))
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_tiny_model_every_lane_matches_solo_generate(tiny_eos, fused):
+    requests = [{"id": f"R{i}", "prompt": p, "max_new_tokens": 3 + (5 * i) % 11, "ignore_eos": i % 3 == 0,
+                 "arrival": [0, 0, 1, 3, 3, 4, 9, 10][i]} for i, p in enumerate(PROMPTS)]
+    run = run_lanes(tiny_eos, requests, slots=3, max_wait=2, fused=fused)
+    assert check_against_solo(tiny_eos, run, tiny_eos.eos_ids) >= 1
+    if fused:
+        assert any(r.forward == "fused" for r in run.lanes["continuous"].records)
+    else:
+        assert any(r.forward == "split" for r in run.lanes["continuous"].records)
+
+
+def test_tiny_model_many_slots_and_slot_reuse(tiny_eos):
+    requests = [{"id": f"R{i}", "prompt": PROMPTS[i % 8] * (1 + i % 3), "max_new_tokens": 2 + i % 7,
+                 "ignore_eos": False, "arrival": i // 2} for i in range(20)]
+    run = run_lanes(tiny_eos, requests, slots=8, lanes=("continuous", "static"))
+    check_against_solo(tiny_eos, run, tiny_eos.eos_ids)
+
+
+def test_right_padding_breaks_exactness_and_left_padding_keeps_it(tiny):
+    """The trap the engine avoids: a right-padded batch reads its next token after the pad, not after the prompt."""
+    short, long = tiny.encode_prompt(PROMPTS[0]), tiny.encode_prompt(PROMPTS[2])
+    refs = [solo_generate(tiny, ids, 6) for ids in (short, long)]
+    n = len(long)
+
+    def batch(side: str) -> list[list[int]]:
+        pad = [tiny.pad_id] * (n - len(short))
+        ids = torch.tensor([short + pad if side == "right" else pad + short, long])
+        mask = torch.tensor([[1] * len(short) + [0] * len(pad) if side == "right" else [0] * len(pad) + [1] * len(short),
+                             [1] * n])
+        from transformers import GenerationConfig
+        cfg = GenerationConfig(max_new_tokens=6, do_sample=False, pad_token_id=tiny.pad_id, eos_token_id=None)
+        with torch.inference_mode():
+            return tiny.model.generate(ids, attention_mask=mask, generation_config=cfg)[:, n:].tolist()
+
+    assert batch("left") == refs
+    assert batch("right")[0] != refs[0]
+
+
+def test_smollm2_every_lane_matches_solo_generate(smol):
+    requests = [{"id": f"R{i}", "prompt": p, "max_new_tokens": [24, 6, 16, 10, 20, 24, 12, 8][i],
+                 "ignore_eos": i in (1, 7), "arrival": [0, 0, 0, 1, 2, 2, 5, 6][i]} for i, p in enumerate(PROMPTS)]
+    run = run_lanes(smol, requests, slots=4, max_wait=3)
+    assert check_against_solo(smol, run, smol.eos_ids) >= 2  # chat answers end by themselves
+
+
+def test_smollm2_text_is_the_decoded_tokens(smol):
+    run = run_lanes(smol, [{"id": "A", "prompt": "What is the capital of France?", "max_new_tokens": 12,
+                            "ignore_eos": False}], slots=2, lanes=("continuous",))
+    (req,) = run.lanes["continuous"].scheduler.requests
+    assert "Paris" in smol.decode(req.output_ids)
+    streamed = "".join(c.token for r in run.lanes["continuous"].records for c in r.slots if c.token)
+    assert streamed == smol.decode(req.output_ids)
