@@ -9,7 +9,7 @@ import sys
 
 from .config import LANES, POLICIES
 from .engine import Engine
-from .metrics import lane_metrics
+from .metrics import run_metrics
 from .model import ModelLoadError
 from .workload import CLI_LIMITS, WorkloadError, load_workload
 
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     run.run_to_end()
     records = run.records()
-    metrics = {name: lane_metrics(recs, run.workload) for name, recs in records.items()}
+    metrics = run_metrics(records, run.workload)
     if args.trace:
         with open(args.trace, "w") as f:
             for t in range(max(len(r) for r in records.values())):
@@ -65,13 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                     if t < len(recs):
                         f.write(json.dumps(recs[t].to_dict()) + "\n")
     if args.json:
-        keep = ("arrival", "first_token_step", "finish_step", "return_step", "ttft_steps", "latency_steps",
-                "tokens", "token_ids", "text", "stop", "preemptions", "ttft_ms", "tpot_ms", "latency_ms")
-        out = {"workload": workload.name, "simulated": engine.simulated, "lanes": {
-            name: {**{k: v for k, v in m.items() if k != "requests"},
-                   "requests": {rid: {k: q[k] for k in keep} for rid, q in m["requests"].items()}}
-            for name, m in metrics.items()}}
-        print(json.dumps(out, indent=2))
+        print(json.dumps({"workload": workload.name, "simulated": engine.simulated, "lanes": metrics}, indent=2))
     else:
         print(format_tables(workload, metrics, engine))
     return 0

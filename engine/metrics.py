@@ -1,7 +1,7 @@
 """Metrics computed from step records alone (plus each request's arrival): the CLI table, the page's
 table and the benchmark all call `lane_metrics`, so no number can disagree with the canvas.
 """
-from statistics import mean
+from statistics import fmean
 
 from .step import StepRecord
 from .workload import Workload
@@ -17,7 +17,7 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def _mean(values: list[float]) -> float | None:
-    return mean(values) if values else None
+    return fmean(values) if values else None
 
 
 def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> dict:
@@ -91,3 +91,18 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
         "simulated": simulated,
         "requests": per,
     }
+
+
+REQUEST_FIELDS = ("arrival", "first_token_step", "finish_step", "return_step", "ttft_steps", "latency_steps",
+                  "tokens", "token_ids", "text", "stop", "preemptions", "ttft_ms", "tpot_ms", "latency_ms")
+
+
+def run_metrics(records: dict[str, list], workload: Workload) -> dict[str, dict]:
+    """{lane: metrics} for a run's records: the object the CLI's --json prints under "lanes" and the
+    server sends in `run_finished`."""
+    out = {}
+    for lane, recs in records.items():
+        m = lane_metrics(recs, workload)
+        m["requests"] = {rid: {k: q[k] for k in REQUEST_FIELDS} for rid, q in m["requests"].items()}
+        out[lane] = m
+    return out
