@@ -1,0 +1,144 @@
+"""Socket.IO handlers (default namespace): check what a client sends, then hand it to the engine worker.
+
+    connect -> model_status        submit {workload, lanes} -> run_queued, or run_error
+    watch {run_id} -> backlog/replay, or run_error        disconnect -> the worker forgets the client
+
+Every refusal is one `run_error` `{message, field, run_id, code}` naming the field and the limit;
+nothing unchecked reaches the engine. Logs carry sizes and timings, never prompt text. This module
+knows the payload shapes and the limits, nothing of how runs are computed or stored.
+"""
+import json
+import logging
+import re
+import threading
+import time
+from collections import deque
+
+from flask import current_app, request
+from flask_socketio import emit
+
+from engine.config import LANES
+from engine.workload import Limits, Workload, WorkloadError, parse_workload
+
+from . import socketio
+from .runs import Rejected, error_payload
+
+log = logging.getLogger("batch_lanes.events")
+RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+SUBMIT_KEYS = ("lanes", "workload")
+DEFAULT_LANES = ["static", "continuous"]
+
+
+class RateLimiter:
+    """At most `limit` events per client in any sliding window of `window_s` seconds."""
+
+    def __init__(self, limit: int, window_s: float = 60.0):
+        self.limit, self.window_s = limit, window_s
+        self.times: dict[str, deque[float]] = {}
+        self.lock = threading.Lock()
+
+    def allow(self, client: str) -> bool:
+        now = time.monotonic()
+        with self.lock:
+            times = self.times.setdefault(client, deque())
+            while times and now - times[0] >= self.window_s:
+                times.popleft()
+            if len(times) >= self.limit:
+                return False
+            times.append(now)
+            return True
+
+    def forget(self, client: str) -> None:
+        with self.lock:
+            self.times.pop(client, None)
+
+
+def check_submit(args: tuple, limits: Limits) -> tuple[Workload, list[str]]:
+    """The workload and lanes of a `submit`, checked against `limits`; WorkloadError names the field."""
+    if len(args) != 1 or not isinstance(args[0], dict):
+        raise WorkloadError("submit", 'must be one object {"workload": {...}, "lanes": [...]}')
+    data = args[0]
+    extra = sorted(k for k in data if k not in SUBMIT_KEYS)
+    if extra:
+        raise WorkloadError(extra[0], f"unknown key (allowed: {', '.join(SUBMIT_KEYS)})")
+    lanes = data.get("lanes", DEFAULT_LANES)
+    if not isinstance(lanes, list) or not 1 <= len(lanes) <= limits.max_lanes:
+        raise WorkloadError("lanes", f"must be a list of 1 to {limits.max_lanes} lane names from {', '.join(LANES)}")
+    bad = [lane for lane in lanes if not isinstance(lane, str) or lane not in LANES]
+    if bad or len(set(lanes)) != len(lanes):
+        raise WorkloadError("lanes", f"must be distinct lane names from {', '.join(LANES)}")
+    if "workload" not in data:
+        raise WorkloadError("workload", "is required")
+    return parse_workload(data["workload"], limits), list(lanes)
+
+
+def check_watch(args: tuple) -> str:
+    if len(args) != 1 or not isinstance(args[0], dict) or set(args[0]) != {"run_id"}:
+        raise Rejected("invalid", 'watch takes one object {"run_id": "..."}', field="watch")
+    run_id = args[0]["run_id"]
+    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
+        raise Rejected("invalid", "run_id must be 1 to 64 letters, digits, '-' or '_'", field="run_id")
+    return run_id
+
+
+def _worker():
+    return current_app.extensions["worker"]
+
+
+def _limiter(name: str) -> RateLimiter:
+    return current_app.extensions["rate_limits"][name]
+
+
+@socketio.on("connect")
+def on_connect(auth=None):
+    emit("model_status", _worker().status)
+
+
+@socketio.on("disconnect")
+def on_disconnect(reason=None):
+    for limiter in current_app.extensions["rate_limits"].values():
+        limiter.forget(request.sid)
+    _worker().forget(request.sid)
+
+
+@socketio.on("submit")
+def on_submit(*args):
+    worker, sid, t0 = _worker(), request.sid, time.perf_counter()
+    try:
+        if not _limiter("submit").allow(sid):
+            raise Rejected("rate_limited", f"too many submits: the limit is {current_app.config['SUBMITS_PER_MINUTE']} "
+                                           f"per minute per client; wait a little")
+        worker.check_can_submit(sid)
+        workload, lanes = check_submit(args, worker.limits)
+        workload = worker.prepare(workload)
+        live = worker.enqueue(sid, workload, lanes)
+    except WorkloadError as e:
+        log.info("submit refused: field %s", e.field[:80])
+        emit("run_error", error_payload(str(e), e.field))
+        return
+    except Rejected as r:
+        log.info("submit refused: %s", r.code)
+        emit("run_error", r.payload())
+        return
+    specs = workload.requests
+    log.info("run %s queued: %d requests, %d prompt chars, %d prompt tokens, %d new tokens max, %d bytes, "
+             "lanes %s, checked in %.1f ms", live.run_id, len(specs), sum(len(s.prompt) for s in specs),
+             sum(len(s.prompt_ids) for s in specs), sum(s.max_new_tokens for s in specs),
+             len(json.dumps(args[0])), ",".join(lanes), (time.perf_counter() - t0) * 1000)
+
+
+@socketio.on("watch")
+def on_watch(*args):
+    try:
+        if not _limiter("watch").allow(request.sid):
+            raise Rejected("rate_limited", f"too many watches: the limit is {current_app.config['WATCHES_PER_MINUTE']} "
+                                           f"per minute per client; wait a little")
+        _worker().watch(request.sid, check_watch(args))
+    except Rejected as r:
+        emit("run_error", r.payload())
+
+
+@socketio.on_error_default
+def on_error(e):
+    log.exception("socket handler failed: %s", type(e).__name__)
+    emit("run_error", error_payload("the server hit an internal error; it has been logged", code="internal"))

@@ -1,0 +1,70 @@
+"""The run store: finished runs (workload, lanes, step records, metrics) in one SQLite file.
+
+A shared link `/runs/<id>` replays from here after a restart. Every call opens its own connection
+(the worker writes, HTTP and socket handlers read; SQLite serializes them), and every failure comes
+out as a `StoreError` with one line saying what went wrong: the caller reports it, never drops it.
+This module knows JSON and SQL, nothing of the engine or of sockets.
+"""
+import json
+import sqlite3
+import time
+from contextlib import closing
+from pathlib import Path
+
+SCHEMA = """CREATE TABLE IF NOT EXISTS runs (
+    run_id   TEXT PRIMARY KEY,
+    created  REAL NOT NULL,   -- wall-clock seconds when the run finished
+    model    TEXT NOT NULL,
+    workload TEXT NOT NULL,   -- JSON: the checked workload
+    lanes    TEXT NOT NULL,   -- JSON: ["static", "continuous", ...]
+    records  TEXT NOT NULL,   -- JSON: {lane: [step record, ...]}
+    metrics  TEXT NOT NULL    -- JSON: {lane: metrics}, as sent in run_finished
+)"""
+
+
+class StoreError(Exception):
+    """The store could not save or read a run; the message is one line a person can act on."""
+
+
+class RunStore:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=10)
+        conn.execute(SCHEMA)
+        return conn
+
+    def save(self, run_id: str, model: str, workload: dict, lanes: list[str], records: dict[str, list[dict]],
+             metrics: dict) -> None:
+        row = (run_id, time.time(), model, json.dumps(workload), json.dumps(lanes), json.dumps(records),
+               json.dumps(metrics))
+        try:
+            with closing(self._connect()) as conn, conn:
+                conn.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+        except (OSError, sqlite3.Error) as e:
+            raise StoreError(f"could not save run {run_id} to {self.path}: {e}") from e
+
+    def load(self, run_id: str) -> dict | None:
+        """The stored run `{run_id, created, model, workload, lanes, records, metrics}`, or None."""
+        try:
+            with closing(self._connect()) as conn:
+                row = conn.execute("SELECT run_id, created, model, workload, lanes, records, metrics FROM runs "
+                                   "WHERE run_id = ?", (run_id,)).fetchone()
+        except (OSError, sqlite3.Error) as e:
+            raise StoreError(f"could not read run {run_id} from {self.path}: {e}") from e
+        if row is None:
+            return None
+        keys = ("run_id", "created", "model", "workload", "lanes", "records", "metrics")
+        run = dict(zip(keys, row))
+        for key in ("workload", "lanes", "records", "metrics"):
+            run[key] = json.loads(run[key])
+        return run
+
+    def count(self) -> int:
+        try:
+            with closing(self._connect()) as conn:
+                return conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        except (OSError, sqlite3.Error) as e:
+            raise StoreError(f"could not read {self.path}: {e}") from e

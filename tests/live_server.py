@@ -1,0 +1,91 @@
+"""Start `python -m app` as a subprocess on a free port and wait until it is ready: for end-to-end tests,
+browser tests and the load script.
+
+    with live_server("--async-mode", "eventlet", data_dir=tmp_path) as url:
+        requests.get(f"{url}/healthz")
+
+The yielded URL is a `str` that also carries `.process` (the Popen) and `.log_path` (the server's
+stdout and stderr, one file). This module knows how to start and stop the server, nothing of its
+protocol beyond `GET /healthz`.
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+READY_TIMEOUT_S = 180
+
+
+class LiveServer(str):
+    """The base URL, plus the server process and its log file."""
+    process: subprocess.Popen
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _health(url: str) -> dict | None:
+    try:
+        with urllib.request.urlopen(f"{url}/healthz", timeout=5) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as e:  # 503 while the model failed to load still carries the JSON
+        return json.loads(e.read() or b"{}")
+    except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError):
+        return None
+
+
+@contextmanager
+def live_server(*args: str, env: dict | None = None, data_dir: str | os.PathLike | None = None,
+                timeout: float = READY_TIMEOUT_S):
+    """Run `python -m app --port PORT *args` (cwd: the repo root) until the block ends; yield its base URL."""
+    with tempfile.TemporaryDirectory(prefix="batch-lanes-live-") as tmp:
+        port = free_port()
+        cmd = [sys.executable, "-m", "app", "--port", str(port), "--data", str(data_dir or Path(tmp) / "data"), *args]
+        log_path = Path(tmp) / "server.log"
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                    env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
+        url = LiveServer(f"http://127.0.0.1:{port}")
+        url.process, url.log_path = proc, log_path
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"server exited with code {proc.returncode} before it was ready:\n"
+                                       f"{_tail(log_path)}")
+                health = _health(url)
+                if health and health.get("ready"):
+                    break
+                if health and health.get("status") == "error":
+                    raise RuntimeError(f"server failed to load its model: {health}\n{_tail(log_path)}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"server not ready after {timeout:.0f} s:\n{_tail(log_path)}")
+                time.sleep(0.2)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
