@@ -6,7 +6,7 @@ progress as `model_status` events and on `GET /healthz`.
 import argparse
 import logging
 
-from . import create_app, socketio
+from .factory import create_app, socketio
 
 
 def build_parser() -> argparse.ArgumentParser:

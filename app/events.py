@@ -20,7 +20,7 @@ from flask_socketio import emit
 from engine.config import LANES
 from engine.workload import Limits, Workload, WorkloadError, parse_workload
 
-from . import socketio
+from .factory import socketio
 from .runs import Rejected, error_payload
 
 log = logging.getLogger("batch_lanes.events")

@@ -13,7 +13,7 @@ from flask import Blueprint, current_app, jsonify, render_template
 
 from engine.config import LANES
 
-from . import ROOT
+from .factory import ROOT
 from .events import RUN_ID
 from .runs import Rejected
 
