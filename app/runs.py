@@ -32,8 +32,13 @@ class Rejected(Exception):
         return error_payload(self.message, self.field, self.run_id, self.code)
 
 
+def _shorten(text: str | None, limit: int) -> str | None:
+    return text if text is None or len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
 def error_payload(message: str, field: str | None = None, run_id: str | None = None, code: str = "invalid") -> dict:
-    return {"message": message, "field": field, "run_id": run_id, "code": code}
+    """A `run_error`; message and field are shortened, since a hostile key or value may be echoed in them."""
+    return {"message": _shorten(message, 500), "field": _shorten(field, 200), "run_id": run_id, "code": code}
 
 
 def new_run_id() -> str:

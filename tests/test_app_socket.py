@@ -1,0 +1,124 @@
+"""The socket protocol on the real default model: submit -> run_queued -> run_started -> ticks -> run_finished,
+spectators joining mid-run, finished runs replaying, and bad input answered with run_error."""
+import json
+from pathlib import Path
+
+import pytest
+
+from engine import Engine
+from engine.metrics import run_metrics
+from engine.workload import parse_workload
+
+DEMOS = Path(__file__).resolve().parent.parent / "demos"
+
+
+def preset(name: str) -> dict:
+    return json.loads((DEMOS / f"{name}.json").read_text())
+
+
+@pytest.fixture
+def app(make_app, smol):
+    return make_app(engine=Engine(smol))
+
+
+def run_events(probe, run_id: str) -> list[tuple[str, dict]]:
+    return [(n, p) for n, p in probe.poll() if isinstance(p, dict) and p.get("run_id") == run_id]
+
+
+def test_submit_streams_consecutive_ticks_and_the_cli_metrics_of_the_mixed_preset(app, connect, smol):
+    probe = connect(app)
+    assert probe.named("model_status")[0]["ready"] is True
+    probe.emit("submit", {"workload": preset("mixed"), "lanes": ["static", "continuous"]})
+    queued = probe.wait_for("run_queued")
+    run_id = queued["run_id"]
+    assert queued["position"] == 1
+    finished = probe.wait_for("run_finished", run_id)
+
+    events = run_events(probe, run_id)
+    names = [n for n, _ in events]
+    assert names[:2] == ["run_queued", "run_started"] and names[-1] == "run_finished"
+    started = events[1][1]
+    assert started["lanes"] == ["static", "continuous"] and started["model"] == smol.name
+    assert started["workload"]["name"] == "mixed" and len(started["workload"]["requests"]) == 8
+    ticks = [p for n, p in events if n == "tick"]
+    assert [t["t"] for t in ticks] == list(range(1, 16))           # 15 shared steps, none lost or reordered
+    assert all(t["lanes"]["static"]["step"] == t["t"] for t in ticks)
+    assert [t["lanes"]["continuous"] is None for t in ticks] == [False] * 9 + [True] * 6
+
+    m = finished["metrics"]
+    assert (m["static"]["steps"], m["continuous"]["steps"]) == (15, 9)
+    assert (round(m["static"]["slot_use"] * 100), round(m["continuous"]["slot_use"] * 100)) == (48, 81)
+    assert m["continuous"]["mean_ttft_steps"] == 2.375 and m["static"]["mean_ttft_steps"] == 5.0
+    # the same numbers the CLI computes from the same records: the page and the CLI cannot disagree
+    records = {lane: [t["lanes"][lane] for t in ticks if t["lanes"][lane]] for lane in ("static", "continuous")}
+    assert m == json.loads(json.dumps(run_metrics(records, parse_workload(preset("mixed")))))
+    # real tokens: the continuous lane writes what the model writes for each request alone
+    texts = {rid: q["text"] for rid, q in m["continuous"]["requests"].items()}
+    assert texts == {rid: q["text"] for rid, q in m["static"]["requests"].items()}
+    assert "Paris" in texts["R1"]
+
+
+def test_three_lanes_tick_together_until_the_slowest_is_done(app, connect):
+    probe = connect(app)
+    probe.emit("submit", {"workload": preset("same"), "lanes": ["static", "dynamic", "continuous"]})
+    run_id = probe.wait_for("run_queued")["run_id"]
+    finished = probe.wait_for("run_finished", run_id)
+    ticks = probe.named("tick", run_id)
+    assert [t["t"] for t in ticks] == list(range(1, 9))
+    assert all(set(t["lanes"]) == {"static", "dynamic", "continuous"} for t in ticks)
+    assert {lane: m["steps"] for lane, m in finished["metrics"].items()} == {"static": 8, "dynamic": 8, "continuous": 8}
+
+
+def test_a_spectator_joining_mid_run_gets_every_tick_so_far_then_the_live_ones(app, connect):
+    submitter, spectator = connect(app), connect(app)
+    submitter.emit("submit", {"workload": preset("mixed")})
+    run_id = submitter.wait_for("run_queued")["run_id"]
+    submitter.wait_for("tick", run_id)  # the run is computing
+    spectator.emit("watch", {"run_id": run_id})
+    spectator.wait_for("run_finished", run_id)
+    submitter.wait_for("run_finished", run_id)
+    names = [n for n, _ in run_events(spectator, run_id)]
+    assert names[0] == "run_started" and names[-1] == "run_finished"
+    seen = spectator.named("tick", run_id)
+    assert [t["t"] for t in seen] == list(range(1, 16))
+    assert seen[0].get("replay") is True and seen[-1].get("replay") is None  # backlog first, then live
+    strip = lambda t: {k: v for k, v in t.items() if k not in ("replay", "sent_at")}
+    assert [strip(t) for t in seen] == [strip(t) for t in submitter.named("tick", run_id)]
+
+
+def test_watching_a_finished_run_replays_its_stored_records(app, connect):
+    submitter = connect(app)
+    submitter.emit("submit", {"workload": preset("one-long")})
+    run_id = submitter.wait_for("run_queued")["run_id"]
+    finished = submitter.wait_for("run_finished", run_id)
+    assert finished["stored"] is True
+
+    late = connect(app)
+    late.emit("watch", {"run_id": run_id})
+    names = [n for n, _ in run_events(late, run_id)]
+    assert names == ["run_started"] + ["tick"] * 14 + ["run_finished"]
+    assert late.named("run_finished", run_id)[0]["metrics"] == finished["metrics"]
+    live = [{k: v for k, v in t.items() if k != "sent_at"} for t in submitter.named("tick", run_id)]
+    assert [{k: v for k, v in t.items() if k != "replay"} for t in late.named("tick", run_id)] == live
+
+    body = app.test_client().get(f"/api/runs/{run_id}").get_json()
+    assert body["run_id"] == run_id and body["lanes"] == ["static", "continuous"]
+    assert body["metrics"] == finished["metrics"]
+    assert [r["step"] for r in body["records"]["continuous"]] == list(range(1, 13))
+
+
+def test_watch_of_an_unknown_run_is_an_error_naming_run_id(app, connect):
+    probe = connect(app)
+    probe.emit("watch", {"run_id": "nosuchrun"})
+    error = probe.wait_for("run_error")
+    assert error["field"] == "run_id" and error["code"] == "not_found" and "nosuchrun" in error["message"]
+
+
+def test_bad_input_gets_run_error_and_the_server_goes_on(app, connect):
+    probe = connect(app)
+    probe.emit("submit", {"workload": {"requests": [{"id": "A", "prompt": "", "max_new_tokens": 2}]}})
+    error = probe.wait_for("run_error")
+    assert error["field"] == "requests[0].prompt" and "empty" in error["message"]
+    probe.emit("submit", {"workload": preset("same")})
+    run_id = probe.wait_for("run_queued")["run_id"]
+    assert probe.wait_for("run_finished", run_id)["metrics"]["continuous"]["steps"] == 8
