@@ -14,8 +14,10 @@ import threading
 import time
 from collections import deque
 
+from engineio import json as engineio_json
 from flask import current_app, request
 from flask_socketio import emit
+from socketio import packet
 
 from engine.config import LANES
 from engine.workload import Limits, Workload, WorkloadError, parse_workload
@@ -27,6 +29,25 @@ log = logging.getLogger("batch_lanes.events")
 RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SUBMIT_KEYS = ("lanes", "workload")
 DEFAULT_LANES = ["static", "continuous"]
+UNREADABLE = "_unreadable"  # the event a message that cannot be decoded turns into
+
+
+class WireJSON:
+    """The JSON codec of Socket.IO packets: a payload that is not JSON, nests too deep or holds a number longer
+    than 100 digits decodes to an `_unreadable` event instead of raising, so its sender still gets a run_error."""
+    dumps = staticmethod(engineio_json.dumps)
+
+    @staticmethod
+    def loads(text, **kwargs):
+        try:
+            return engineio_json.loads(text, **kwargs)
+        except (RecursionError, ValueError) as e:
+            return [UNREADABLE, type(e).__name__]
+
+
+class WirePacket(packet.Packet):
+    """Socket.IO packets decoded with `WireJSON` (engine.io's own packets keep the default codec)."""
+    json = WireJSON
 
 
 class RateLimiter:
@@ -136,6 +157,13 @@ def on_watch(*args):
         _worker().watch(request.sid, check_watch(args))
     except Rejected as r:
         emit("run_error", r.payload())
+
+
+@socketio.on(UNREADABLE)
+def on_unreadable(*args):
+    log.info("unreadable message refused")
+    emit("run_error", error_payload("the message could not be read: it is not JSON, nests too deep or holds a "
+                                    "number longer than 100 digits", "message"))
 
 
 @socketio.on_error_default

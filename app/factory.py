@@ -40,7 +40,7 @@ DEFAULTS = {
 def create_app(config: dict | None = None, engine: Engine | None = None) -> Flask:
     """The app, its socket server and a running engine worker (stop it with `app.extensions["worker"].stop()`)."""
     from . import events, routes  # noqa: F401  (events registers its handlers on `socketio`)
-    from .events import RateLimiter
+    from .events import RateLimiter, WirePacket
     from .store import RunStore
     from .worker import EngineWorker
 
@@ -53,7 +53,8 @@ def create_app(config: dict | None = None, engine: Engine | None = None) -> Flas
 
     # Same-origin only: no cors_allowed_origins, so engine.io accepts just this host's own pages.
     socketio.init_app(app, async_mode=app.config["ASYNC_MODE"],
-                      max_http_buffer_size=app.config["MAX_MESSAGE_BYTES"], logger=False, engineio_logger=False)
+                      max_http_buffer_size=app.config["MAX_MESSAGE_BYTES"], serializer=WirePacket,
+                      logger=False, engineio_logger=False)
     app.register_blueprint(routes.bp)
     store = RunStore(app.config["DATA_DIR"] / "runs.sqlite3")
     worker = EngineWorker(socketio.server, app.config, store, engine)
