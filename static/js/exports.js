@@ -1,0 +1,88 @@
+/**
+ * Exports, all built from the run's step records: the lanes as PNG, the records as JSON, the
+ * metrics as CSV, and a Chrome trace-event file (open it in Perfetto or chrome://tracing) with one
+ * process per lane and one thread per slot, each step a slice as long as it measured.
+ */
+import { cumulativeMs } from "./metrics.js";
+import { SlotState } from "./vocab.js";
+
+function download(filename, blob) {
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = filename;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+function baseName(run) {
+  const name = String((run.workload && run.workload.name) || "run").replace(/[^A-Za-z0-9_-]+/g, "-");
+  return `batch-lanes-${name}-${String(run.id).replace(/[^A-Za-z0-9_-]+/g, "")}`;
+}
+
+export function exportPng(canvas, run) {
+  canvas.toBlob((blob) => blob && download(`${baseName(run)}.png`, blob), "image/png");
+}
+
+export function recordsJson(run) {
+  return JSON.stringify({ run_id: run.id, model: run.model, lanes: run.lanes, workload: run.workload,
+    records: run.records, metrics: run.serverMetrics }, null, 1);
+}
+
+export function exportRecords(run) {
+  download(`${baseName(run)}-records.json`, new Blob([recordsJson(run)], { type: "application/json" }));
+}
+
+function csvCell(value) {
+  const s = value === null || value === undefined ? "" : String(value);
+  return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+/** Raw numbers (not the table's rounded text), one row per lane. */
+export function metricsCsv(metrics) {
+  const keys = ["steps", "tokens", "tokens_per_step", "slot_use", "mean_ttft_steps", "mean_ttft_ms", "p50_ttft_ms",
+    "p95_ttft_ms", "mean_tpot_ms", "p50_tpot_ms", "p95_tpot_ms", "mean_latency_steps", "p50_latency_steps",
+    "p95_latency_steps", "mean_latency_ms", "p95_latency_ms", "wall_s", "tokens_per_s", "padding_slot_steps",
+    "idle_slot_steps", "prefill_slot_steps", "preemptions"];
+  const lines = [["lane", ...keys].join(",")];
+  for (const [lane, m] of Object.entries(metrics)) lines.push([lane, ...keys.map((k) => m[k])].map(csvCell).join(","));
+  return `${lines.join("\n")}\n`;
+}
+
+export function exportCsv(run, metrics) {
+  download(`${baseName(run)}-metrics.csv`, new Blob([metricsCsv(metrics)], { type: "text/csv" }));
+}
+
+/** Chrome trace-event JSON: pid = lane, tid = slot, "X" slices in microseconds, plus a KV counter. */
+export function chromeTrace(run) {
+  const events = [];
+  run.lanes.forEach((lane, li) => {
+    const pid = li + 1;
+    const records = run.records[lane] || [];
+    const cum = cumulativeMs(records);
+    events.push({ ph: "M", pid, name: "process_name", args: { name: `${lane} lane` } });
+    events.push({ ph: "M", pid, name: "process_sort_index", args: { sort_index: li } });
+    const slots = records.length ? records[0].slots.length : 0;
+    for (let s = 0; s < slots; s += 1) {
+      events.push({ ph: "M", pid, tid: s + 1, name: "thread_name", args: { name: `slot ${s + 1}` } });
+    }
+    records.forEach((r, i) => {
+      const ts = cum[i] * 1000;
+      r.slots.forEach((c, s) => {
+        if (c.state === SlotState.IDLE) return;
+        events.push({ ph: "X", pid, tid: s + 1, ts, dur: r.ms * 1000, name: `${c.request} ${c.state}`,
+          cat: c.state, args: { step: r.step, request: c.request, token: c.token, token_id: c.token_id,
+            prefill: c.prefill || null, stop: c.stop || null } });
+      });
+      events.push({ ph: "C", pid, ts, name: "KV in use",
+        args: r.kv_blocks_total > 0 ? { blocks: r.kv_blocks_used } : { tokens: r.kv_used } });
+    });
+  });
+  return { traceEvents: events, displayTimeUnit: "ms", otherData: { run_id: run.id, model: run.model } };
+}
+
+export function exportTrace(run) {
+  download(`${baseName(run)}-trace.json`, new Blob([JSON.stringify(chromeTrace(run))], { type: "application/json" }));
+}

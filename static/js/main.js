@@ -1,0 +1,268 @@
+/**
+ * The page's one loop. socket.js and the DOM listeners only queue; each animation frame clamps dt,
+ * drains both queues into the run state and the playback clock, advances the clock, and — only when
+ * something changed — lays out, draws the canvas and refreshes the panels. Tests read the result
+ * through window.__lanes (see probe.js).
+ */
+import { Input, bindControls, syncControls } from "./controls.js";
+import { createEditor } from "./editor.js";
+import * as exporter from "./exports.js";
+import { computeLayout, hitTest, timeX } from "./layout.js";
+import { decodeHash, encodeMix, writeHash } from "./mixurl.js";
+import { narrate } from "./narration.js";
+import { renderMetrics, renderRequests, setText, tooltipLines } from "./panels.js";
+import * as playback from "./playback.js";
+import { exposeProbe } from "./probe.js";
+import { cellAt, draw } from "./renderer.js";
+import { buildScene, deriveRun, laneRows, nextDomain } from "./scene.js";
+import { connect } from "./socket.js";
+import { Action, applyEvent, createState } from "./state.js";
+import { ConnectionEvent, RunStatus, ServerEvent } from "./vocab.js";
+import { renderPresets, renderStatus } from "./status.js";
+
+const $ = (id) => document.getElementById(id);
+const dom = {
+  wrap: $("canvas-wrap"), canvas: $("lanes"), empty: $("empty"), tooltip: $("tooltip"), narration: $("narration"),
+  btnStart: $("btn-start"), btnBack: $("btn-back"), btnPlay: $("btn-play"), btnFwd: $("btn-fwd"), btnEnd: $("btn-end"),
+  btnHelp: $("btn-help"), helpClose: $("help-close"), help: $("help"), scrub: $("scrub"), readout: $("readout"),
+  speed: $("speed"), requestLane: $("request-lane"), requestRows: $("request-rows"), metricsTable: $("metrics-table"),
+  metricsCheck: $("metrics-check"), editorDetails: $("editor-details"), presetButtons: $("preset-buttons"),
+  lesson: $("lesson"), runStatus: $("run-status"), runLink: $("run-link"), modelStatus: $("model-status"),
+  modelText: $("model-text"), modelProgress: $("model-progress"),
+  exports: { png: $("export-png"), json: $("export-json"), csv: $("export-csv"), trace: $("export-trace") },
+};
+
+const serverEvents = [];
+const inputs = [];
+const push = (action) => inputs.push(action);
+const reducedMotion = matchMedia("(prefers-reduced-motion: reduce)");
+
+let state = createState();
+let pb = playback.createPlayback();
+let ui = { view: "slots", hover: null, help: false, requestLane: null, preset: null };
+let presets = [];
+let ownSubmit = false;
+let domain = null;
+let frameKey = [];
+let panelKey = [];
+let canvasSize = "";
+
+const socket = connect(serverEvents);
+const editor = createEditor($("editor"), { onChange: () => push({ type: "mix-changed" }), onRun: () => push({ type: "run" }) });
+bindControls(dom, push);
+dom.presetButtons.addEventListener("click", (e) => {
+  const button = e.target.closest("button[data-preset]");
+  if (button) push({ type: "preset", name: button.dataset.preset });
+});
+for (const [kind, button] of Object.entries(dom.exports)) button.addEventListener("click", () => push({ type: "export", kind }));
+reducedMotion.addEventListener("change", () => push({ type: Input.RESIZE }));
+fetch("/api/presets").then((r) => r.json()).then((body) => push({ type: "presets", presets: body.presets || [] }))
+  .catch(() => push({ type: "presets", presets: [] }));
+fetch("/api/limits").then((r) => r.json()).then((limits) => push({ type: "limits", limits })).catch(() => {});
+if (document.body.dataset.runId) state = applyEvent(state, { type: Action.WATCHING, payload: { run_id: document.body.dataset.runId } });
+
+function clockInfo(derived) {
+  const lanes = derived.lanes.map((l) => ({ cum: l.timeline.cum, done: l.done }));
+  return { limit: playback.extent(lanes, pb.clock), edges: playback.boundaries(lanes, pb.clock),
+    finished: Boolean(state.run && state.run.status === RunStatus.FINISHED) };
+}
+
+function submit() {
+  const { workload, lanes, errors } = editor.read();
+  editor.showErrors(errors);
+  if (errors.length) { dom.editorDetails.open = true; return; }
+  socket.submit(workload, lanes);
+  ownSubmit = true;
+  state = applyEvent(state, { type: Action.SUBMITTED, payload: null });
+}
+
+function onServer(event) {
+  const before = state.run;
+  state = applyEvent(state, event);
+  const run = state.run;
+  if (event.type === ConnectionEvent.CONNECTED && run && run.id
+      && run.status !== RunStatus.FINISHED && run.status !== RunStatus.ERROR) socket.watch(run.id);  // rejoin
+  if (event.type === ServerEvent.RUN_STARTED && (!before || before.id !== run.id || !before.workload)) {
+    pb = { ...pb, t: 0, playing: true };
+    ui = { ...ui, requestLane: null };
+    if (!ownSubmit) {  // a shared link or a replay: show its mix in the editor
+      editor.load(run.workload, run.lanes);
+      writeHash(encodeMix({ workload: run.workload, lanes: run.lanes }));
+    }
+    ownSubmit = false;
+    const path = `/runs/${encodeURIComponent(run.id)}`;
+    history.replaceState(null, "", `${path}${location.hash}`);
+    dom.runLink.href = `${path}${location.hash}`;
+  }
+  if (event.type === ServerEvent.RUN_ERROR && state.error) {
+    const { field, message } = state.error;
+    editor.showErrors(field ? [{ field, message }] : []);
+    if (field) dom.editorDetails.open = true;
+  }
+}
+
+function loadFromHash() {
+  const found = decodeHash(location.hash);
+  const preset = presets.find((p) => p.name === (found && found.preset)) || presets[0];
+  if (found && found.mix) {
+    editor.load(found.mix.workload, found.mix.lanes);
+    ui = { ...ui, preset: null };
+  } else if (preset) {
+    editor.load(preset, preset.lanes);
+    ui = { ...ui, preset: preset.name };
+  }
+}
+
+function onInput(a, derived) {
+  const { limit, edges, finished } = clockInfo(derived);
+  switch (a.type) {
+    case "presets": presets = a.presets; renderPresets(dom.presetButtons, presets); if (!document.body.dataset.runId) loadFromHash(); break;
+    case "limits": editor.setLimits(a.limits); break;
+    case "preset": {
+      const preset = presets.find((p) => p.name === a.name);
+      if (!preset) break;
+      editor.load(preset, preset.lanes);
+      ui = { ...ui, preset: preset.name };
+      writeHash(`preset=${encodeURIComponent(preset.name)}`);
+      submit();
+      break;
+    }
+    case "mix-changed": { const { workload, lanes } = editor.read(); ui = { ...ui, preset: null }; writeHash(encodeMix({ workload, lanes })); break; }
+    case "run": submit(); break;
+    case "export": {
+      const run = state.run;
+      if (!run || !run.workload) break;
+      if (a.kind === "png") exporter.exportPng(dom.canvas, run);
+      else if (a.kind === "json") exporter.exportRecords(run);
+      else if (a.kind === "csv") exporter.exportCsv(run, derived.metrics);
+      else exporter.exportTrace(run);
+      break;
+    }
+    case Input.PLAY: pb = playback.togglePlay(pb, limit, finished); break;
+    case Input.STEP: pb = playback.stepBy(pb, a.delta, edges); break;
+    case Input.START: pb = { ...pb, playing: false, t: 0 }; break;
+    case Input.END: pb = { ...pb, playing: false, t: limit }; break;
+    case Input.SEEK: {
+      let t = a.t;
+      if (a.x !== undefined) {
+        if (!state.run || !derived.lanes.length) break;
+        t = (a.x - layoutOf(derived).axis.x) / layoutOf(derived).pxPerUnit;
+        if (pb.clock === "steps") t = Math.ceil(t);
+      }
+      pb = playback.seek({ ...pb, playing: false }, t, limit);
+      break;
+    }
+    case Input.SPEED: pb = playback.changeSpeed(pb, a.delta); break;
+    case Input.SET_SPEED: pb = { ...pb, speed: a.speed }; break;
+    case Input.CLOCK: {
+      const longest = derived.lanes.reduce((best, l) => (!best || l.records.length > best.records.length ? l : best), null);
+      pb = playback.switchClock(pb, a.clock, longest && longest.timeline);
+      break;
+    }
+    case Input.VIEW: ui = { ...ui, view: a.view }; break;
+    case Input.HELP: ui = { ...ui, help: a.close ? false : !ui.help }; break;
+    case Input.HOVER: ui = { ...ui, hover: a.x === null ? null : { x: a.x, y: a.y } }; break;
+    case Input.REQUEST_LANE: ui = { ...ui, requestLane: a.lane }; break;
+    case Input.RESIZE: canvasSize = ""; ui = { ...ui }; break;
+    default: break;
+  }
+}
+
+let layoutMemo = { key: [], value: null };
+function layoutOf(derived) {
+  const width = dom.wrap.clientWidth;
+  const key = [derived, width, ui.view, pb.clock, domain];
+  if (key.every((k, i) => k === layoutMemo.key[i])) return layoutMemo.value;
+  const lanes = derived.lanes.map((l) => ({ name: l.name, rows: laneRows(l, ui.view, derived.run.workload), cum: l.timeline.cum }));
+  const span = !domain ? 1 : pb.clock === "steps" ? domain.steps : domain.ms;
+  layoutMemo = { key, value: computeLayout(width, lanes, { view: ui.view, clock: pb.clock, domain: span }) };
+  return layoutMemo.value;
+}
+
+function sizeCanvas(layout) {
+  const dpr = window.devicePixelRatio || 1;
+  const size = `${layout.width}x${layout.height}@${dpr}`;
+  if (size === canvasSize) return;
+  canvasSize = size;
+  dom.canvas.style.width = `${layout.width}px`;
+  dom.canvas.style.height = `${layout.height}px`;
+  dom.canvas.width = Math.round(layout.width * dpr);
+  dom.canvas.height = Math.round(layout.height * dpr);
+  dom.canvas.getContext("2d").setTransform(dpr, 0, 0, dpr, 0, 0);
+}
+
+function hovered(layout, scene) {
+  if (!ui.hover) return null;
+  const hit = hitTest(layout, ui.hover.x, ui.hover.y);
+  const lane = hit && scene.lanes.find((l) => l.name === hit.lane);
+  if (!lane || hit.step > lane.revealed || ui.hover.x > timeX(layout, scene.t)) return null;
+  const what = cellAt(lane, scene.view, hit.step, hit.row);
+  return what ? { lane: lane.name, step: hit.step, what } : null;
+}
+
+function render() {
+  const derived = deriveRun(state.run);
+  domain = nextDomain(derived, domain);
+  const { limit, edges } = clockInfo(derived);
+  const shown = playback.shownTime(pb, reducedMotion.matches, edges);
+  const layout = layoutOf(derived);
+  dom.canvas.hidden = !derived.lanes.length;
+  dom.empty.hidden = Boolean(derived.lanes.length);
+  let scene = buildScene(derived, { view: ui.view, clock: pb.clock, t: shown, focus: null });
+  const hover = hovered(layout, scene);
+  if (hover) scene = { ...scene, focus: hover.what.request };
+  if (derived.lanes.length) {
+    sizeCanvas(layout);
+    draw(dom.canvas.getContext("2d"), scene, layout);
+  }
+  dom.tooltip.hidden = !hover;
+  if (hover) {
+    dom.tooltip.textContent = tooltipLines(hover.lane, hover.step, hover.what, ui.view).join("\n");
+    dom.tooltip.style.left = `${Math.min(ui.hover.x + 14, layout.width - 260)}px`;
+    dom.tooltip.style.top = `${ui.hover.y + 16}px`;
+  }
+  const streaming = Boolean(state.run && state.run.status === RunStatus.RUNNING);
+  const narration = narrate(scene.lanes.map((l) => ({ name: l.name, records: l.records, step: l.step })), pb.clock, shown, streaming);
+  setText(dom.narration, narration);
+  if (dom.narration.title !== narration) dom.narration.title = narration;
+  syncControls(dom, pb, limit, derived.lanes.length > 0);
+  dom.help.hidden = !ui.help;
+  renderStatus(dom, state, ui.preset, presets, editor.name);
+  for (const button of Object.values(dom.exports)) button.disabled = !derived.lanes.length;
+  refreshPanels(derived, scene);
+  exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas: dom.canvas });
+}
+
+function refreshPanels(derived, scene) {
+  const lanes = derived.lanes.map((l) => l.name);
+  const lane = lanes.includes(ui.requestLane) ? ui.requestLane : lanes[lanes.length - 1];
+  const current = scene.lanes.find((l) => l.name === lane);
+  const key = [derived.run, derived.check, lane, current && current.step];
+  if (key.every((k, i) => k === panelKey[i])) return;
+  panelKey = key;
+  renderMetrics(dom.metricsTable, dom.metricsCheck, derived.metrics, derived.check);
+  if (dom.requestLane.options.length !== lanes.length || [...dom.requestLane.options].some((o, i) => o.value !== lanes[i])) {
+    dom.requestLane.replaceChildren(...lanes.map((name) => new Option(name, name)));
+  }
+  if (lane) dom.requestLane.value = lane;
+  if (current) renderRequests(dom.requestRows, derived.run.workload, current.records, derived.metrics[lane], current.step);
+  else dom.requestRows.replaceChildren();
+}
+
+let lastTime = performance.now();
+function frame(now) {
+  const dt = Math.min(0.1, Math.max(0, (now - lastTime) / 1000));  // a background tab must not jump the clock
+  lastTime = now;
+  while (serverEvents.length) onServer(serverEvents.shift());
+  let derived = deriveRun(state.run);
+  while (inputs.length) { onInput(inputs.shift(), derived); derived = deriveRun(state.run); }
+  const { limit, finished } = clockInfo(derived);
+  pb = playback.advance(pb, dt, limit, finished);
+  const key = [state, pb, ui, dom.wrap.clientWidth];
+  if (!key.every((k, i) => k === frameKey[i])) {
+    frameKey = key;
+    render();
+  }
+  requestAnimationFrame(frame);
+}
+requestAnimationFrame(frame);

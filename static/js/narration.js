@@ -1,0 +1,68 @@
+/**
+ * One line that says what happened at the playhead, lane by lane, from the step records alone:
+ * "step 3 · static: R2 and R4 finished; 2 rows kept as padding · continuous: R5 and R6 take the
+ * slots R2 and R4 freed". Pure: returns a string, which the page writes with textContent.
+ */
+import { SlotState } from "./vocab.js";
+
+/** "R5", "R5 and R6", "R5, R6 and R7", or "R5, R6 … R9 (5)" for long lists. */
+export function listIds(ids) {
+  const list = [...ids];
+  if (list.length <= 1) return list.join("");
+  if (list.length > 4) return `${list[0]}, ${list[1]} \u2026 ${list[list.length - 1]} (${list.length})`;
+  return `${list.slice(0, -1).join(", ")} and ${list[list.length - 1]}`;
+}
+
+function plural(n, one, many) {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+function count(record, state) {
+  return record.slots.filter((c) => c.state === state).length;
+}
+
+/** The facts of one lane's step, most telling first. */
+function laneFacts(name, records, step) {
+  const r = records[step - 1];
+  if (!r) return [`done after ${plural(records.length, "step", "steps")}`];
+  const prev = records[step - 2];
+  const facts = [];
+  if (r.preempted && r.preempted.length) facts.push(`${listIds(r.preempted)} preempted to free KV memory`);
+  if (r.admitted.length) {
+    const freed = prev ? prev.returned.filter((id) => !r.slots.some((c) => c.request === id)) : [];
+    if (step === 1) facts.push(`starts ${listIds(r.admitted)}`);
+    else if (freed.length && name !== "static") facts.push(`${listIds(r.admitted)} take the slots ${listIds(freed)} freed`);
+    else facts.push(`admits ${listIds(r.admitted)}`);
+  }
+  if (r.finished.length) {
+    const eos = r.slots.filter((c) => c.stop === "eos").map((c) => c.request);
+    facts.push(`${listIds(r.finished)} finished${eos.length ? ` (${listIds(eos)} at EOS)` : ""}`);
+  }
+  const padding = count(r, SlotState.PADDING);
+  if (padding) facts.push(`${plural(padding, "finished row", "finished rows")} still computed as padding`);
+  const partial = r.slots.filter((c) => c.state === SlotState.PREFILL && c.prefill && c.token_id === null);
+  if (partial.length) facts.push(`${partial[0].request} prefills ${partial[0].prefill[0]}/${partial[0].prefill[1]} prompt tokens`);
+  const idle = count(r, SlotState.IDLE);
+  if (idle && r.waiting.length) facts.push(`${plural(idle, "slot", "slots")} idle while ${listIds(r.waiting)} wait`);
+  else if (idle && !facts.length) facts.push(`${plural(idle, "slot", "slots")} idle, nothing waiting`);
+  if (!facts.length) facts.push(`${plural(count(r, SlotState.DECODE), "row decodes", "rows decode")}`);
+  return facts;
+}
+
+/**
+ * lanes: [{name, records, step}] where `step` is the lane's step under the playhead.
+ * clock: "steps" | "ms"; t: the playhead.
+ */
+export function narrate(lanes, clock, t, streaming) {
+  if (!lanes.length) return "Choose a preset or write a request mix, then press Run.";
+  if (lanes.every((l) => l.step === 0)) {
+    return streaming ? "The engine is computing the first step\u2026" : "Press play (Space) or step with \u2192.";
+  }
+  const where = clock === "steps" ? `Step ${Math.max(...lanes.map((l) => l.step))}` : `${(t / 1000).toFixed(2)} s`;
+  const parts = lanes.map((l) => {
+    const facts = laneFacts(l.name, l.records, l.step).slice(0, 2).join("; ");
+    const done = l.step > l.records.length;
+    return clock === "steps" || done ? `${l.name}: ${facts}` : `${l.name} (step ${l.step}): ${facts}`;
+  });
+  return `${where} \u2014 ${parts.join(" \u00b7 ")}`;
+}

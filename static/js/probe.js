@@ -1,0 +1,60 @@
+/**
+ * window.__lanes: what the page shows, as data, for tests and for anyone curious in the console —
+ * run status, per-lane metrics and KV series, the playhead, and the layout (where each lane, row
+ * and step cell sits, in CSS pixels relative to the canvas). Tests wait on it, never on a sleep.
+ */
+import { cellRect } from "./layout.js";
+import { PALETTE } from "./renderer.js";
+
+function withoutRequests(m) {
+  const { requests, ...rest } = m;
+  return { ...rest, requests: Object.fromEntries(Object.entries(requests).map(([id, q]) => [id,
+    { ttft_steps: q.ttft_steps, latency_steps: q.latency_steps, tokens: q.tokens, stop: q.stop, text: q.text }])) };
+}
+
+export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas }) {
+  const run = state.run;
+  const lanes = {};
+  for (const lane of derived.lanes) {
+    const kv = lane.timeline.kv;
+    lanes[lane.name] = {
+      steps: lane.records.length,
+      done: lane.done,
+      metrics: withoutRequests(derived.metrics[lane.name]),
+      kv: { unit: kv.length ? kv[0].unit : null, used: kv.map((p) => p.used), total: kv.map((p) => p.total) },
+      stepAtPlayhead: (scene.lanes.find((l) => l.name === lane.name) || {}).step,
+    };
+  }
+  const laneLayout = (name) => layout.lanes.find((l) => l.name === name);
+  const rect = canvas.getBoundingClientRect();
+  window.__lanes = {
+    status: run ? run.status : state.pending ? "submitting" : "idle",
+    runId: run ? run.id : null,
+    connected: state.connected,
+    model: { ...state.model },
+    error: state.error,
+    ticks: run ? run.t : 0,
+    playhead: pb.t, shown, playing: pb.playing, speed: pb.speed, clock: pb.clock, view: ui.view, limit,
+    metricsCheck: derived.check,
+    lanes,
+    narration,
+    palette: PALETTE,
+    layout: {
+      width: layout.width, height: layout.height, dpr: window.devicePixelRatio || 1,
+      canvas: { left: rect.left + window.scrollX, top: rect.top + window.scrollY },
+      lanes: layout.lanes.map((l) => ({ name: l.name, grid: l.grid, kv: l.kv, rowH: l.rowH, rows: l.rows.length })),
+    },
+    /** A cell's rectangle in canvas CSS pixels (step 1-based, row 0-based). */
+    cellRect: (lane, step, row) => cellRect(layout, laneLayout(lane), step, row),
+    /** The first cell of a lane in the slot view whose state is `slotState`: {step, row, x, y, w, h} or null. */
+    findCell(lane, slotState) {
+      const data = derived.lanes.find((l) => l.name === lane);
+      if (!data) return null;
+      for (const r of data.records) {
+        const row = r.slots.findIndex((c) => c.state === slotState);
+        if (row >= 0) return { step: r.step, row, ...cellRect(layout, laneLayout(lane), r.step, row) };
+      }
+      return null;
+    },
+  };
+}

@@ -1,0 +1,258 @@
+/**
+ * Draws a frame: `draw(ctx, scene, layout)` paints the time axis, every lane's grid up to the
+ * playhead, the KV memory bars, the shared playhead and the legend. It reads the scene and the
+ * layout and changes neither. Every cell kind differs by more than colour: prefill carries a "P",
+ * padding is hatched, idle is an outline, preempted carries a cross, queued a dashed outline.
+ */
+import { axisTicks, cellRect, stepX, timeX } from "./layout.js";
+import { Phase, SlotState } from "./vocab.js";
+
+/** Okabe–Ito based: safe for the common colour-vision deficiencies. */
+export const PALETTE = Object.freeze({
+  background: "#ffffff",
+  text: "#1d2330",
+  muted: "#5b6472",
+  rule: "#e3e6ea",
+  prefill: "#e69f00", prefillText: "#3a2600",
+  decode: "#56b4e9", decodeText: "#08263a",
+  padding: "#dadde2", hatch: "#7d8590", paddingText: "#4a525e",
+  idle: "#ffffff", idleLine: "#b9bfc8",
+  preempted: "#d55e00", preemptedText: "#ffffff",
+  queued: "#f1f2f4", queuedLine: "#8f97a3",
+  kv: "#cc79a7", kvTrack: "#f4ecf1", kvBudget: "#6b3a57",
+  playhead: "#1d2330",
+  focus: "#1d2330",
+});
+
+const FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
+
+function fitText(ctx, options, maxW) {
+  return options.find((s) => s && ctx.measureText(s).width <= maxW) || null;
+}
+
+function hatch(ctx, r) {
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(r.x, r.y, r.w, r.h);
+  ctx.clip();
+  ctx.strokeStyle = PALETTE.hatch;
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  for (let d = -r.h; d < r.w; d += 6) {
+    ctx.moveTo(r.x + d, r.y + r.h);
+    ctx.lineTo(r.x + d + r.h, r.y);
+  }
+  ctx.stroke();
+  ctx.restore();
+}
+
+/** One cell. kind: a Phase; info: {label, prefill: [cached, total] | null, chunked, stop}. */
+export function drawCell(ctx, rect, kind, info = {}) {
+  const r = { x: rect.x + 1, y: rect.y + 1, w: Math.max(1, rect.w - 2), h: Math.max(1, rect.h - 2) };
+  const id = info.label || "";
+  let text = null;
+  ctx.font = `600 ${Math.min(12, Math.max(9, r.h - 8))}px ${FONT}`;
+  if (kind === Phase.PREFILL) {
+    ctx.fillStyle = PALETTE.prefill;
+    ctx.fillRect(r.x, r.y, r.w, r.h);
+    const part = info.prefill && info.chunked ? `P ${info.prefill[0]}/${info.prefill[1]}` : null;
+    text = fitText(ctx, [part && `${part} ${id}`, part, `P ${id}`, "P"], r.w - 4);
+    if (!text) {  // too small for a letter: a corner notch still marks it
+      ctx.fillStyle = PALETTE.prefillText;
+      ctx.beginPath();
+      ctx.moveTo(r.x, r.y);
+      ctx.lineTo(r.x + Math.min(r.w, 6), r.y);
+      ctx.lineTo(r.x, r.y + Math.min(r.h, 6));
+      ctx.fill();
+    }
+    ctx.fillStyle = PALETTE.prefillText;
+  } else if (kind === Phase.DECODE) {
+    ctx.fillStyle = PALETTE.decode;
+    ctx.fillRect(r.x, r.y, r.w, r.h);
+    text = fitText(ctx, [id], r.w - 4);
+    ctx.fillStyle = PALETTE.decodeText;
+  } else if (kind === Phase.PADDING) {
+    ctx.fillStyle = PALETTE.padding;
+    ctx.fillRect(r.x, r.y, r.w, r.h);
+    hatch(ctx, r);
+  } else if (kind === Phase.PREEMPTED) {
+    ctx.fillStyle = PALETTE.preempted;
+    ctx.fillRect(r.x, r.y, r.w, r.h);
+    text = fitText(ctx, [`\u00d7 ${id}`, "\u00d7"], r.w - 4);
+    ctx.fillStyle = PALETTE.preemptedText;
+  } else if (kind === Phase.QUEUED) {
+    ctx.fillStyle = PALETTE.queued;
+    ctx.fillRect(r.x, r.y, r.w, r.h);
+    ctx.setLineDash([3, 2]);
+    ctx.strokeStyle = PALETTE.queuedLine;
+    ctx.strokeRect(r.x + 0.5, r.y + 0.5, r.w - 1, r.h - 1);
+    ctx.setLineDash([]);
+  } else if (kind === SlotState.IDLE) {
+    ctx.fillStyle = PALETTE.idle;
+    ctx.fillRect(r.x, r.y, r.w, r.h);
+    ctx.strokeStyle = PALETTE.idleLine;
+    ctx.strokeRect(r.x + 0.5, r.y + 0.5, r.w - 1, r.h - 1);
+  }
+  if (text) {
+    ctx.textBaseline = "middle";
+    ctx.textAlign = "center";
+    ctx.fillText(text, r.x + r.w / 2, r.y + r.h / 2 + 0.5);
+  }
+  if (info.stop) {  // the request's last token: a bar on the right edge, plus a dot when it was EOS
+    ctx.fillStyle = PALETTE.text;
+    ctx.fillRect(r.x + r.w - 3, r.y, 3, r.h);
+    if (info.stop === "eos" && r.w > 10) {
+      ctx.beginPath();
+      ctx.arc(r.x + r.w - 8, r.y + 5, 2.5, 0, 2 * Math.PI);
+      ctx.fill();
+    }
+  }
+}
+
+/** What a lane's cell (step, row) shows: {kind, info, request} or null (nothing to draw). */
+export function cellAt(lane, view, step, row) {
+  const record = lane.records[step - 1];
+  if (!record) return null;
+  if (view === "slots") {
+    const cell = record.slots[row];
+    if (!cell) return null;
+    return { kind: cell.state, request: cell.request, cell, record,
+      info: { label: cell.request, prefill: cell.prefill, chunked: lane.timeline.chunked.has(cell.request), stop: cell.stop } };
+  }
+  const id = lane.timeline.ids[row];
+  const phase = lane.timeline.phases.get(id)[step - 1];
+  if (!phase || phase === Phase.DONE) return phase ? { kind: phase, request: id, cell: null, record, info: {} } : null;
+  const slot = lane.timeline.slotOf.get(id)[step - 1];
+  const cell = slot === null ? null : record.slots[slot];
+  return { kind: phase, request: id, cell, record, slot,
+    info: { label: id, prefill: cell && cell.prefill, chunked: lane.timeline.chunked.has(id), stop: cell && cell.stop } };
+}
+
+function drawAxis(ctx, layout, scene) {
+  ctx.font = `11px ${FONT}`;
+  ctx.fillStyle = PALETTE.muted;
+  ctx.textBaseline = "middle";
+  ctx.textAlign = "right";
+  ctx.fillText(scene.clock === "steps" ? "step" : "time", layout.axis.x - 8, layout.axis.h / 2);
+  ctx.textAlign = "center";
+  for (const tick of axisTicks(layout)) {
+    if (tick.value === 0) continue;
+    const x = scene.clock === "steps" ? tick.x - layout.pxPerUnit / 2 : tick.x;
+    ctx.fillText(tick.label, x, layout.axis.h / 2);
+  }
+}
+
+function drawLane(ctx, layout, lane, scene) {
+  const { grid, kv, title } = lane;
+  const data = scene.lanes.find((l) => l.name === lane.name);
+  ctx.textBaseline = "middle";
+  ctx.textAlign = "left";
+  ctx.fillStyle = PALETTE.text;
+  ctx.font = `600 14px ${FONT}`;
+  const name = `${lane.name[0].toUpperCase()}${lane.name.slice(1)} batching`;
+  ctx.fillText(name, grid.x, title.y + title.h / 2);
+  const nameW = ctx.measureText(name).width;
+  ctx.font = `12px ${FONT}`;
+  ctx.fillStyle = PALETTE.muted;
+  ctx.fillText(data.caption, grid.x + nameW + 12, title.y + title.h / 2);
+  ctx.textAlign = "right";
+  ctx.font = `11px ${FONT}`;
+  lane.rows.forEach((label, row) => {
+    const text = fitText(ctx, [label, `${label.slice(0, 10)}\u2026`], layout.axis.x - 14) || "";
+    ctx.fillText(text, grid.x - 8, grid.y + row * lane.rowH + lane.rowH / 2);
+  });
+  ctx.fillText(data.kvLabel, grid.x - 8, kv.y + kv.h / 2);
+  ctx.fillStyle = PALETTE.kvTrack;
+  ctx.fillRect(kv.x, kv.y, kv.w, kv.h);
+  // Everything the playhead has reached, clipped at the playhead so a step appears as it is swept.
+  const xPlay = timeX(layout, scene.t);
+  const steps = Math.min(data.records.length, data.revealed);
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(grid.x, grid.y, Math.max(0, xPlay - grid.x), kv.y + kv.h - grid.y);
+  ctx.clip();
+  for (let s = 1; s <= steps; s += 1) {
+    for (let row = 0; row < lane.rows.length; row += 1) {
+      const what = cellAt(data, scene.view, s, row);
+      if (!what) continue;
+      const rect = cellRect(layout, lane, s, row);
+      drawCell(ctx, rect, what.kind, what.info);
+      if (scene.focus && what.request === scene.focus && what.kind !== Phase.DONE) {
+        ctx.strokeStyle = PALETTE.focus;
+        ctx.lineWidth = 2;
+        if (what.kind === Phase.QUEUED) ctx.setLineDash([4, 3]);
+        ctx.strokeRect(rect.x + 1, rect.y + 1, rect.w - 2, rect.h - 2);
+        ctx.setLineDash([]);
+        ctx.lineWidth = 1;
+      }
+    }
+    const point = data.timeline.kv[s - 1];
+    const frac = point.total > 0 ? Math.min(1, Math.max(0, point.used / point.total)) : 0;
+    const x0 = stepX(layout, lane, s - 1);
+    const x1 = stepX(layout, lane, s);
+    ctx.fillStyle = PALETTE.kv;
+    ctx.fillRect(x0, kv.y + kv.h * (1 - frac), Math.max(1, x1 - x0 - 1), kv.h * frac);
+  }
+  ctx.restore();
+  ctx.strokeStyle = PALETTE.kvBudget;
+  ctx.setLineDash([4, 3]);
+  ctx.beginPath();
+  ctx.moveTo(kv.x, kv.y + 0.5);
+  ctx.lineTo(kv.x + kv.w, kv.y + 0.5);
+  ctx.stroke();
+  ctx.setLineDash([]);
+}
+
+const LEGEND = [
+  [Phase.PREFILL, "prefill (reads the prompt, writes token 1)", { label: "" }],
+  [Phase.DECODE, "decode (one more token)", { label: "" }],
+  [Phase.PADDING, "padding (finished, still computed)", {}],
+  [SlotState.IDLE, "idle slot", {}],
+  [Phase.PREEMPTED, "preempted (KV full)", { label: "" }],
+  [Phase.QUEUED, "queued", {}],
+  [Phase.DECODE, "last token (\u25cf: ended at EOS)", { label: "", stop: "eos" }],
+];
+
+function drawLegend(ctx, layout, scene) {
+  let x = layout.axis.x;
+  const y = layout.legend.y + 8;
+  ctx.font = `12px ${FONT}`;
+  for (const [kind, label, info] of LEGEND) {
+    if (kind === Phase.QUEUED && scene.view !== "requests") continue;
+    if (kind === Phase.PREEMPTED && !scene.preemption) continue;
+    const w = ctx.measureText(label).width;
+    if (x + 30 + w > layout.width) break;
+    drawCell(ctx, { x, y, w: 26, h: 18 }, kind, info);
+    ctx.fillStyle = PALETTE.text;
+    ctx.textAlign = "left";
+    ctx.textBaseline = "middle";
+    ctx.font = `12px ${FONT}`;
+    ctx.fillText(label, x + 31, y + 9);
+    x += 31 + w + 18;
+  }
+}
+
+export function draw(ctx, scene, layout) {
+  ctx.fillStyle = PALETTE.background;
+  ctx.fillRect(0, 0, layout.width, layout.height);
+  drawAxis(ctx, layout, scene);
+  for (const lane of layout.lanes) drawLane(ctx, layout, lane, scene);
+  if (layout.lanes.length) {
+    const x = Math.round(timeX(layout, scene.t)) + 0.5;
+    const last = layout.lanes[layout.lanes.length - 1];
+    ctx.strokeStyle = PALETTE.playhead;
+    ctx.lineWidth = 2;
+    ctx.beginPath();
+    ctx.moveTo(x, layout.axis.h - 2);
+    ctx.lineTo(x, last.kv.y + last.kv.h + 4);
+    ctx.stroke();
+    ctx.lineWidth = 1;
+    ctx.fillStyle = PALETTE.playhead;
+    ctx.beginPath();
+    ctx.moveTo(x - 5, layout.axis.h - 8);
+    ctx.lineTo(x + 5, layout.axis.h - 8);
+    ctx.lineTo(x, layout.axis.h - 2);
+    ctx.fill();
+  }
+  drawLegend(ctx, layout, scene);
+}

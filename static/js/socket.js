@@ -1,0 +1,23 @@
+/**
+ * The socket: connects to the page's own origin and pushes every server event onto a queue, as
+ * `{type, payload}`. It never touches the state or the canvas; main.js drains the queue once a
+ * frame. Sending is two thin wrappers over the protocol's client events.
+ */
+import { ClientEvent, ConnectionEvent, ServerEvent } from "./vocab.js";
+
+export function connect(queue) {
+  // window.io comes from /static/vendor/socket.io.min.js, loaded before the modules.
+  const socket = window.io({ reconnectionDelayMax: 4000 });
+  for (const name of Object.values(ServerEvent)) {
+    socket.on(name, (payload) => queue.push({ type: name, payload }));
+  }
+  socket.on("connect", () => queue.push({ type: ConnectionEvent.CONNECTED, payload: null }));
+  socket.on("disconnect", (reason) => queue.push({ type: ConnectionEvent.DISCONNECTED, payload: { reason } }));
+  socket.on("connect_error", (err) => queue.push({
+    type: ConnectionEvent.DISCONNECTED, payload: { reason: String(err && err.message || err) },
+  }));
+  return {
+    submit(workload, lanes) { socket.emit(ClientEvent.SUBMIT, { workload, lanes }); },
+    watch(runId) { socket.emit(ClientEvent.WATCH, { run_id: runId }); },
+  };
+}

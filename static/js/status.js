@@ -1,0 +1,60 @@
+/**
+ * The status around the lanes: the model-loading bar (from model_status), the run line (queued at
+ * position N, running, finished, an error, a lost connection), the preset buttons and the lesson of
+ * the chosen preset. Text only through textContent.
+ */
+import { RunStatus } from "./vocab.js";
+
+export function renderPresets(container, presets) {
+  container.replaceChildren(...presets.map((p) => {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "preset";
+    button.dataset.preset = String(p.name);
+    button.textContent = String(p.name);
+    button.title = String(p.description || "");
+    return button;
+  }));
+}
+
+function runLine(state) {
+  if (!state.connected) return ["Reconnecting to the server\u2026", "warn"];
+  if (state.error && (state.error.run_id === null || (state.run && state.error.run_id === state.run.id))) {
+    return [state.error.message, "error"];
+  }
+  if (state.pending) return ["Sending the mix to the engine\u2026", ""];
+  const run = state.run;
+  if (!run) return ["", ""];
+  switch (run.status) {
+    case RunStatus.QUEUED:
+      return [run.position ? `Queued: position ${run.position} (1 = next). Other runs are ahead of this one.`
+        : "Joining the run\u2026", "warn"];
+    case RunStatus.RUNNING: return [`Running on ${run.model || "the model"}: step ${run.t} computed, streaming in.`, ""];
+    case RunStatus.FINISHED: return [`Finished on ${run.model || "the model"}: ${run.t} shared steps.`, "ok"];
+    default: return ["", ""];
+  }
+}
+
+export function renderStatus(dom, state, presetName, presets, mixName) {
+  const m = state.model;
+  const ready = Boolean(m.ready);
+  dom.modelStatus.dataset.ready = String(ready);
+  dom.modelStatus.dataset.error = m.error ? "true" : "false";
+  const text = m.error ? `Model failed to load: ${m.error}`
+    : ready ? `${m.model || "model"} on ${m.device || "?"}, ready`
+      : `Loading ${m.model || "the model"}: ${m.message || ""} ${Math.round((m.progress || 0) * 100)}%`;
+  if (dom.modelText.textContent !== text) dom.modelText.textContent = text;
+  dom.modelProgress.value = ready ? 1 : Number(m.progress) || 0;
+  dom.modelProgress.hidden = ready;
+  const [line, tone] = runLine(state);
+  if (dom.runStatus.textContent !== line) dom.runStatus.textContent = line;
+  dom.runStatus.dataset.tone = tone;
+  dom.runLink.hidden = !(state.run && state.run.id && state.run.workload);
+  for (const button of dom.presetButtons.children) {
+    button.setAttribute("aria-pressed", String(button.dataset.preset === presetName));
+  }
+  const preset = presets.find((p) => p.name === presetName);
+  const lesson = preset ? String(preset.description || "")
+    : mixName && mixName !== "custom" ? `${mixName}` : "Your own mix, from the editor below.";
+  if (dom.lesson.textContent !== lesson) dom.lesson.textContent = lesson;
+}

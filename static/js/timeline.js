@@ -1,0 +1,78 @@
+/**
+ * Per-lane views derived from the step records, computed once per records array (memoized on its
+ * identity, which changes only when a tick arrives): cumulative milliseconds, each request's phase
+ * in every step (the request view), the KV series for the memory bar, and which requests were
+ * prefilled in chunks. Pure: it reads records and never changes them.
+ */
+import { cumulativeMs } from "./metrics.js";
+import { Phase, SlotState } from "./vocab.js";
+
+const memo = new WeakMap();
+
+function kvPoint(r) {
+  // A block budget when the lane has one; otherwise KV tokens against the lane's capacity.
+  if (r.kv_blocks_total > 0) return { used: r.kv_blocks_used, total: r.kv_blocks_total, unit: "blocks" };
+  return { used: r.kv_used, total: r.kv_capacity, unit: "tokens" };
+}
+
+function build(records, workload) {
+  const ids = workload.requests.map((q) => String(q.id));
+  const phases = new Map(ids.map((id) => [id, []]));   // id -> phase per step (index s - 1), null: not arrived
+  const slotOf = new Map(ids.map((id) => [id, []]));    // id -> slot index per step, null: in no slot
+  const prefillSteps = new Map(ids.map((id) => [id, 0]));
+  const returned = new Set();
+  records.forEach((r, i) => {
+    const seen = new Map();
+    r.slots.forEach((cell, slot) => {
+      if (cell.request !== null && phases.has(cell.request)) seen.set(cell.request, [cell.state, slot]);
+      if (cell.state === SlotState.PREFILL && prefillSteps.has(cell.request)) {
+        prefillSteps.set(cell.request, prefillSteps.get(cell.request) + 1);
+      }
+    });
+    const waiting = new Set(r.waiting);
+    for (const id of ids) {
+      let phase = null;
+      let slot = null;
+      if (seen.has(id)) [phase, slot] = seen.get(id);
+      else if (waiting.has(id)) phase = Phase.QUEUED;
+      else if (returned.has(id)) phase = Phase.DONE;
+      phases.get(id)[i] = phase;
+      slotOf.get(id)[i] = slot;
+    }
+    for (const id of r.returned) returned.add(id);
+  });
+  const chunked = new Set([...prefillSteps].filter(([, n]) => n > 1).map(([id]) => id));
+  const kv = records.map(kvPoint);
+  return { ids, cum: cumulativeMs(records), phases, slotOf, chunked, kv };
+}
+
+/** The derived view of one lane's records. */
+export function laneTimeline(records, workload) {
+  let entry = memo.get(records);
+  if (!entry || entry.workload !== workload) {
+    entry = { workload, value: build(records, workload) };
+    memo.set(records, entry);
+  }
+  return entry.value;
+}
+
+/** The step of a lane under a playhead at `t` (in the clock's unit): 0 before its first step. */
+export function stepAt(timeline, clock, t) {
+  const n = timeline.cum.length - 1;
+  if (clock === "steps") return Math.min(n, Math.max(0, Math.ceil(t - 1e-9)));
+  let s = 0;
+  while (s < n && timeline.cum[s] < t - 1e-9) s += 1;
+  return s;
+}
+
+/** How many steps a static lane needs at most: groups of `slots` in arrival order, each as long as its longest. */
+export function estimateSteps(workload) {
+  const slots = workload.slots || 4;
+  const reqs = [...workload.requests].sort((a, b) => (a.arrival || 0) - (b.arrival || 0));
+  let t = 0;
+  for (let i = 0; i < reqs.length; i += slots) {
+    const group = reqs.slice(i, i + slots);
+    t = Math.max(t, ...group.map((q) => q.arrival || 0)) + Math.max(...group.map((q) => q.max_new_tokens || 1));
+  }
+  return Math.max(1, t);
+}

@@ -1,0 +1,72 @@
+/**
+ * The wire vocabulary, defined once for the page: slot states, stop reasons, lanes and socket event
+ * names. The strings are identical to the Python ones (engine/step.py, the README protocol table);
+ * tests/test_browser_vocab.py checks that they stay so.
+ */
+
+/** What a slot of the batch did in one step (engine/step.py SlotState). */
+export const SlotState = Object.freeze({
+  PREFILL: "prefill",
+  DECODE: "decode",
+  PADDING: "padding",
+  IDLE: "idle",
+  PREEMPTED: "preempted",
+});
+
+/** Why a request stopped (engine/step.py StopReason). */
+export const StopReason = Object.freeze({
+  EOS: "eos",
+  LENGTH: "length",
+});
+
+/** A request's phase in one step, for the request view: the slot states plus two of its own. */
+export const Phase = Object.freeze({
+  QUEUED: "queued",      // arrived, waiting for a slot
+  PREFILL: SlotState.PREFILL,
+  DECODE: SlotState.DECODE,
+  PADDING: SlotState.PADDING,
+  PREEMPTED: SlotState.PREEMPTED,
+  DONE: "done",          // its response went back to the client
+});
+
+/** Batching policies, one lane each, in the order the page stacks them. */
+export const Lane = Object.freeze({
+  STATIC: "static",
+  DYNAMIC: "dynamic",
+  CONTINUOUS: "continuous",
+});
+export const LANE_ORDER = Object.freeze([Lane.STATIC, Lane.DYNAMIC, Lane.CONTINUOUS]);
+
+/** Continuous-lane admission order (engine/config.py POLICIES). */
+export const Policy = Object.freeze({ FCFS: "fcfs", PRIORITY: "priority" });
+
+/** Socket events the server sends (README, "Socket protocol"). */
+export const ServerEvent = Object.freeze({
+  MODEL_STATUS: "model_status",
+  RUN_QUEUED: "run_queued",
+  RUN_STARTED: "run_started",
+  TICK: "tick",
+  RUN_FINISHED: "run_finished",
+  RUN_ERROR: "run_error",
+});
+
+/** Socket events the page sends. */
+export const ClientEvent = Object.freeze({
+  SUBMIT: "submit",
+  WATCH: "watch",
+});
+
+/** Connection changes socket.js queues next to the server's events (page-only names). */
+export const ConnectionEvent = Object.freeze({
+  CONNECTED: "connected",
+  DISCONNECTED: "disconnected",
+});
+
+/** A run's life on the page. */
+export const RunStatus = Object.freeze({
+  SUBMITTING: "submitting",
+  QUEUED: "queued",
+  RUNNING: "running",
+  FINISHED: "finished",
+  ERROR: "error",
+});

@@ -1,0 +1,215 @@
+"""The page in headless Debian Chromium, driven by Playwright, against `python -m app` with the real model.
+
+One server per module. Every wait is on state the page exposes (`window.__lanes`, the DOM), never a
+sleep. Without /usr/bin/chromium these tests skip, unless BATCH_LANES_REQUIRE_BROWSER=1 (CI), where
+they fail. Screenshots go to artifacts/ (git-ignored).
+"""
+import os
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from live_server import live_server
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+RUN_TIMEOUT_MS = 300_000  # a run on the real model on a busy 2-core machine
+XSS_PROMPT = '<img src=x onerror="window.__pwned=1">'
+XSS_ID = "<script>__pwned=2</script>"
+
+
+def _need(condition: bool, reason: str) -> None:
+    if condition:
+        return
+    if os.environ.get("BATCH_LANES_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"{reason} (BATCH_LANES_REQUIRE_BROWSER=1)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    _need(Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _need(False, "the playwright package is not installed (pip install -r requirements-dev.txt)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def server(browser, tmp_path_factory):
+    vendor = ROOT / "static" / "vendor" / "socket.io.min.js"
+    assert vendor.is_file(), "the Socket.IO client is missing: run `make static/vendor/socket.io.min.js`"
+    with live_server(data_dir=tmp_path_factory.mktemp("data")) as url:
+        yield url
+
+
+@pytest.fixture
+def tab(browser, server):
+    """A fresh page that records console errors, uncaught exceptions and the host of every request."""
+    context = browser.new_context(viewport={"width": 1360, "height": 1000}, device_scale_factor=2)
+    page = context.new_page()
+    page.problems, page.hosts = [], set()
+    page.on("console", lambda m: m.type == "error" and page.problems.append(f"console: {m.text}"))
+    page.on("pageerror", lambda e: page.problems.append(f"exception: {e}"))
+    page.on("request", lambda r: urlparse(r.url).scheme in ("http", "https", "ws", "wss")
+            and page.hosts.add(urlparse(r.url).hostname))
+    yield page
+    context.close()
+
+
+def lanes(page, expression: str):
+    return page.evaluate(f"() => window.__lanes.{expression}")
+
+
+def open_page(page, url: str) -> None:
+    page.goto(url)
+    page.wait_for_function("() => window.__lanes && window.__lanes.connected && window.__lanes.model.ready")
+    page.wait_for_selector("#preset-buttons button[data-preset]")
+
+
+def wait_finished(page) -> None:
+    page.wait_for_function("() => window.__lanes.status === 'finished' || window.__lanes.status === 'error'",
+                           timeout=RUN_TIMEOUT_MS)
+    assert lanes(page, "status") == "finished", lanes(page, "error")
+
+
+def metric(page, lane: str, key: str) -> str:
+    return page.text_content(f'#metrics-table td[data-lane="{lane}"][data-metric="{key}"]')
+
+
+def pixels(page, rect: dict) -> list[tuple[int, int, int]]:
+    """Every device pixel of a canvas rectangle given in CSS pixels, as (r, g, b)."""
+    data = page.evaluate("""(r) => {
+        const canvas = document.getElementById('lanes');
+        const d = window.devicePixelRatio;
+        const x = Math.round(r.x * d), y = Math.round(r.y * d);
+        const w = Math.max(1, Math.round(r.w * d)), h = Math.max(1, Math.round(r.h * d));
+        return Array.from(canvas.getContext('2d').getImageData(x, y, w, h).data);
+    }""", rect)
+    return [tuple(data[i:i + 3]) for i in range(0, len(data), 4)]
+
+
+def rgb(hex_colour: str) -> tuple[int, int, int]:
+    return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+
+
+def share(colour: tuple, seen: list[tuple], tolerance: int = 6) -> float:
+    """Fraction of `seen` within `tolerance` of `colour` on every channel."""
+    return sum(all(abs(a - b) <= tolerance for a, b in zip(colour, px)) for px in seen) / len(seen)
+
+
+def test_mixed_preset_shows_the_classroom_table_cells_and_keyboard_playback(tab, server):
+    open_page(tab, server)
+    tab.click('button[data-preset="mixed"]')
+    tab.wait_for_function("() => window.__lanes.ticks >= 1", timeout=RUN_TIMEOUT_MS)  # it streams while it runs
+    wait_finished(tab)
+
+    # 1) the metrics table, computed in the page from the records, is the classroom table and the server's numbers
+    assert lanes(tab, "metricsCheck") == "ok"
+    assert (metric(tab, "static", "steps"), metric(tab, "continuous", "steps")) == ("15", "9")
+    assert (metric(tab, "static", "slot_use"), metric(tab, "continuous", "slot_use")) == ("48%", "81%")
+    assert (metric(tab, "static", "tokens_per_step"), metric(tab, "continuous", "tokens_per_step")) == ("1.93", "3.22")
+    assert (metric(tab, "static", "mean_ttft_steps"), metric(tab, "continuous", "mean_ttft_steps")) == \
+        ("5.0", "2.4 (2.375)")
+
+    # 2) pixels at the cells the page's own layout reports: hatched padding in static, a lettered prefill in continuous
+    tab.keyboard.press("End")
+    tab.wait_for_function("() => window.__lanes.shown === window.__lanes.limit && window.__lanes.limit === 15")
+    palette = lanes(tab, "palette")
+    padding = tab.evaluate("() => window.__lanes.findCell('static', 'padding')")
+    assert padding and padding["step"] == 3, padding  # R2 and R4 finished at step 2
+    seen = pixels(tab, {k: padding[k] + (2 if k in "xy" else -4) for k in "xywh"})
+    assert share(rgb(palette["padding"]), seen) > 0.3 and share(rgb(palette["hatch"]), seen) > 0.05
+    prefill = tab.evaluate("() => window.__lanes.findCell('continuous', 'prefill')")
+    assert prefill and prefill["step"] == 1, prefill
+    seen = pixels(tab, {k: prefill[k] + (2 if k in "xy" else -4) for k in "xywh"})
+    assert share(rgb(palette["prefill"]), seen) > 0.5
+    assert share(rgb(palette["prefillText"]), seen, tolerance=40) > 0.01  # the "P" mark, not colour alone
+    ARTIFACTS.mkdir(exist_ok=True)
+    tab.screenshot(path=str(ARTIFACTS / "browser-mixed.png"), full_page=True)
+
+    # 3) the keyboard drives the client's clock
+    tab.keyboard.press("Home")
+    tab.wait_for_function("() => window.__lanes.playhead === 0")
+    for _ in range(3):
+        tab.keyboard.press("ArrowRight")
+    tab.wait_for_function("() => window.__lanes.playhead === 3")
+    assert lanes(tab, "narration").startswith("Step 3")
+    tab.keyboard.press("ArrowLeft")
+    tab.wait_for_function("() => window.__lanes.playhead === 2")
+    tab.keyboard.press("+")
+    tab.wait_for_function("() => window.__lanes.speed === 2")
+    tab.keyboard.press("Space")
+    tab.wait_for_function("() => window.__lanes.playing && window.__lanes.playhead > 2")
+    tab.keyboard.press("Space")
+    tab.wait_for_function("() => !window.__lanes.playing")
+    tab.keyboard.press("?")
+    tab.wait_for_selector("#help", state="visible")
+
+    assert tab.problems == []
+    assert tab.hosts == {"127.0.0.1"}
+
+
+def test_prompts_ids_and_tokens_render_as_text_never_as_markup(tab, server):
+    open_page(tab, server)
+    tab.wait_for_selector("[data-field='requests[1].id']", state="attached")
+    tab.click("#editor-details summary")
+    for button in tab.query_selector_all("table.mix button.remove")[2:]:
+        button.click()
+    tab.fill("[data-field='requests[0].prompt']", XSS_PROMPT)
+    tab.fill("[data-field='requests[0].max_new_tokens']", "2")
+    tab.fill("[data-field='requests[1].id']", XSS_ID)
+    tab.fill("[data-field='requests[1].max_new_tokens']", "2")
+    tab.click("button:has-text('Run this mix')")
+    wait_finished(tab)
+    tab.keyboard.press("End")
+    tab.wait_for_function("() => window.__lanes.shown === window.__lanes.limit")
+
+    def check_literal():
+        assert tab.evaluate("() => typeof window.__pwned") == "undefined"
+        assert tab.evaluate("() => document.querySelectorAll('img, main script').length") == 0
+        rows = tab.locator("#request-rows tr")
+        assert rows.nth(0).locator("td.prompt").text_content() == XSS_PROMPT
+        assert rows.nth(1).locator("th").text_content() == XSS_ID
+
+    check_literal()
+    tab.hover("#lanes", position={"x": 120, "y": 80})  # a tooltip over the canvas is text too
+    # the link to the run replays it from the server: the text still shows literally
+    assert urlparse(tab.url).path.startswith("/runs/")
+    tab.goto(tab.url)
+    wait_finished(tab)
+    check_literal()
+    assert tab.input_value("[data-field='requests[1].id']") == XSS_ID
+    assert tab.problems == []
+
+
+@pytest.mark.skipif(not (ROOT / "demos" / "memory-pressure.json").exists(), reason="demos/memory-pressure.json not there yet")
+def test_memory_pressure_demo_shows_preemption_and_the_kv_bar_stays_within_its_budget(tab, server):
+    open_page(tab, server)
+    tab.click('button[data-preset="memory-pressure"]')
+    wait_finished(tab)
+    assert lanes(tab, "metricsCheck") == "ok"
+    assert lanes(tab, "lanes.continuous.metrics.preemptions") >= 1
+    tab.keyboard.press("End")
+    tab.wait_for_function("() => window.__lanes.shown === window.__lanes.limit")
+    assert tab.evaluate("() => window.__lanes.findCell('continuous', 'preempted')") is not None
+    palette = lanes(tab, "palette")
+    for lane in lanes(tab, "layout.lanes"):
+        kv = lanes(tab, f"lanes[{lane['name']!r}].kv")
+        assert all(0 <= used <= total for used, total in zip(kv["used"], kv["total"])), kv
+        bar = lane["kv"]
+        above = pixels(tab, {"x": bar["x"], "y": bar["y"] - 3, "w": bar["w"], "h": 2})
+        assert share(rgb(palette["kv"]), above, tolerance=20) == 0  # nothing drawn past the budget line
+        inside = pixels(tab, {"x": bar["x"], "y": bar["y"] + 1, "w": bar["w"], "h": bar["h"] - 1})
+        assert share(rgb(palette["kv"]), inside, tolerance=20) > 0
+    ARTIFACTS.mkdir(exist_ok=True)
+    tab.screenshot(path=str(ARTIFACTS / "browser-memory-pressure.png"), full_page=True)
+    assert tab.problems == []

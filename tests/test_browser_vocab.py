@@ -1,0 +1,32 @@
+"""The page's vocabulary (static/js/vocab.js) says exactly what the engine and the protocol say: slot states,
+stop reasons, lanes, policies and socket event names, as identical strings. No browser needed."""
+import re
+from pathlib import Path
+
+from engine.config import LANES, POLICIES
+from engine.step import SlotState, StopReason
+
+VOCAB = (Path(__file__).resolve().parent.parent / "static" / "js" / "vocab.js").read_text()
+
+
+def frozen(name: str) -> dict[str, str]:
+    """The KEY: "value" pairs of `export const NAME = Object.freeze({...})` in vocab.js."""
+    body = re.search(rf"export const {name} = Object\.freeze\(\{{(.*?)\}}\);", VOCAB, re.S)
+    assert body, f"vocab.js has no frozen {name}"
+    return dict(re.findall(r'(\w+):\s*"([^"]*)"', body.group(1)))
+
+
+def test_slot_states_and_stop_reasons_match_the_engine_enums():
+    assert frozen("SlotState") == {s.name: s.value for s in SlotState}
+    assert frozen("StopReason") == {s.name: s.value for s in StopReason}
+
+
+def test_lanes_and_policies_match_the_engine_config():
+    assert set(frozen("Lane").values()) == set(LANES)
+    assert set(frozen("Policy").values()) == set(POLICIES)
+
+
+def test_socket_event_names_are_the_readme_protocol():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    documented = set(re.findall(r"\| (?:server → client|client → server) \| `(\w+)` \|", readme))
+    assert set(frozen("ServerEvent").values()) | set(frozen("ClientEvent").values()) == documented
