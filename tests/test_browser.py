@@ -4,6 +4,7 @@ One server per module. Every wait is on state the page exposes (`window.__lanes`
 sleep. Without /usr/bin/chromium these tests skip, unless BATCH_LANES_REQUIRE_BROWSER=1 (CI), where
 they fail. Screenshots go to artifacts/ (git-ignored).
 """
+import json
 import os
 from pathlib import Path
 from urllib.parse import urlparse
@@ -153,6 +154,17 @@ def test_mixed_preset_shows_the_classroom_table_cells_and_keyboard_playback(tab,
     tab.wait_for_function("() => !window.__lanes.playing")
     tab.keyboard.press("?")
     tab.wait_for_selector("#help", state="visible")
+
+    # 4) exports: the metrics as CSV and a Perfetto trace with a track per lane slot
+    with tab.expect_download() as download:
+        tab.click("#export-csv")
+    rows = [line.split(",") for line in Path(download.value.path()).read_text().splitlines()]
+    assert [(r[0], r[1]) for r in rows[1:]] == [("static", "15"), ("continuous", "9")]
+    with tab.expect_download() as download:
+        tab.click("#export-trace")
+    events = json.loads(Path(download.value.path()).read_text())["traceEvents"]
+    assert len([e for e in events if e["name"] == "thread_name"]) == 8  # 2 lanes x 4 slots
+    assert len([e for e in events if e["ph"] == "X"]) == (29 + 31) + 29  # every computed cell: tokens + padding
 
     assert tab.problems == []
     assert tab.hosts == {"127.0.0.1"}

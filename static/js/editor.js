@@ -53,7 +53,7 @@ export function createEditor(root, { onChange, onRun }) {
   options.max_wait.placeholder = "15";
   const rows = el("tbody");
   const addButton = el("button", { type: "button", className: "secondary", text: "+ Add request" });
-  const runButton = el("button", { type: "button", className: "primary", text: "Run this mix" });
+  const runButton = el("button", { type: "button", className: "primary", id: "run-mix", text: "Run this mix" });
   const general = el("p", { className: "field-error general", dataset: { errorFor: "" }, role: "alert" });
 
   const lanesBox = el("fieldset", { className: "field lanes" }, [el("legend", { text: "Lanes" }),
@@ -181,5 +181,5 @@ export function createEditor(root, { onChange, onRun }) {
     onChange();
   });
   runButton.addEventListener("click", () => onRun());
-  return { load, read, showErrors, setLimits, get name() { return meta.name; }, runButton };
+  return { load, read, showErrors, setLimits, get meta() { return meta; } };
 }

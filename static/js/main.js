@@ -49,6 +49,7 @@ let canvasSize = "";
 
 const socket = connect(serverEvents);
 const editor = createEditor($("editor"), { onChange: () => push({ type: "mix-changed" }), onRun: () => push({ type: "run" }) });
+dom.runMix = $("run-mix");
 bindControls(dom, push);
 dom.presetButtons.addEventListener("click", (e) => {
   const button = e.target.closest("button[data-preset]");
@@ -227,7 +228,7 @@ function render() {
   if (dom.narration.title !== narration) dom.narration.title = narration;
   syncControls(dom, pb, limit, derived.lanes.length > 0);
   dom.help.hidden = !ui.help;
-  renderStatus(dom, state, ui.preset, presets, editor.name);
+  renderStatus(dom, state, ui.preset, presets, editor.meta);
   for (const button of Object.values(dom.exports)) button.disabled = !derived.lanes.length;
   refreshPanels(derived, scene);
   exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas: dom.canvas });

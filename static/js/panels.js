@@ -79,7 +79,9 @@ export function renderRequests(tbody, workload, records, metrics, step) {
     const back = q.return_step !== null && q.return_step !== undefined && q.return_step <= step;
     const tr = el("tr", null, { dataset: { request: id } });
     tr.append(el("th", id, { scope: "row" }));
-    tr.append(el("td", spec.prompt, { className: "prompt" }));
+    const prompt = el("td", null, { className: "prompt" });
+    prompt.append(el("div", spec.prompt, { className: "clamp", title: spec.prompt }));
+    tr.append(prompt);
     const written = textUpTo(records, id, step);
     const out = el("td", written, { className: "written" });
     if (!back && q.first_token_step !== null && q.first_token_step <= step) out.classList.add("writing");

@@ -46,31 +46,53 @@ function hatch(ctx, r) {
   ctx.restore();
 }
 
+function label(ctx, text, r, yFrac = 0.5) {
+  ctx.textBaseline = "middle";
+  ctx.textAlign = "center";
+  ctx.fillText(text, r.x + r.w / 2, r.y + r.h * yFrac + 0.5);
+}
+
+/** Prefill: a "P" with the request id, and for a chunked prompt how much of it is cached ("P 96/160"). */
+function drawPrefill(ctx, r, id, info) {
+  ctx.fillStyle = PALETTE.prefill;
+  ctx.fillRect(r.x, r.y, r.w, r.h);
+  ctx.fillStyle = PALETTE.prefillText;
+  const part = info.prefill && info.chunked ? `${info.prefill[0]}/${info.prefill[1]}` : null;
+  const oneLine = part ? [`P ${part} ${id}`, `P ${part}`] : [`P ${id}`, "P"];
+  const text = fitText(ctx, oneLine, r.w - 4);
+  if (text) return label(ctx, text, r);
+  const top = fitText(ctx, [`P ${id}`, "P"], r.w - 4);
+  if (part && top && r.h >= 22) {  // "P R3" over "96/160" when one line is too narrow
+    label(ctx, top, r, 0.3);
+    for (const px of [10, 9, 8]) {  // the fraction in the largest font that fits, else the cached count alone
+      ctx.font = `${Math.min(px, r.h / 2 - 2)}px ${FONT}`;
+      const bottom = fitText(ctx, [part, px === 8 ? String(info.prefill[0]) : null], r.w - 2);
+      if (bottom) return label(ctx, bottom, r, 0.72);
+    }
+    return undefined;
+  }
+  if (top) return label(ctx, top, r);
+  ctx.beginPath();  // too small for a letter: a corner notch still marks it
+  ctx.moveTo(r.x, r.y);
+  ctx.lineTo(r.x + Math.min(r.w, 6), r.y);
+  ctx.lineTo(r.x, r.y + Math.min(r.h, 6));
+  ctx.fill();
+  return undefined;
+}
+
 /** One cell. kind: a Phase; info: {label, prefill: [cached, total] | null, chunked, stop}. */
 export function drawCell(ctx, rect, kind, info = {}) {
   const r = { x: rect.x + 1, y: rect.y + 1, w: Math.max(1, rect.w - 2), h: Math.max(1, rect.h - 2) };
   const id = info.label || "";
-  let text = null;
   ctx.font = `600 ${Math.min(12, Math.max(9, r.h - 8))}px ${FONT}`;
   if (kind === Phase.PREFILL) {
-    ctx.fillStyle = PALETTE.prefill;
-    ctx.fillRect(r.x, r.y, r.w, r.h);
-    const part = info.prefill && info.chunked ? `P ${info.prefill[0]}/${info.prefill[1]}` : null;
-    text = fitText(ctx, [part && `${part} ${id}`, part, `P ${id}`, "P"], r.w - 4);
-    if (!text) {  // too small for a letter: a corner notch still marks it
-      ctx.fillStyle = PALETTE.prefillText;
-      ctx.beginPath();
-      ctx.moveTo(r.x, r.y);
-      ctx.lineTo(r.x + Math.min(r.w, 6), r.y);
-      ctx.lineTo(r.x, r.y + Math.min(r.h, 6));
-      ctx.fill();
-    }
-    ctx.fillStyle = PALETTE.prefillText;
+    drawPrefill(ctx, r, id, info);
   } else if (kind === Phase.DECODE) {
     ctx.fillStyle = PALETTE.decode;
     ctx.fillRect(r.x, r.y, r.w, r.h);
-    text = fitText(ctx, [id], r.w - 4);
     ctx.fillStyle = PALETTE.decodeText;
+    const text = fitText(ctx, [id], r.w - 4);
+    if (text) label(ctx, text, r);
   } else if (kind === Phase.PADDING) {
     ctx.fillStyle = PALETTE.padding;
     ctx.fillRect(r.x, r.y, r.w, r.h);
@@ -78,8 +100,9 @@ export function drawCell(ctx, rect, kind, info = {}) {
   } else if (kind === Phase.PREEMPTED) {
     ctx.fillStyle = PALETTE.preempted;
     ctx.fillRect(r.x, r.y, r.w, r.h);
-    text = fitText(ctx, [`\u00d7 ${id}`, "\u00d7"], r.w - 4);
     ctx.fillStyle = PALETTE.preemptedText;
+    const text = fitText(ctx, [`\u00d7 ${id}`, "\u00d7"], r.w - 4);
+    if (text) label(ctx, text, r);
   } else if (kind === Phase.QUEUED) {
     ctx.fillStyle = PALETTE.queued;
     ctx.fillRect(r.x, r.y, r.w, r.h);
@@ -92,11 +115,6 @@ export function drawCell(ctx, rect, kind, info = {}) {
     ctx.fillRect(r.x, r.y, r.w, r.h);
     ctx.strokeStyle = PALETTE.idleLine;
     ctx.strokeRect(r.x + 0.5, r.y + 0.5, r.w - 1, r.h - 1);
-  }
-  if (text) {
-    ctx.textBaseline = "middle";
-    ctx.textAlign = "center";
-    ctx.fillText(text, r.x + r.w / 2, r.y + r.h / 2 + 0.5);
   }
   if (info.stop) {  // the request's last token: a bar on the right edge, plus a dot when it was EOS
     ctx.fillStyle = PALETTE.text;
@@ -204,13 +222,13 @@ function drawLane(ctx, layout, lane, scene) {
 }
 
 const LEGEND = [
-  [Phase.PREFILL, "prefill (reads the prompt, writes token 1)", { label: "" }],
-  [Phase.DECODE, "decode (one more token)", { label: "" }],
-  [Phase.PADDING, "padding (finished, still computed)", {}],
+  [Phase.PREFILL, "prefill: reads the prompt", { label: "" }],
+  [Phase.DECODE, "decode: one more token", { label: "" }],
+  [Phase.PADDING, "padding: finished, still computed", {}],
   [SlotState.IDLE, "idle slot", {}],
-  [Phase.PREEMPTED, "preempted (KV full)", { label: "" }],
   [Phase.QUEUED, "queued", {}],
-  [Phase.DECODE, "last token (\u25cf: ended at EOS)", { label: "", stop: "eos" }],
+  [Phase.PREEMPTED, "preempted: KV memory full", { label: "" }],
+  [Phase.DECODE, "last token (\u25cf at EOS)", { label: "", stop: "eos" }],
 ];
 
 function drawLegend(ctx, layout, scene) {
@@ -219,6 +237,7 @@ function drawLegend(ctx, layout, scene) {
   ctx.font = `12px ${FONT}`;
   for (const [kind, label, info] of LEGEND) {
     if (kind === Phase.QUEUED && scene.view !== "requests") continue;
+    if (kind === SlotState.IDLE && scene.view === "requests") continue;
     if (kind === Phase.PREEMPTED && !scene.preemption) continue;
     const w = ctx.measureText(label).width;
     if (x + 30 + w > layout.width) break;

@@ -25,6 +25,7 @@ function newRun(id, status) {
   return {
     id,
     status,
+    own: false,           // this page submitted it (the server allows one run per client at a time)
     position: null,       // place in the server's queue while queued (1 = next)
     lanes: [],            // lane names in the server's order
     workload: null,       // the workload as the server started it
@@ -68,7 +69,8 @@ export function applyEvent(state, event) {
       return sameRun(state, p.run_id) ? state : { ...state, error: null, run: newRun(p.run_id, RunStatus.QUEUED) };
     case ServerEvent.RUN_QUEUED: {
       const run = sameRun(state, p.run_id) ? state.run : newRun(p.run_id, RunStatus.QUEUED);
-      return { ...state, pending: false, run: { ...run, status: RunStatus.QUEUED, position: p.position } };
+      const own = run.own || state.pending;
+      return { ...state, pending: false, run: { ...run, own, status: RunStatus.QUEUED, position: p.position } };
     }
     case ServerEvent.RUN_STARTED: {
       // A rejoin (same id) keeps what arrived so far; the replayed ticks are then skipped by `t`.

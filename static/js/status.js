@@ -12,7 +12,6 @@ export function renderPresets(container, presets) {
     button.className = "preset";
     button.dataset.preset = String(p.name);
     button.textContent = String(p.name);
-    button.title = String(p.description || "");
     return button;
   }));
 }
@@ -27,7 +26,7 @@ function runLine(state) {
   if (!run) return ["", ""];
   switch (run.status) {
     case RunStatus.QUEUED:
-      return [run.position ? `Queued: position ${run.position} (1 = next). Other runs are ahead of this one.`
+      return [run.position ? `Queued: position ${run.position} in the engine's queue (1 = next); it starts when the runs ahead finish.`
         : "Joining the run\u2026", "warn"];
     case RunStatus.RUNNING: return [`Running on ${run.model || "the model"}: step ${run.t} computed, streaming in.`, ""];
     case RunStatus.FINISHED: return [`Finished on ${run.model || "the model"}: ${run.t} shared steps.`, "ok"];
@@ -35,7 +34,7 @@ function runLine(state) {
   }
 }
 
-export function renderStatus(dom, state, presetName, presets, mixName) {
+export function renderStatus(dom, state, presetName, presets, mix) {
   const m = state.model;
   const ready = Boolean(m.ready);
   dom.modelStatus.dataset.ready = String(ready);
@@ -53,8 +52,22 @@ export function renderStatus(dom, state, presetName, presets, mixName) {
   for (const button of dom.presetButtons.children) {
     button.setAttribute("aria-pressed", String(button.dataset.preset === presetName));
   }
+  // The server takes a submit only once the model is ready, and one run per client at a time.
+  const run = state.run;
+  const mine = run && run.own && (run.status === RunStatus.QUEUED || run.status === RunStatus.RUNNING);
+  const why = !state.connected ? "not connected to the server" : !ready ? "the model is still loading"
+    : state.pending || mine ? "wait for your run to finish" : "";
+  for (const button of [...dom.presetButtons.children, dom.runMix]) {
+    if (!button) continue;
+    button.disabled = Boolean(why);
+    button.title = why || (button.dataset.preset ? "run this preset" : "run the mix below");
+  }
+  const empty = m.error ? "The model could not be loaded, so nothing can run; see the message at the top."
+    : !ready ? "The model is loading. Pick a preset once it is ready; its steps stream in here as they are computed."
+      : "Pick a preset above to run it on the real model, or write your own mix in the editor below.";
+  if (dom.empty.textContent !== empty) dom.empty.textContent = empty;
   const preset = presets.find((p) => p.name === presetName);
   const lesson = preset ? String(preset.description || "")
-    : mixName && mixName !== "custom" ? `${mixName}` : "Your own mix, from the editor below.";
+    : mix.description || (mix.name !== "custom" ? mix.name : "Your own mix, from the editor below.");
   if (dom.lesson.textContent !== lesson) dom.lesson.textContent = lesson;
 }
