@@ -8,7 +8,7 @@ import { Input, bindControls, syncControls } from "./controls.js";
 import { createEditor } from "./editor.js";
 import * as exporter from "./exports.js";
 import { computeLayout, hitTest, timeX } from "./layout.js";
-import { decodeHash, encodeMix, writeHash } from "./mixurl.js";
+import { decodeHash, encodeMix, writeUrl } from "./mixurl.js";
 import { narrate } from "./narration.js";
 import { renderMetrics, renderRequests, setText, tooltipLines } from "./panels.js";
 import * as playback from "./playback.js";
@@ -62,10 +62,15 @@ fetch("/api/presets").then((r) => r.json()).then((body) => push({ type: "presets
 fetch("/api/limits").then((r) => r.json()).then((limits) => push({ type: "limits", limits })).catch(() => {});
 if (document.body.dataset.runId) state = applyEvent(state, { type: Action.WATCHING, payload: { run_id: document.body.dataset.runId } });
 
+let clockMemo = { key: [], value: null };
+/** How far the playhead may go, where ±1 lands, and whether more can arrive: once per (run, clock). */
 function clockInfo(derived) {
+  const key = [derived, pb.clock];
+  if (key.every((k, i) => k === clockMemo.key[i])) return clockMemo.value;
   const lanes = derived.lanes.map((l) => ({ cum: l.timeline.cum, done: l.done }));
-  return { limit: playback.extent(lanes, pb.clock), edges: playback.boundaries(lanes, pb.clock),
-    finished: Boolean(state.run && state.run.status === RunStatus.FINISHED) };
+  clockMemo = { key, value: { limit: playback.extent(lanes, pb.clock), edges: playback.boundaries(lanes, pb.clock),
+    finished: Boolean(derived.run && derived.run.status === RunStatus.FINISHED) } };
+  return clockMemo.value;
 }
 
 function submit() {
@@ -88,11 +93,11 @@ function onServer(event) {
     ui = { ...ui, requestLane: null };
     if (!ownSubmit) {  // a shared link or a replay: show its mix in the editor
       editor.load(run.workload, run.lanes);
-      writeHash(encodeMix({ workload: run.workload, lanes: run.lanes }));
+      writeUrl(location.pathname, encodeMix({ workload: run.workload, lanes: run.lanes }));
     }
     ownSubmit = false;
-    const path = `/runs/${encodeURIComponent(run.id)}`;
-    history.replaceState(null, "", `${path}${location.hash}`);
+    const path = `/runs/${encodeURIComponent(run.id)}`;  // a link that replays this run
+    writeUrl(path, location.hash.slice(1));
     dom.runLink.href = `${path}${location.hash}`;
   }
   if (event.type === ServerEvent.RUN_ERROR && state.error) {
@@ -124,11 +129,11 @@ function onInput(a, derived) {
       if (!preset) break;
       editor.load(preset, preset.lanes);
       ui = { ...ui, preset: preset.name };
-      writeHash(`preset=${encodeURIComponent(preset.name)}`);
+      writeUrl("/", `preset=${encodeURIComponent(preset.name)}`);
       submit();
       break;
     }
-    case "mix-changed": { const { workload, lanes } = editor.read(); ui = { ...ui, preset: null }; writeHash(encodeMix({ workload, lanes })); break; }
+    case "mix-changed": { const { workload, lanes } = editor.read(); ui = { ...ui, preset: null }; writeUrl("/", encodeMix({ workload, lanes })); break; }
     case "run": submit(); break;
     case "export": {
       const run = state.run;

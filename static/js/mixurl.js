@@ -37,8 +37,8 @@ export function decodeHash(hash) {
   }
 }
 
-/** Replace the URL's hash without adding a history entry. */
-export function writeHash(fragment) {
-  const url = `${location.pathname}${location.search}#${fragment}`;
-  if (`#${fragment}` !== location.hash) history.replaceState(null, "", url);
+/** Replace the URL (path and hash) without adding a history entry: "/" for a mix, "/runs/<id>" for a run. */
+export function writeUrl(path, fragment) {
+  const url = `${path}#${fragment}`;
+  if (url !== `${location.pathname}${location.hash}`) history.replaceState(null, "", url);
 }

@@ -28,18 +28,28 @@ function laneFacts(name, records, step) {
   const prev = records[step - 2];
   const facts = [];
   if (r.preempted && r.preempted.length) facts.push(`${listIds(r.preempted)} preempted to free KV memory`);
+  const grouped = name !== "continuous";  // static and dynamic lanes admit whole groups
   if (r.admitted.length) {
     const freed = prev ? prev.returned.filter((id) => !r.slots.some((c) => c.request === id)) : [];
+    const one = r.admitted.length === 1;
     if (step === 1) facts.push(`starts ${listIds(r.admitted)}`);
-    else if (freed.length && name !== "static") facts.push(`${listIds(r.admitted)} take the slots ${listIds(freed)} freed`);
-    else facts.push(`admits ${listIds(r.admitted)}`);
+    else if (grouped) facts.push(`starts the next group: ${listIds(r.admitted)}`);
+    else if (freed.length) {
+      facts.push(`${listIds(r.admitted)} ${one ? "takes" : "take"} the ${freed.length === 1 ? "slot" : "slots"} ${listIds(freed)} freed`);
+    } else facts.push(`admits ${listIds(r.admitted)}`);
   }
   if (r.finished.length) {
     const eos = r.slots.filter((c) => c.stop === "eos").map((c) => c.request);
-    facts.push(`${listIds(r.finished)} finished${eos.length ? ` (${listIds(eos)} at EOS)` : ""}`);
+    // What happens to the freed slots, when nothing else competes for the line.
+    const still = r.slots.some((c) => c.state === SlotState.DECODE && !r.finished.includes(c.request));
+    const quiet = !facts.length && !count(r, SlotState.PADDING);
+    const its = r.finished.length === 1 ? "its slot" : "their slots";
+    const then = !quiet ? "" : grouped && still ? `, ${its} held until the group ends`
+      : !grouped && r.waiting.length ? `, ${its} ${r.finished.length === 1 ? "goes" : "go"} to the queue next step` : "";
+    facts.push(`${listIds(r.finished)} finished${eos.length ? ` (${listIds(eos)} at EOS)` : ""}${then}`);
   }
   const padding = count(r, SlotState.PADDING);
-  if (padding) facts.push(`${plural(padding, "finished row", "finished rows")} still computed as padding`);
+  if (padding) facts.push(`computes ${plural(padding, "finished row", "finished rows")} as padding`);
   const partial = r.slots.filter((c) => c.state === SlotState.PREFILL && c.prefill && c.token_id === null);
   if (partial.length) facts.push(`${partial[0].request} prefills ${partial[0].prefill[0]}/${partial[0].prefill[1]} prompt tokens`);
   const idle = count(r, SlotState.IDLE);

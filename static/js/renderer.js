@@ -164,15 +164,7 @@ function drawLane(ctx, layout, lane, scene) {
   const { grid, kv, title } = lane;
   const data = scene.lanes.find((l) => l.name === lane.name);
   ctx.textBaseline = "middle";
-  ctx.textAlign = "left";
-  ctx.fillStyle = PALETTE.text;
-  ctx.font = `600 14px ${FONT}`;
-  const name = `${lane.name[0].toUpperCase()}${lane.name.slice(1)} batching`;
-  ctx.fillText(name, grid.x, title.y + title.h / 2);
-  const nameW = ctx.measureText(name).width;
-  ctx.font = `12px ${FONT}`;
   ctx.fillStyle = PALETTE.muted;
-  ctx.fillText(data.caption, grid.x + nameW + 12, title.y + title.h / 2);
   ctx.textAlign = "right";
   ctx.font = `11px ${FONT}`;
   lane.rows.forEach((label, row) => {
@@ -251,6 +243,27 @@ function drawLegend(ctx, layout, scene) {
   }
 }
 
+/** A lane's name and caption, on a background of their own so the playhead passes behind them. */
+function drawTitle(ctx, lane, scene) {
+  const { grid, title } = lane;
+  const caption = scene.lanes.find((l) => l.name === lane.name).caption;
+  const name = `${lane.name[0].toUpperCase()}${lane.name.slice(1)} batching`;
+  const y = title.y + title.h / 2;
+  ctx.textBaseline = "middle";
+  ctx.textAlign = "left";
+  ctx.font = `600 14px ${FONT}`;
+  const nameW = ctx.measureText(name).width;
+  ctx.font = `12px ${FONT}`;
+  const width = nameW + 12 + ctx.measureText(caption).width;
+  ctx.fillStyle = PALETTE.background;
+  ctx.fillRect(grid.x - 2, title.y + 4, width + 8, title.h - 8);
+  ctx.fillStyle = PALETTE.muted;
+  ctx.fillText(caption, grid.x + nameW + 12, y);
+  ctx.font = `600 14px ${FONT}`;
+  ctx.fillStyle = PALETTE.text;
+  ctx.fillText(name, grid.x, y);
+}
+
 export function draw(ctx, scene, layout) {
   ctx.fillStyle = PALETTE.background;
   ctx.fillRect(0, 0, layout.width, layout.height);
@@ -273,5 +286,6 @@ export function draw(ctx, scene, layout) {
     ctx.lineTo(x, layout.axis.h - 2);
     ctx.fill();
   }
+  for (const lane of layout.lanes) drawTitle(ctx, lane, scene);
   drawLegend(ctx, layout, scene);
 }

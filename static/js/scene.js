@@ -19,8 +19,15 @@ function metricsOf(records, workload) {
   return entry.value;
 }
 
-/** {run, lanes: [{name, records, done, timeline}], metrics: {lane: m}, check: "" | "ok" | "a, b"}. */
+let last = { run: undefined, value: null };
+
+/** {run, lanes: [{name, records, done, timeline}], metrics: {lane: m}, check: "" | "ok" | "a, b"}; once per run object. */
 export function deriveRun(run) {
+  if (run !== last.run) last = { run, value: derive(run) };
+  return last.value;
+}
+
+function derive(run) {
   if (!run || !run.workload) return { run, lanes: [], metrics: {}, check: "" };
   const names = [...run.lanes].sort((a, b) => LANE_ORDER.indexOf(a) - LANE_ORDER.indexOf(b));
   const lanes = names.map((name) => {
