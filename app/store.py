@@ -13,7 +13,7 @@ from pathlib import Path
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS runs (
     run_id   TEXT PRIMARY KEY,
-    created  REAL NOT NULL,   -- wall-clock seconds when the run finished
+    created  REAL NOT NULL,   -- wall-clock seconds when the run was submitted
     model    TEXT NOT NULL,
     workload TEXT NOT NULL,   -- JSON: the checked workload
     lanes    TEXT NOT NULL,   -- JSON: ["static", "continuous", ...]
@@ -37,8 +37,8 @@ class RunStore:
         return conn
 
     def save(self, run_id: str, model: str, workload: dict, lanes: list[str], records: dict[str, list[dict]],
-             metrics: dict) -> None:
-        row = (run_id, time.time(), model, json.dumps(workload), json.dumps(lanes), json.dumps(records),
+             metrics: dict, created: float | None = None) -> None:
+        row = (run_id, time.time() if created is None else created, model, json.dumps(workload), json.dumps(lanes), json.dumps(records),
                json.dumps(metrics))
         try:
             with closing(self._connect()) as conn, conn:

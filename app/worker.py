@@ -299,7 +299,7 @@ class EngineWorker:
         """Store a finished run; the error message if the store failed (logged, and sent to the room)."""
         try:
             self.store.save(live.run_id, self.status["model"], live.workload.to_dict(), live.lanes, live.records(),
-                            metrics)
+                            metrics, live.created)
         except StoreError as e:
             log.error("%s", e)
             return f"this run finished but could not be saved, so its link will not survive a restart: {e}"

@@ -5,8 +5,9 @@ browser tests and the load script.
         requests.get(f"{url}/healthz")
 
 The yielded URL is a `str` that also carries `.process` (the Popen) and `.log_path` (the server's
-stdout and stderr, one file). This module knows how to start and stop the server, nothing of its
-protocol beyond `GET /healthz`.
+stdout and stderr, one file). `EventClient` is a python-socketio client that records every event it
+gets and can wait for one. This module knows how to start, stop and reach the server, nothing of its
+protocol beyond `GET /healthz` and event names.
 """
 import json
 import os
@@ -14,11 +15,19 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
+
+import engineio.payload
+import socketio
+
+# python-engineio refuses a long-polling response of more than 16 packets (a guard meant for servers);
+# a finished run's replay or a burst of ticks to a slow poller is longer. Browsers have no such limit.
+engineio.payload.Payload.max_decode_packets = 10_000
 
 ROOT = Path(__file__).resolve().parent.parent
 READY_TIMEOUT_S = 180
@@ -89,3 +98,39 @@ def live_server(*args: str, env: dict | None = None, data_dir: str | os.PathLike
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+class EventClient:
+    """A python-socketio client that records (name, payload) of every event, in order of arrival."""
+    EVENTS = ("model_status", "run_queued", "run_started", "tick", "run_finished", "run_error")
+
+    def __init__(self, url: str, **connect_kwargs):
+        self.events: list[tuple[str, dict]] = []
+        self.changed = threading.Condition()
+        self.sio = socketio.Client(reconnection=False)
+        for name in self.EVENTS:
+            self.sio.on(name, lambda payload, name=name: self._got(name, payload))
+        self.sio.connect(url, **connect_kwargs)
+
+    def _got(self, name: str, payload) -> None:
+        with self.changed:
+            self.events.append((name, payload))
+            self.changed.notify_all()
+
+    def emit(self, event: str, payload) -> None:
+        self.sio.emit(event, payload)
+
+    def named(self, name: str, run_id: str | None = None) -> list:
+        with self.changed:
+            return [p for n, p in self.events if n == name and (run_id is None or p.get("run_id") == run_id)]
+
+    def wait_for(self, name: str, run_id: str | None = None, timeout: float = 180) -> dict:
+        """The first `name` event (for `run_id`, if given); AssertionError after `timeout` seconds."""
+        with self.changed:
+            ok = self.changed.wait_for(lambda: any(n == name and (run_id is None or p.get("run_id") == run_id)
+                                                   for n, p in self.events), timeout)
+            assert ok, f"no {name} event within {timeout} s; got {[n for n, _ in self.events]}"
+        return self.named(name, run_id)[0]
+
+    def close(self) -> None:
+        self.sio.disconnect()
