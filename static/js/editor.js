@@ -10,6 +10,7 @@ import { LANE_ORDER, Policy } from "./vocab.js";
 const DEFAULT_LIMITS = { max_requests: 32, max_slots: 16, max_new_tokens: 256, max_prompt_chars: 4000,
   max_arrival: 500, max_id_chars: 32, max_wait: 100, max_kv_budget: 65536 };
 const OPTIONS = ["chunk_size", "max_batch_tokens", "kv_budget", "max_wait"];
+const KEPT = ["kv_block_size", "fused"];  // engine options without a field here: carried through unchanged
 
 function el(tag, props = {}, children = []) {
   const node = document.createElement(tag);
@@ -46,6 +47,7 @@ function checkInt(raw, name, lo, hi, errors, optional = false) {
 export function createEditor(root, { onChange, onRun }) {
   let limits = DEFAULT_LIMITS;
   let meta = { name: "custom", description: "" };
+  let kept = {};
   const slots = numberInput(4, 1, limits.max_slots);
   const laneBoxes = LANE_ORDER.map((lane) => el("input", { type: "checkbox", value: lane }));
   const policy = el("select", {}, Object.values(Policy).map((p) => el("option", { value: p, text: p })));
@@ -101,7 +103,7 @@ export function createEditor(root, { onChange, onRun }) {
 
   function read() {
     const errors = [];
-    const workload = { name: meta.name, description: meta.description };
+    const workload = { name: meta.name, description: meta.description, ...kept };
     workload.slots = checkInt(slots.value, "slots", 1, limits.max_slots, errors);
     if (policy.value !== Policy.FCFS) workload.policy = policy.value;
     for (const [key, input] of Object.entries(options)) {
@@ -146,6 +148,7 @@ export function createEditor(root, { onChange, onRun }) {
 
   function load(workload, lanes) {
     meta = { name: String(workload.name || "custom"), description: String(workload.description || "") };
+    kept = Object.fromEntries(KEPT.filter((k) => workload[k] !== undefined).map((k) => [k, workload[k]]));
     slots.value = String(workload.slots ?? 4);
     policy.value = workload.policy === Policy.PRIORITY ? Policy.PRIORITY : Policy.FCFS;
     for (const [key, input] of Object.entries(options)) input.value = workload[key] ?? "";

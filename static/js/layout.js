@@ -4,7 +4,7 @@
  * that map a (lane, step, row) to a rectangle and a point back to a cell. Knows nothing of colours.
  */
 
-export const GUTTER = 96;   // left margin: slot or request labels
+const GUTTER = 96;   // left margin: slot or request labels
 const RIGHT = 20;
 const AXIS_H = 26;
 const TITLE_H = 28;

@@ -41,11 +41,11 @@ let state = createState();
 let pb = playback.createPlayback();
 let ui = { view: "slots", hover: null, help: false, requestLane: null, preset: null };
 let presets = [];
-let ownSubmit = false;
 let domain = null;
 let frameKey = [];
 let panelKey = [];
 let canvasSize = "";
+let resizes = 0;
 
 const socket = connect(serverEvents);
 const editor = createEditor($("editor"), { onChange: () => push({ type: "mix-changed" }), onRun: () => push({ type: "run" }) });
@@ -78,7 +78,6 @@ function submit() {
   editor.showErrors(errors);
   if (errors.length) { dom.editorDetails.open = true; return; }
   socket.submit(workload, lanes);
-  ownSubmit = true;
   state = applyEvent(state, { type: Action.SUBMITTED, payload: null });
 }
 
@@ -91,11 +90,10 @@ function onServer(event) {
   if (event.type === ServerEvent.RUN_STARTED && (!before || before.id !== run.id || !before.workload)) {
     pb = { ...pb, t: 0, playing: true };
     ui = { ...ui, requestLane: null };
-    if (!ownSubmit) {  // a shared link or a replay: show its mix in the editor
+    if (!run.own) {  // a shared link or a replay: show its mix in the editor
       editor.load(run.workload, run.lanes);
       writeUrl(location.pathname, encodeMix({ workload: run.workload, lanes: run.lanes }));
     }
-    ownSubmit = false;
     const path = `/runs/${encodeURIComponent(run.id)}`;  // a link that replays this run
     writeUrl(path, location.hash.slice(1));
     dom.runLink.href = `${path}${location.hash}`;
@@ -122,7 +120,11 @@ function loadFromHash() {
 function onInput(a, derived) {
   const { limit, edges, finished } = clockInfo(derived);
   switch (a.type) {
-    case "presets": presets = a.presets; renderPresets(dom.presetButtons, presets); if (!document.body.dataset.runId) loadFromHash(); break;
+    case "presets":
+      presets = a.presets;
+      renderPresets(dom.presetButtons, presets);
+      if (!document.body.dataset.runId) loadFromHash();  // a /runs/<id> page shows its run's mix instead
+      break;
     case "limits": editor.setLimits(a.limits); break;
     case "preset": {
       const preset = presets.find((p) => p.name === a.name);
@@ -133,7 +135,12 @@ function onInput(a, derived) {
       submit();
       break;
     }
-    case "mix-changed": { const { workload, lanes } = editor.read(); ui = { ...ui, preset: null }; writeUrl("/", encodeMix({ workload, lanes })); break; }
+    case "mix-changed": {
+      const { workload, lanes } = editor.read();
+      ui = { ...ui, preset: null };
+      writeUrl("/", encodeMix({ workload, lanes }));
+      break;
+    }
     case "run": submit(); break;
     case "export": {
       const run = state.run;
@@ -150,9 +157,10 @@ function onInput(a, derived) {
     case Input.END: pb = { ...pb, playing: false, t: limit }; break;
     case Input.SEEK: {
       let t = a.t;
-      if (a.x !== undefined) {
-        if (!state.run || !derived.lanes.length) break;
-        t = (a.x - layoutOf(derived).axis.x) / layoutOf(derived).pxPerUnit;
+      if (a.x !== undefined) {  // a click on the canvas: to the end of the step under it
+        if (!derived.lanes.length) break;
+        const layout = layoutOf(derived);
+        t = (a.x - layout.axis.x) / layout.pxPerUnit;
         if (pb.clock === "steps") t = Math.ceil(t);
       }
       pb = playback.seek({ ...pb, playing: false }, t, limit);
@@ -169,7 +177,7 @@ function onInput(a, derived) {
     case Input.HELP: ui = { ...ui, help: a.close ? false : !ui.help }; break;
     case Input.HOVER: ui = { ...ui, hover: a.x === null ? null : { x: a.x, y: a.y } }; break;
     case Input.REQUEST_LANE: ui = { ...ui, requestLane: a.lane }; break;
-    case Input.RESIZE: canvasSize = ""; ui = { ...ui }; break;
+    case Input.RESIZE: canvasSize = ""; resizes += 1; break;
     default: break;
   }
 }
@@ -264,7 +272,7 @@ function frame(now) {
   while (inputs.length) { onInput(inputs.shift(), derived); derived = deriveRun(state.run); }
   const { limit, finished } = clockInfo(derived);
   pb = playback.advance(pb, dt, limit, finished);
-  const key = [state, pb, ui, dom.wrap.clientWidth];
+  const key = [state, pb, ui, dom.wrap.clientWidth, resizes];
   if (!key.every((k, i) => k === frameKey[i])) {
     frameKey = key;
     render();

@@ -6,7 +6,7 @@
 import { SlotState } from "./vocab.js";
 
 /** "R5", "R5 and R6", "R5, R6 and R7", or "R5, R6 … R9 (5)" for long lists. */
-export function listIds(ids) {
+function listIds(ids) {
   const list = [...ids];
   if (list.length <= 1) return list.join("");
   if (list.length > 4) return `${list[0]}, ${list[1]} \u2026 ${list[list.length - 1]} (${list.length})`;

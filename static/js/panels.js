@@ -19,14 +19,14 @@ const num = (v, digits) => (v === null || v === undefined ? dash : v.toFixed(dig
 const ms = (v) => (v === null || v === undefined ? dash : `${Math.round(v)}`);
 
 /** One decimal, as the classroom table prints it, plus the exact value when rounding hides it: "2.4 (2.375)". */
-export function formatMean(v) {
+function formatMean(v) {
   if (v === null || v === undefined) return dash;
   const short = v.toFixed(1);
   const exact = Number(v.toFixed(3));
   return Math.abs(exact - Number(short)) > 1e-9 ? `${short} (${exact})` : short;
 }
 
-export const METRIC_COLUMNS = [
+const METRIC_COLUMNS = [
   ["steps", "steps", (m) => String(m.steps)],
   ["tokens", "tokens", (m) => String(m.tokens)],
   ["tokens_per_step", "tokens/step", (m) => m.tokens_per_step.toFixed(2)],
@@ -63,7 +63,7 @@ export function renderMetrics(table, caption, metrics, check) {
 }
 
 /** The text a request has written in `records` up to and including `step` (an EOS token writes nothing). */
-export function textUpTo(records, id, step) {
+function textUpTo(records, id, step) {
   let text = "";
   for (const r of records.slice(0, step)) {
     for (const c of r.slots) if (c.request === id && c.token && c.stop !== "eos") text += c.token;

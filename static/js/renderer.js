@@ -81,7 +81,7 @@ function drawPrefill(ctx, r, id, info) {
 }
 
 /** One cell. kind: a Phase; info: {label, prefill: [cached, total] | null, chunked, stop}. */
-export function drawCell(ctx, rect, kind, info = {}) {
+function drawCell(ctx, rect, kind, info = {}) {
   const r = { x: rect.x + 1, y: rect.y + 1, w: Math.max(1, rect.w - 2), h: Math.max(1, rect.h - 2) };
   const id = info.label || "";
   ctx.font = `600 ${Math.min(12, Math.max(9, r.h - 8))}px ${FONT}`;
@@ -161,7 +161,7 @@ function drawAxis(ctx, layout, scene) {
 }
 
 function drawLane(ctx, layout, lane, scene) {
-  const { grid, kv, title } = lane;
+  const { grid, kv } = lane;
   const data = scene.lanes.find((l) => l.name === lane.name);
   ctx.textBaseline = "middle";
   ctx.fillStyle = PALETTE.muted;

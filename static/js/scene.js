@@ -58,7 +58,7 @@ export function nextDomain(derived, previous) {
 }
 
 /** A lane's step under the playhead; one past its last step once it is done and the playhead has passed its end. */
-export function laneStep(lane, clock, t) {
+function laneStep(lane, clock, t) {
   const n = lane.records.length;
   const end = clock === "steps" ? n : lane.timeline.cum[n];
   if (lane.done && t > end + 1e-9) return n + 1;
