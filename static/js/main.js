@@ -254,7 +254,8 @@ function refreshPanels(derived, scene) {
   const key = [derived.run, derived.check, lane, current && current.step];
   if (key.every((k, i) => k === panelKey[i])) return;
   panelKey = key;
-  renderMetrics(dom.metricsTable, dom.metricsCheck, derived.metrics, derived.check);
+  const done = Object.fromEntries(derived.lanes.map((l) => [l.name, l.done]));
+  renderMetrics(dom.metricsTable, dom.metricsCheck, derived.metrics, done, derived.check);
   if (dom.requestLane.options.length !== lanes.length || [...dom.requestLane.options].some((o, i) => o.value !== lanes[i])) {
     dom.requestLane.replaceChildren(...lanes.map((name) => new Option(name, name)));
   }

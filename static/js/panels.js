@@ -42,15 +42,18 @@ const METRIC_COLUMNS = [
   ["preemptions", "preempted", (m) => String(m.preemptions)],
 ];
 
-/** Fill the metrics table: one row per lane. `check`: "" (no server numbers yet), "ok", or a list of mismatches. */
-export function renderMetrics(table, caption, metrics, check) {
+/**
+ * Fill the metrics table: one row per lane. `done`: lane -> finished (a running lane's row says "so far");
+ * `check`: "" (no server numbers yet), "ok", or a list of mismatches.
+ */
+export function renderMetrics(table, caption, metrics, done, check) {
   const head = el("tr");
   head.append(el("th", "lane", { scope: "col" }));
   for (const [, label] of METRIC_COLUMNS) head.append(el("th", label, { scope: "col" }));
   const body = el("tbody");
   for (const [lane, m] of Object.entries(metrics)) {
     const tr = el("tr", null, { dataset: { lane } });
-    tr.append(el("th", lane, { scope: "row" }));
+    tr.append(el("th", done[lane] ? lane : `${lane} (so far)`, { scope: "row" }));
     for (const [key, , fmt] of METRIC_COLUMNS) tr.append(el("td", fmt(m), { dataset: { lane, metric: key } }));
     body.append(tr);
   }
