@@ -184,5 +184,10 @@ export function createEditor(root, { onChange, onRun }) {
     onChange();
   });
   runButton.addEventListener("click", () => onRun());
-  return { load, read, showErrors, setLimits, get meta() { return meta; } };
+  /** Whether the editor has a field (or an error slot) of this name, e.g. "requests[2].prompt". */
+  function has(name) {
+    return Boolean(name && root.querySelector(`[data-field="${CSS.escape(name)}"], [data-error-for="${CSS.escape(name)}"]`));
+  }
+
+  return { load, read, showErrors, setLimits, has, get meta() { return meta; } };
 }

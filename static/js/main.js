@@ -99,9 +99,9 @@ function onServer(event) {
     dom.runLink.href = `${path}${location.hash}`;
   }
   if (event.type === ServerEvent.RUN_ERROR && state.error) {
-    const { field, message } = state.error;
-    editor.showErrors(field ? [{ field, message }] : []);
-    if (field) dom.editorDetails.open = true;
+    const { field, message } = state.error;  // a field of the mix is marked in the editor; the rest shows above the lanes
+    editor.showErrors(editor.has(field) ? [{ field, message }] : []);
+    if (editor.has(field)) dom.editorDetails.open = true;
   }
 }
 
