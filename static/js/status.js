@@ -17,7 +17,7 @@ export function renderPresets(container, presets) {
 }
 
 function runLine(state) {
-  if (!state.connected) return ["Reconnecting to the server\u2026", "warn"];
+  if (!state.connected) return [state.run ? "Reconnecting to the server\u2026" : "Connecting to the server\u2026", "warn"];
   if (state.error && (state.error.run_id === null || (state.run && state.error.run_id === state.run.id))) {
     return [state.error.message, "error"];
   }
