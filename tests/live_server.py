@@ -101,11 +101,13 @@ def live_server(*args: str, env: dict | None = None, data_dir: str | os.PathLike
 
 
 class EventClient:
-    """A python-socketio client that records (name, payload) of every event, in order of arrival."""
+    """A python-socketio client that records (name, payload) of every event, in order of arrival, and
+    when each arrived (`arrived_at`, wall-clock seconds, to compare with a tick's `sent_at`)."""
     EVENTS = ("model_status", "run_queued", "run_started", "tick", "run_finished", "run_error")
 
     def __init__(self, url: str, **connect_kwargs):
         self.events: list[tuple[str, dict]] = []
+        self.arrived_at: list[float] = []
         self.changed = threading.Condition()
         self.sio = socketio.Client(reconnection=False)
         for name in self.EVENTS:
@@ -115,6 +117,7 @@ class EventClient:
     def _got(self, name: str, payload) -> None:
         with self.changed:
             self.events.append((name, payload))
+            self.arrived_at.append(time.time())
             self.changed.notify_all()
 
     def emit(self, event: str, payload) -> None:

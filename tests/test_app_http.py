@@ -1,0 +1,71 @@
+"""HTTP routes and the "no way in" settings: health, presets, limits, run pages, JSON errors, the
+Content-Security-Policy, same-origin Socket.IO, SECRET_KEY, no debug, a patched python-engineio."""
+import importlib.metadata
+
+import pytest
+
+from engine import Engine
+
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; "
+       "object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+
+
+@pytest.fixture
+def app(make_app, smol):
+    return make_app(engine=Engine(smol))
+
+
+def test_healthz_says_ready_with_the_model_and_device(app, smol):
+    response = app.test_client().get("/healthz")
+    assert response.status_code == 200
+    assert response.get_json() == {"status": "ok", "ready": True, "model": smol.name, "device": "cpu",
+                                   "progress": 1.0, "queued": 0}
+
+
+def test_presets_are_the_demos_mixed_same_one_long_first(app):
+    presets = app.test_client().get("/api/presets").get_json()["presets"]
+    assert [p["name"] for p in presets][:3] == ["mixed", "same", "one-long"]
+    assert all(p["description"] and p["requests"] for p in presets)
+
+
+def test_the_page_and_every_response_carry_the_content_security_policy(app):
+    http = app.test_client()
+    page = http.get("/")
+    assert page.status_code == 200 and page.mimetype == "text/html"
+    for response in (page, http.get("/healthz"), http.get("/api/limits"), http.get("/nope")):
+        assert response.headers["Content-Security-Policy"] == CSP
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_unknown_runs_and_paths_are_json_404s(app):
+    http = app.test_client()
+    for path in ("/runs/nosuchrun", "/runs/bad%20id!", "/api/runs/nosuchrun", "/api/runs/" + "x" * 65, "/nope"):
+        response = http.get(path)
+        assert response.status_code == 404 and response.is_json and "error" in response.get_json(), path
+    assert http.post("/api/presets").status_code == 405
+
+
+def test_a_run_page_exists_for_a_live_run(app, connect):
+    probe = connect(app)
+    probe.emit("submit", {"workload": {"requests": [{"id": "A", "prompt": "Hi.", "max_new_tokens": 1}]}})
+    run_id = probe.wait_for("run_queued")["run_id"]
+    page = app.test_client().get(f"/runs/{run_id}")
+    assert page.status_code == 200 and page.mimetype == "text/html"
+    probe.wait_for("run_finished", run_id)
+    assert app.test_client().get(f"/runs/{run_id}").status_code == 200
+
+
+def test_secret_key_comes_from_the_environment_or_is_random(make_app, monkeypatch):
+    monkeypatch.delenv("BATCH_LANES_SECRET_KEY", raising=False)
+    first, second = make_app(engine=Engine(None)), make_app(engine=Engine(None))
+    assert len(first.config["SECRET_KEY"]) == 64 and first.config["SECRET_KEY"] != second.config["SECRET_KEY"]
+    monkeypatch.setenv("BATCH_LANES_SECRET_KEY", "from-the-environment")
+    assert make_app(engine=Engine(None)).config["SECRET_KEY"] == "from-the-environment"
+
+
+def test_no_debug_same_origin_sockets_and_a_patched_engineio(app):
+    from app import socketio
+    assert app.debug is False and app.config["DEBUG"] is False
+    assert socketio.server.eio.cors_allowed_origins is None      # engine.io's same-origin check, never "*"
+    version = tuple(int(x) for x in importlib.metadata.version("python-engineio").split(".")[:3])
+    assert version >= (4, 13, 2)

@@ -1,0 +1,21 @@
+"""A small run of scripts/load.py against `python -m app` on the real model: every client's run completes
+and every run any client watched arrived whole and in order (t = 1, 2, 3 ...). No speed is asserted."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from live_server import live_server  # noqa: E402
+from load import format_report, run_load  # noqa: E402
+
+
+def test_clients_submitting_and_watching_each_other_lose_no_tick():
+    with live_server() as url:
+        report = run_load(url, clients=3, pid=url.process.pid, presets=("same", "mixed", "one-long"))
+    print(format_report(report))
+    assert report["problems"] == []
+    assert report["runs_completed"] == report["watched_completed"] == 3
+    assert report["ticks_lost"] == 0 and report["ticks_out_of_order"] == 0
+    # each client saw its own run and its neighbour's: 8 + 15 + 14 ticks, twice
+    assert report["ticks_received"] == 2 * (8 + 15 + 14)
+    assert report["latency_ms"]["n"] + report["ticks_replayed"] == report["ticks_received"]
+    assert report["rss_mib"]["before"] > 0 and report["rss_mib"]["after"] > 0
