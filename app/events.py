@@ -75,22 +75,26 @@ class RateLimiter:
 
 
 def check_submit(args: tuple, limits: Limits) -> tuple[Workload, list[str]]:
-    """The workload and lanes of a `submit`, checked against `limits`; WorkloadError names the field."""
+    """The workload and lanes of a `submit`, checked against `limits`; WorkloadError names the field.
+    Without `lanes`, the run uses the workload's own lanes (if the engine's workload has them) or static
+    and continuous."""
     if len(args) != 1 or not isinstance(args[0], dict):
         raise WorkloadError("submit", 'must be one object {"workload": {...}, "lanes": [...]}')
     data = args[0]
     extra = sorted(k for k in data if k not in SUBMIT_KEYS)
     if extra:
         raise WorkloadError(extra[0], f"unknown key (allowed: {', '.join(SUBMIT_KEYS)})")
-    lanes = data.get("lanes", DEFAULT_LANES)
-    if not isinstance(lanes, list) or not 1 <= len(lanes) <= limits.max_lanes:
-        raise WorkloadError("lanes", f"must be a list of 1 to {limits.max_lanes} lane names from {', '.join(LANES)}")
-    bad = [lane for lane in lanes if not isinstance(lane, str) or lane not in LANES]
-    if bad or len(set(lanes)) != len(lanes):
-        raise WorkloadError("lanes", f"must be distinct lane names from {', '.join(LANES)}")
     if "workload" not in data:
         raise WorkloadError("workload", "is required")
-    return parse_workload(data["workload"], limits), list(lanes)
+    lanes = data.get("lanes")
+    if lanes is not None:
+        if not isinstance(lanes, list) or not 1 <= len(lanes) <= limits.max_lanes:
+            raise WorkloadError("lanes", f"must be a list of 1 to {limits.max_lanes} lane names from "
+                                         f"{', '.join(LANES)}")
+        if any(not isinstance(lane, str) or lane not in LANES for lane in lanes) or len(set(lanes)) != len(lanes):
+            raise WorkloadError("lanes", f"must be distinct lane names from {', '.join(LANES)}")
+    workload = parse_workload(data["workload"], limits)
+    return workload, list(lanes or getattr(workload, "lanes", DEFAULT_LANES))
 
 
 def check_watch(args: tuple) -> str:

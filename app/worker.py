@@ -18,9 +18,10 @@ from pathlib import Path
 
 from engine import Engine
 from engine.metrics import run_metrics
-from engine.model import DEFAULT_GGUF, ModelLoadError, load_model
+from engine.model import DEFAULT_GGUF
 from engine.workload import Workload
 
+from .loader import ModelLoad
 from .runs import LiveRun, Rejected, RunStatus, error_payload, replay_events
 from .store import RunStore, StoreError
 
@@ -95,39 +96,23 @@ class EngineWorker:
                 self._execute(live)
 
     def _load_model(self) -> bool:
-        path, dtype, device = self.model_args
-        outcome = {}
-
-        def progress(fraction: float, message: str) -> None:  # on the loading thread: only records
-            self._set_status(progress=round(fraction, 3), message=message)
-
-        def load() -> None:
-            try:
-                outcome["lm"] = load_model(path, dtype=dtype, device=device, progress=progress)
-            except ModelLoadError as e:
-                outcome["error"] = str(e)
-            except Exception as e:  # torch/transformers failures too: reported on the page and in /healthz
-                log.exception("loading the model failed")
-                outcome["error"] = f"{type(e).__name__}: {e}"
-
-        t0 = time.perf_counter()
-        self.server.start_background_task(self.offload, load)
-        sent = None
-        while not outcome and not self._stopping.is_set():
-            if self.status is not sent:
-                sent = self.status
-                self._emit("model_status", sent)
+        load, t0, sent = ModelLoad(*self.model_args), time.perf_counter(), None
+        load.start(self.server, self.offload)
+        while not load.done and not self._stopping.is_set():
+            if load.progress != sent:  # publish progress from this thread, as it changes
+                sent = load.progress
+                self._set_status(progress=sent[0], message=sent[1])
+                self._emit("model_status", self.status)
             self.server.sleep(0.1)
-        if "lm" in outcome:
-            lm = outcome["lm"]
-            self.engine = Engine(lm, self.limits)
-            self._set_status(ready=True, progress=1.0, message="ready", model=lm.name, device=str(lm.device))
-            log.info("model %s ready on %s after %.1f s", lm.name, lm.device, time.perf_counter() - t0)
-        elif "error" in outcome:
-            self._set_status(error=outcome["error"], message="the model could not be loaded")
-            log.error("model not loaded: %s", outcome["error"])
+        if load.lm is not None:
+            self.engine = Engine(load.lm, self.limits)
+            self._set_status(ready=True, progress=1.0, message="ready", model=load.lm.name, device=str(load.lm.device))
+            log.info("model %s ready on %s after %.1f s", load.lm.name, load.lm.device, time.perf_counter() - t0)
+        elif load.error is not None:
+            self._set_status(error=load.error, message="the model could not be loaded")
+            log.error("model not loaded: %s", load.error)
         self._emit("model_status", self.status)
-        return "lm" in outcome
+        return load.lm is not None
 
     # -- called by socket handlers -----------------------------------------------------------------
     def check_can_submit(self, sid: str) -> None:
@@ -180,7 +165,7 @@ class EngineWorker:
                 return
             if live is not None and live.status is not RunStatus.FINISHED:
                 raise Rejected(live.status.value, f"run {run_id} was {live.status.value}: {live.error}", run_id=run_id)
-            events = None if live is None else replay_events(
+            events = None if live is None or not live.ticks else replay_events(
                 run_id, self.status["model"], live.workload.to_dict(), live.lanes, live.records(), live.metrics)
         if events is None:
             stored = self.stored_run(run_id)
@@ -192,15 +177,16 @@ class EngineWorker:
             self._emit(event, payload, to=sid)
 
     def stored_run(self, run_id: str) -> dict | None:
-        """A finished run as `/api/runs/<id>` serves it, from memory or the store; `Rejected` if unreadable."""
+        """A finished run as `/api/runs/<id>` serves it: from the store, or from memory if the store failed it;
+        `Rejected` if the store cannot be read."""
         with self.lock:
             live = self.runs.get(run_id)
-            if live is not None and live.status is RunStatus.FINISHED:
+            if live is not None and live.status is RunStatus.FINISHED and live.ticks:
                 return {"run_id": run_id, "created": live.created, "model": self.status["model"],
                         "workload": live.workload.to_dict(), "lanes": live.lanes, "records": live.records(),
                         "metrics": live.metrics}
         try:
-            return self.store.load(run_id)
+            return self.offload(self.store.load, run_id)
         except StoreError as e:
             log.error("%s", e)
             raise Rejected("storage", f"the run store cannot be read: {e}", run_id=run_id) from None
@@ -269,6 +255,7 @@ class EngineWorker:
             run = self.offload(self.engine.start, live.workload, live.lanes)
             while not run.done:
                 with self.lock:
+                    self._prune_orphans()
                     if self._stopping.is_set() or self._orphaned(live):
                         self._end(live, RunStatus.CANCELLED, "the server is stopping" if self._stopping.is_set()
                                   else "its submitter left and nobody watched it")
@@ -284,7 +271,7 @@ class EngineWorker:
             with self.lock:
                 self._end(live, RunStatus.FAILED, f"the engine failed during this run: {type(e).__name__}: {e}")
             return
-        store_error = self._save(live, metrics)
+        store_error, ticks = self._save(live, metrics), len(live.ticks)
         with self.lock:
             live.metrics = metrics
             self._emit("run_finished", {"run_id": live.run_id, "metrics": metrics, "stored": store_error is None},
@@ -292,14 +279,16 @@ class EngineWorker:
             if store_error is not None:
                 self._emit("run_error", error_payload(store_error, "storage", live.run_id, "storage"), to=live.run_id)
             self._retire(live, RunStatus.FINISHED)
-        log.info("run %s finished: %d ticks in %.0f ms, %d watchers", live.run_id, len(live.ticks),
+            if store_error is None:
+                live.ticks = []  # the store has them: memory keeps only runs it could not save
+        log.info("run %s finished: %d ticks in %.0f ms, %d watchers", live.run_id, ticks,
                  (time.perf_counter() - t0) * 1000, len(live.watchers))
 
     def _save(self, live: LiveRun, metrics: dict) -> str | None:
         """Store a finished run; the error message if the store failed (logged, and sent to the room)."""
         try:
-            self.store.save(live.run_id, self.status["model"], live.workload.to_dict(), live.lanes, live.records(),
-                            metrics, live.created)
+            self.offload(self.store.save, live.run_id, self.status["model"], live.workload.to_dict(), live.lanes,
+                         live.records(), metrics, live.created)
         except StoreError as e:
             log.error("%s", e)
             return f"this run finished but could not be saved, so its link will not survive a restart: {e}"

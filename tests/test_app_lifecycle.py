@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-import app.worker
+import app.loader
 from app.runs import RunStatus
 from engine import Engine
 
@@ -191,16 +191,16 @@ def test_an_exception_inside_a_run_ends_it_with_run_error_and_the_worker_serves_
 
 
 def test_the_page_is_served_while_the_model_loads_and_model_status_reports_progress(make_app, connect, monkeypatch):
-    gate, real_load = threading.Event(), app.worker.load_model
+    gate, real_load = threading.Event(), app.loader.load_model
 
     def load_after_gate(*args, **kwargs):
         assert gate.wait(300)
         return real_load(*args, **kwargs)
-    monkeypatch.setattr(app.worker, "load_model", load_after_gate)
+    monkeypatch.setattr(app.loader, "load_model", load_after_gate)
     flask_app = make_app()
     http = flask_app.test_client()
     assert http.get("/healthz").get_json()["ready"] is False
-    assert len(http.get("/api/presets").get_json()["presets"]) == 3
+    assert [p["name"] for p in http.get("/api/presets").get_json()["presets"]][:3] == ["mixed", "same", "one-long"]
     probe = connect(flask_app)
     assert probe.named("model_status")[0]["ready"] is False
     probe.emit("submit", {"workload": TINY})
