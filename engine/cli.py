@@ -19,7 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a workload file through the lanes")
     run.add_argument("workload", help="workload JSON file (see demos/)")
-    run.add_argument("--lanes", default="static,continuous", help=f"comma-separated, from {','.join(LANES)}")
+    run.add_argument("--lanes", help=f"comma-separated, from {','.join(LANES)} (default: the workload's "
+                                      f"\"lanes\", else static,continuous)")
     run.add_argument("--backend", choices=("model", "sim"), default="model",
                      help="model: the real engine (default); sim: step-clock simulator, no model")
     run.add_argument("--slots", type=int, help="batch slots per lane (default: the workload's)")
@@ -40,7 +41,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    lanes = [name.strip() for name in args.lanes.split(",") if name.strip()]
     try:
         workload = load_workload(args.workload, CLI_LIMITS, slots=args.slots, max_wait=args.max_wait,
                                  policy=args.policy, chunk_size=args.chunk_size,
@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from .model import load_model
             engine = Engine(load_model(args.model, dtype=args.dtype, device=args.device), CLI_LIMITS)
+        lanes = [n.strip() for n in args.lanes.split(",") if n.strip()] if args.lanes else list(workload.lanes)
         run = engine.start(engine.prepare(workload), lanes)
     except (WorkloadError, ModelLoadError) as e:
         print(f"error: {e}", file=sys.stderr)

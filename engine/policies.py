@@ -112,11 +112,21 @@ class ContinuousScheduler(Scheduler):
             free = [s for s in self.free_slots() if s not in self.out.preempted]
             if not free or (self.token_budget is not None and self.token_budget <= 0):
                 break
-            if self.prefill_room(r) == 0:
+            n = self.prefill_room(r)
+            if n == 0 or not self.leaves_headroom(r, n):
                 break  # head of line: wait for KV blocks rather than let a later request overtake
             self.place(r, free[0])
             admitted.append(r)
         return admitted
+
+    def leaves_headroom(self, r: Request, n: int) -> bool:
+        """Whether admitting `r` with an `n`-token chunk still leaves one free block per running request, so
+        that their next decode does not at once preempt the newcomer (which would thrash: admit, evict, repeat)."""
+        free = self.blocks.num_free
+        if free is None:
+            return True
+        running = sum(1 for s in self.slots if s is not None)
+        return free - self.blocks.extra_blocks(r, r.num_cached + n) >= running
 
     def release(self) -> list[Request]:
         returned = [r for r in self.slots if r is not None and r.is_finished]

@@ -1,6 +1,6 @@
 """Workloads: the JSON a user writes (a file for the CLI, a socket message for the page), checked at the edge.
 
-    {"name": str, "slots": int, "requests": [{"id": str, "prompt": str, "max_new_tokens": int,
+    {"name": str, "slots": int, "lanes": [str], "requests": [{"id": str, "prompt": str, "max_new_tokens": int,
      "ignore_eos": bool, "arrival": int, "priority": int}], ...engine options}
 
 Every check names the field and the limit; `Limits` holds every limit in one place. What needs the
@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from .config import EngineConfig
+from .config import LANES, EngineConfig
 from .request import RequestSpec
 
 
@@ -44,7 +44,7 @@ CLI_LIMITS = Limits(max_requests=100_000, max_slots=256, max_new_tokens=100_000,
 
 REQUEST_KEYS = {"id", "prompt", "max_new_tokens", "ignore_eos", "arrival", "priority"}
 OPTION_KEYS = {"max_wait", "policy", "chunk_size", "max_batch_tokens", "kv_budget", "kv_block_size", "fused"}
-WORKLOAD_KEYS = {"name", "description", "slots", "requests"} | OPTION_KEYS
+WORKLOAD_KEYS = {"name", "description", "slots", "lanes", "requests"} | OPTION_KEYS
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,11 @@ class Workload:
     description: str
     config: EngineConfig
     requests: tuple[RequestSpec, ...]
+    lanes: tuple[str, ...] = ("static", "continuous")  # the lanes a preset is meant to be watched on
 
     def to_dict(self) -> dict:
-        d = {"name": self.name, "description": self.description, "slots": self.config.slots}
+        d = {"name": self.name, "description": self.description, "slots": self.config.slots,
+             "lanes": list(self.lanes)}
         defaults = EngineConfig()
         for f in fields(EngineConfig):
             if f.name in OPTION_KEYS and getattr(self.config, f.name) != getattr(defaults, f.name):
@@ -100,6 +102,10 @@ def parse_workload(obj, limits: Limits = Limits(), slots: int | None = None, **o
     name = _str(obj.get("name", "untitled"), "name", limits.max_name_chars)
     description = _str(obj.get("description", ""), "description", limits.max_name_chars * 4, allow_empty=True)
     slots = _int(obj.get("slots", 4) if slots is None else slots, "slots", 1, limits.max_slots)
+    lanes = obj.get("lanes", ["static", "continuous"])
+    if (not isinstance(lanes, list) or not 1 <= len(lanes) <= limits.max_lanes or len(set(map(str, lanes))) != len(lanes)
+            or any(lane not in LANES for lane in lanes)):
+        raise WorkloadError("lanes", f"must be a list of 1 to {limits.max_lanes} distinct names from {', '.join(LANES)}")
     options = {k: obj[k] for k in OPTION_KEYS if k in obj}
     options.update({k: v for k, v in overrides.items() if v is not None})
     for key in ("chunk_size", "max_batch_tokens", "kv_budget", "kv_block_size"):
@@ -143,7 +149,7 @@ def parse_workload(obj, limits: Limits = Limits(), slots: int | None = None, **o
             arrival=_int(r.get("arrival", 0), f"{where}.arrival", 0, limits.max_arrival),
             priority=_int(r.get("priority", 0), f"{where}.priority", -1000, 1000),
         ))
-    return Workload(name, description, config, tuple(specs))
+    return Workload(name, description, config, tuple(specs), tuple(lanes))
 
 
 def load_workload(path: str | Path, limits: Limits = CLI_LIMITS, **overrides) -> Workload:

@@ -33,8 +33,9 @@ def solo_generate(lm: LoadedModel, prompt_ids, max_new_tokens: int, eos_ids=()) 
     """What `model.generate(do_sample=False)` writes for one request alone (the exactness reference)."""
     from transformers import GenerationConfig
 
+    # an empty eos list makes generate() ignore EOS (None would fall back to the model's own EOS)
     config = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=lm.pad_id,
-                              eos_token_id=list(eos_ids) or None)
+                              eos_token_id=list(eos_ids))
     x = torch.tensor([list(prompt_ids)])
     with torch.inference_mode():
         out = lm.model.generate(x, attention_mask=torch.ones_like(x), generation_config=config)

@@ -98,3 +98,24 @@ def test_smollm2_text_is_the_decoded_tokens(smol):
     assert "Paris" in smol.decode(req.output_ids)
     streamed = "".join(c.token for r in run.lanes["continuous"].records for c in r.slots if c.token)
     assert streamed == smol.decode(req.output_ids)
+
+
+def count_preemptions_and_chunks(run) -> tuple[int, int]:
+    recs = run.lanes["continuous"].records
+    preempted = sum(len(r.preempted) for r in recs)
+    partial = sum(1 for r in recs for c in r.slots if c.prefill and c.prefill[0] < c.prefill[1])
+    return preempted, partial
+
+
+@pytest.mark.parametrize("lm_name", ["tiny_eos", "smol"])
+def test_chunked_prefill_and_preemption_keep_tokens_exact(request, lm_name):
+    lm = request.getfixturevalue(lm_name)
+    requests = [{"id": f"R{i}", "prompt": p, "max_new_tokens": [30, 24, 28, 20, 26][i], "ignore_eos": i % 2 == 0,
+                 "arrival": [0, 0, 1, 2, 3][i]} for i, p in enumerate(PROMPTS[:5])]
+    # 4 slots but KV for fewer: decodes run out of blocks and the newest is preempted, then recomputed;
+    # prompts (33-57 tokens) are prefilled 16 tokens at a time beside the others' decodes
+    run = run_lanes(lm, requests, slots=4, lanes=("continuous", "static"), chunk_size=16, kv_budget=128,
+                    kv_block_size=16)
+    preempted, partial = count_preemptions_and_chunks(run)
+    assert preempted >= 1 and partial >= 3
+    check_against_solo(lm, run, lm.eos_ids)
