@@ -32,7 +32,7 @@ DEFAULTS = {
     "MODEL": None,                  # model path for the worker to load (None: the default SmolLM2)
     "DTYPE": "float32",
     "DEVICE": "auto",
-    "DATA_DIR": None,               # folder of runs.sqlite3 (None: $BATCH_LANES_DATA or ./data)
+    "DATA_DIR": None,               # folder of runs.sqlite3 (None: $BATCH_LANES_DATA, else data/ in the repo)
     "ASYNC_MODE": "threading",      # "threading" or "eventlet" (then `eventlet.monkey_patch()` must run first)
 }
 

@@ -44,7 +44,10 @@ class LoadClient:
         self.problems: list[str] = []
 
     def connect(self) -> None:
-        self.client = EventClient(self.url)
+        try:  # a loaded server may take a while to accept 50 connections at once
+            self.client = EventClient(self.url, wait_timeout=60)
+        except Exception as e:  # a client that cannot connect is a finding of the report
+            self.problems.append(f"could not connect: {type(e).__name__}: {e}")
 
     def submit_until_accepted(self, deadline: float) -> None:
         while time.monotonic() < deadline:
@@ -86,6 +89,8 @@ class LoadClient:
     def play(self, neighbour: int | None, start: threading.Barrier, deadline: float) -> None:
         try:
             start.wait()
+            if self.client is None:
+                return
             self.submit_until_accepted(deadline)
             if neighbour is not None:
                 self.watch_neighbour(neighbour, deadline)
@@ -97,6 +102,8 @@ class LoadClient:
         """Per run this client saw: ticks lost and out of order; latencies of live ticks."""
         lost = disorder = ticks = replayed = 0
         latencies = []
+        if self.client is None:
+            return {"lost": 0, "disorder": 0, "ticks": 0, "replayed": 0, "latencies": []}
         with self.client.changed:
             events = list(zip(self.client.events, self.client.arrived_at))
         for run_id in filter(None, (self.run_id, self.watched)):
@@ -136,7 +143,7 @@ def run_load(url: str, clients: int, pid: int | None = None, presets: tuple[str,
         time.sleep(0.5)
     wall_s = time.monotonic() - t0
     checks = [p.check() for p in players]
-    for p in players:
+    for p in filter(lambda p: p.client is not None, players):
         p.client.close()
     latencies = [x for c in checks for x in c["latencies"]]
     completed = sum(1 for p in players if p.run_id and p.client.named("run_finished", p.run_id))

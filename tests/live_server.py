@@ -77,19 +77,17 @@ def live_server(*args: str, env: dict | None = None, data_dir: str | os.PathLike
         url = LiveServer(f"http://127.0.0.1:{port}")
         url.process, url.log_path = proc, log_path
         try:
-            deadline = time.monotonic() + timeout
-            while True:
+            deadline, health = time.monotonic() + timeout, None
+            while not (health and health.get("ready")):
                 if proc.poll() is not None:
                     raise RuntimeError(f"server exited with code {proc.returncode} before it was ready:\n"
                                        f"{_tail(log_path)}")
-                health = _health(url)
-                if health and health.get("ready"):
-                    break
                 if health and health.get("status") == "error":
                     raise RuntimeError(f"server failed to load its model: {health}\n{_tail(log_path)}")
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"server not ready after {timeout:.0f} s:\n{_tail(log_path)}")
                 time.sleep(0.2)
+                health = _health(url)
             yield url
         finally:
             proc.terminate()
