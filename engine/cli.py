@@ -81,12 +81,12 @@ def format_tables(workload, metrics: dict, engine: Engine) -> str:
         f"model {engine.lm.name} on {engine.lm.device.type}, {str(engine.lm.dtype).removeprefix('torch.')}"
     lines = [f"{workload.name}: {len(workload.requests)} requests, {workload.config.slots} slots - {where}", ""]
     head = f"{'lane':<11} {'steps':>5} {'tokens':>6} {'tok/step':>8} {'slot use':>8} {'TTFT st':>8} " \
-           f"{'lat st':>7} {'pad':>4} {'wall s':>7} {'tok/s':>7} {'TTFT ms':>8} {'TPOT ms':>8}"
+           f"{'lat st':>7} {'pad':>4} {'evict':>5} {'wall s':>7} {'tok/s':>7} {'TTFT ms':>8} {'TPOT ms':>8}"
     lines += [head, "-" * len(head)]
     for name, m in metrics.items():
         lines.append(f"{name:<11} {m['steps']:>5} {m['tokens']:>6} {m['tokens_per_step']:>8.2f} "
                      f"{m['slot_use']:>8.0%} {_f(m['mean_ttft_steps'], '.3f'):>8} "
-                     f"{_f(m['mean_latency_steps'], '.2f'):>7} {m['padding_slot_steps']:>4} "
+                     f"{_f(m['mean_latency_steps'], '.2f'):>7} {m['padding_slot_steps']:>4} {m['preemptions']:>5} "
                      f"{_f(m['wall_s'], '.2f'):>7} {_f(m['tokens_per_s'], '.1f'):>7} "
                      f"{_f(m['mean_ttft_ms'], '.0f'):>8} {_f(m['mean_tpot_ms'], '.0f'):>8}")
     for name, m in metrics.items():
