@@ -56,7 +56,6 @@ class EngineWorker:
         self.queue: deque[LiveRun] = deque()      # waiting runs, next first
         self.runs: dict[str, LiveRun] = {}        # live runs and the latest ended ones, oldest first
         self.active: dict[str, str] = {}          # socket id -> its queued or running run's id
-        self.current: LiveRun | None = None
         self._stopping = threading.Event()
         self._task = None
         lm = engine.lm if engine is not None else None
@@ -244,7 +243,6 @@ class EngineWorker:
                 return None
             live = self.queue.popleft()
             live.status = RunStatus.RUNNING
-            self.current = live
             self._send_positions()
             self._emit("run_started", live.started_payload(self.status["model"]), to=live.run_id)
             return live
@@ -308,8 +306,6 @@ class EngineWorker:
         live.status = status
         if live.submitter is not None and self.active.get(live.submitter) == live.run_id:
             del self.active[live.submitter]
-        if self.current is live:
-            self.current = None
         if status is not RunStatus.FINISHED:
             live.ticks = []  # nobody can replay a run that did not finish
         ended = [run_id for run_id, run in self.runs.items() if not run.is_live]

@@ -184,14 +184,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", help="an already running server (default: start one on a free port)")
     parser.add_argument("--pid", type=int, help="that server's process id, for its memory figures")
     parser.add_argument("--presets", default=",".join(PRESETS), help="comma-separated demo names")
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds before unfinished clients give up")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)
     presets = tuple(p.strip() for p in args.presets.split(",") if p.strip())
     if args.url:
-        report = run_load(args.url, args.clients, args.pid, presets)
+        report = run_load(args.url, args.clients, args.pid, presets, args.timeout)
     else:
         with live_server() as url:
-            report = run_load(url, args.clients, url.process.pid, presets)
+            report = run_load(url, args.clients, url.process.pid, presets, args.timeout)
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     clean = report["runs_completed"] == args.clients and not report["ticks_lost"] and not report["ticks_out_of_order"]
     return 0 if clean and not report["problems"] else 1

@@ -69,3 +69,16 @@ def test_no_debug_same_origin_sockets_and_a_patched_engineio(app):
     assert socketio.server.eio.cors_allowed_origins is None      # engine.io's same-origin check, never "*"
     version = tuple(int(x) for x in importlib.metadata.version("python-engineio").split(".")[:3])
     assert version >= (4, 13, 2)
+
+
+def test_limits_change_from_the_command_line_by_their_api_names():
+    from app.cli import build_parser, config_from_args
+
+    parser = build_parser()
+    config = config_from_args(parser.parse_args(["--limit", "max_requests=4", "--limit", "max_queued_runs=3",
+                                                 "--limit", "max_message_bytes=65536"]), parser)
+    assert config["LIMITS"].max_requests == 4 and config["LIMITS"].max_slots == 16
+    assert config["MAX_QUEUED_RUNS"] == 3 and config["MAX_MESSAGE_BYTES"] == 65536
+    for bad in ("max_requests=many", "turbo=3", "max_requests"):
+        with pytest.raises(SystemExit):
+            config_from_args(parser.parse_args(["--limit", bad]), parser)

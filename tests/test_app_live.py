@@ -42,8 +42,13 @@ def test_eventlet_mode_completes_a_run_and_healthz_answers_within_200_ms_while_i
 
 @pytest.fixture(scope="module")
 def server():
-    with live_server() as url:
+    with live_server("--limit", "max_message_bytes=131072", "--limit", "max_requests=8") as url:
         yield url
+
+
+def test_command_line_limits_reach_the_api(server):
+    limits = requests.get(f"{server}/api/limits").json()
+    assert (limits["max_message_bytes"], limits["max_requests"], limits["max_slots"]) == (131072, 8, 16)
 
 
 def test_sockets_are_same_origin_only(server):

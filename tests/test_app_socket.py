@@ -1,6 +1,7 @@
 """The socket protocol on the real default model: submit -> run_queued -> run_started -> ticks -> run_finished,
 spectators joining mid-run, finished runs replaying, and bad input answered with run_error."""
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,26 @@ def preset(name: str) -> dict:
 @pytest.fixture
 def app(make_app, smol):
     return make_app(engine=Engine(smol))
+
+
+class PausingEngine(Engine):
+    """The real engine; a run waits before its second tick until the test sets `resume`."""
+
+    def __init__(self, lm):
+        super().__init__(lm)
+        self.paused, self.resume = threading.Event(), threading.Event()
+
+    def start(self, workload, lanes):
+        run = super().start(workload, lanes)
+        real_tick = run.tick
+
+        def tick():
+            if run.t == 1:
+                self.paused.set()
+                assert self.resume.wait(300), "the test never resumed the run"
+            return real_tick()
+        run.tick = tick
+        return run
 
 
 def run_events(probe, run_id: str) -> list[tuple[str, dict]]:
@@ -69,19 +90,22 @@ def test_three_lanes_tick_together_until_the_slowest_is_done(app, connect):
     assert {lane: m["steps"] for lane, m in finished["metrics"].items()} == {"static": 8, "dynamic": 8, "continuous": 8}
 
 
-def test_a_spectator_joining_mid_run_gets_every_tick_so_far_then_the_live_ones(app, connect):
+def test_a_spectator_joining_mid_run_gets_every_tick_so_far_then_the_live_ones(make_app, connect, smol):
+    engine = PausingEngine(smol)
+    app = make_app(engine=engine)
     submitter, spectator = connect(app), connect(app)
     submitter.emit("submit", {"workload": preset("mixed")})
     run_id = submitter.wait_for("run_queued")["run_id"]
-    submitter.wait_for("tick", run_id)  # the run is computing
+    assert engine.paused.wait(120)          # tick 1 was sent; the run waits before tick 2
     spectator.emit("watch", {"run_id": run_id})
+    engine.resume.set()
     spectator.wait_for("run_finished", run_id)
     submitter.wait_for("run_finished", run_id)
     names = [n for n, _ in run_events(spectator, run_id)]
     assert names[0] == "run_started" and names[-1] == "run_finished"
     seen = spectator.named("tick", run_id)
     assert [t["t"] for t in seen] == list(range(1, 16))
-    assert seen[0].get("replay") is True and seen[-1].get("replay") is None  # backlog first, then live
+    assert [t.get("replay") for t in seen] == [True] + [None] * 14    # the backlog, then live
     strip = lambda t: {k: v for k, v in t.items() if k not in ("replay", "sent_at")}
     assert [strip(t) for t in seen] == [strip(t) for t in submitter.named("tick", run_id)]
 
