@@ -1,0 +1,29 @@
+"""The benchmark script runs end to end (--quick, on the tiny random Llama) and prints every section's keys.
+No timing is asserted: timings belong to the benchmark, not to the tests."""
+import importlib.util
+import json
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent / "scripts" / "bench.py"
+
+
+def load_bench():
+    spec = importlib.util.spec_from_file_location("bench", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_quick_prints_every_section_and_target(tiny, capsys):
+    bench = load_bench()
+    bench.main(["--quick"], lm=tiny)
+    out = json.loads(capsys.readouterr().out)
+    assert set(bench.SECTIONS) | {"meta", "overhead", "targets"} <= set(out)
+    assert set(out["targets"]) == {"static_over_generate", "continuous_over_generate_batch",
+                                   "mixed_x8_continuous_over_static_wall", "engine_outside_forward_share"}
+    assert all(t["value"] is not None for t in out["targets"].values())
+    assert out["static_vs_generate"]["tokens_match"] and out["continuous_vs_generate_batch"]["tokens_match"]
+    assert {"ratio", "generate_tokens_per_s", "static_tokens_per_s"} <= set(out["static_vs_generate"]["batches"]["1"])
+    assert out["decode_floor"]["floor_ms"] > 0
+    assert set(out["chunked_prefill"]["variants"]) == {"none", "128"}
+    assert [row["kv_budget"] for row in out["preemption"]["budgets"]] == [None, 128]
