@@ -7,7 +7,9 @@ column 0 and write to the scratch column, so they can neither produce NaN nor to
 `SimRunner` needs no model: every step is one tick and every token is a placeholder.
 Runners know rows and slots, never policies.
 """
+import math
 import time
+import weakref
 from dataclasses import dataclass
 
 import torch
@@ -24,6 +26,38 @@ class ForwardResult:
     tokens: dict[int, int | None]  # slot -> sampled token id
     forward_ms: float              # time inside forward calls (synchronized on CUDA)
     forward: str                   # "none", "prefill", "decode", "split" (two calls) or "fused" (one call, both kinds)
+
+
+# A filler row beyond `padded_rows` costs about as much as gathering this many K/V tokens (rows x length)
+# of the real rows: measured here, 4 -> 8 rows adds ~35 ms to a decode step, gathering 6 rows x 400 ~15 ms.
+FILLER_KV_TOKENS = 1000
+
+
+def padded_rows(n: int) -> int:
+    """Rows worth computing for `n` rows: an fp32 CPU matmul (MKL) of 4k+2 or 4k+3 rows costs more than one
+    of 4k+4 (a decode step measured here: 2, 3 rows 102, 105 ms; 4 rows 90; 6, 7 rows 122, 136; 8 rows 124)."""
+    return n + -n % 4 if n % 4 in (2, 3) else n
+
+
+_PACKED_HEADS: dict[int, tuple[weakref.ref, int, torch.Tensor]] = {}  # id(weight) -> (its ref, its version, packed)
+
+
+def lm_head_logits(head: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+    """`head(hidden)` for hidden (W, E) -> (W, V). On CPU the lm_head is the largest matmul of a decode step
+    (V x E = 49152 x 576 for SmolLM2), and MKL's sgemm behind F.linear reads it slowly for a few rows
+    (measured here: 11 ms at 1 row, 26-58 ms at 2-8 rows). A oneDNN copy of the weight, packed once per
+    model and kept while the weight lives, does any 1-16 rows in 7-12 ms."""
+    weight = getattr(head, "weight", None)
+    if not (isinstance(head, torch.nn.Linear) and hidden.device.type == "cpu" and torch.backends.mkldnn.is_available()
+            and weight.dtype in (torch.float32, torch.bfloat16)):
+        rows = len(hidden)  # MKL: 2-3 rows cost more than 4, so pad with copies of the first
+        return head(torch.cat([hidden, hidden[:1].expand(padded_rows(rows) - rows, -1)]))[:rows]
+    ref, version, packed = _PACKED_HEADS.get(id(weight), (None, None, None))
+    if ref is None or ref() is not weight or version != weight._version:  # first use, or the weight changed
+        packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach())
+        _PACKED_HEADS[id(weight)] = (weakref.ref(weight, lambda _, key=id(weight): _PACKED_HEADS.pop(key, None)),
+                                     weight._version, packed)
+    return torch.ops.mkldnn._linear_pointwise(hidden.contiguous(), packed, head.bias, "none", [], "")
 
 
 class ModelRunner:
@@ -46,36 +80,73 @@ class ModelRunner:
         tokens = {}
         t0 = time.perf_counter()
         for call in calls:
-            tokens.update(self.forward(call))
+            fillers = self.fillers(call) if call is decodes or not prefills else []
+            tokens.update(self.forward(call, fillers))
         if self.lm.device.type == "cuda":
             torch.cuda.synchronize()
         return ForwardResult(tokens, (time.perf_counter() - t0) * 1000, kind)
 
+    def fillers(self, rows: list[Row]) -> list[int]:
+        """Idle slots to compute beside a decode call's rows, each feeding one pad token that writes only to
+        the scratch column: enough for `padded_rows`, and to make the call's slots one contiguous run, so
+        that every layer's K/V is a view of the cache rather than a gathered copy. A gap is filled only
+        while its extra rows cost less than gathering the real rows' K/V."""
+        slots = sorted(r.slot for r in rows)
+        taken, num_slots = set(slots), self.cache.slots
+        lo, width = slots[0], slots[-1] + 1 - slots[0]
+        kv_len = max(r.start + len(r.token_ids) for r in rows)
+        extra = padded_rows(width) - padded_rows(len(rows))
+        if width > len(rows) and extra * FILLER_KV_TOKENS > len(rows) * kv_len:
+            return []  # a wide gap over short rows: gather their K/V (padding a gathered call did not pay)
+        n = min(padded_rows(width), num_slots)
+        hi = min(num_slots, lo + n)
+        return [s for s in range(hi - n, hi) if s not in taken]
+
     @torch.inference_mode()
-    def forward(self, rows: list[Row]) -> dict[int, int]:
+    def forward(self, rows: list[Row], fillers: list[int] = ()) -> dict[int, int]:
+        """One forward over `rows` (plus idle `fillers` slots that feed a pad token and write only to the
+        scratch column); the greedy token of every row that wants one, by slot."""
         Q = max(len(r.token_ids) for r in rows)
         scratch = self.cache.scratch
+        pad_id = self.lm.pad_id
+        batch = sorted([(r.slot, r) for r in rows] + [(s, None) for s in fillers], key=lambda b: b[0])
         ids, pos, write = [], [], []
-        for r in rows:
+        for _, r in batch:
+            if r is None:  # a filler: a pad token at position 0, attending to column 0, written to scratch
+                ids.append([pad_id] * Q)
+                pos.append([0] * Q)
+                write.append([scratch] * Q)
+                continue
             pad = Q - len(r.token_ids)
             real = list(range(r.start, r.start + len(r.token_ids)))
             assert real[-1] < scratch, "row longer than the KV cache row"
-            ids.append([self.lm.pad_id] * pad + r.token_ids)
+            ids.append([pad_id] * pad + r.token_ids)
             pos.append([0] * pad + real)          # pad queries sit at position 0 and attend to column 0
             write.append([scratch] * pad + real)  # ...and write their K/V to the scratch column
         kv_len = max(r.start + len(r.token_ids) for r in rows)
         device = self.lm.device
         ids = torch.tensor(ids, device=device)                        # (B, Q)
         pos = torch.tensor(pos, device=device)                        # (B, Q)
-        mask = torch.arange(kv_len, device=device) <= pos[:, :, None]  # (B, Q, kv_len): key k visible to query q
-        self.cache.plan([r.slot for r in rows], torch.tensor(write), kv_len)
-        hidden = self.lm.model.model(input_ids=ids, position_ids=pos, attention_mask=mask[:, None],
+        self.cache.plan([slot for slot, _ in batch], torch.tensor(write), kv_len)
+        hidden = self.lm.model.model(input_ids=ids, position_ids=pos, attention_mask=self.mask(rows, fillers, pos, kv_len),
                                      cache=self.cache, use_cache=True).last_hidden_state  # (B, Q, E)
-        want = [b for b, r in enumerate(rows) if r.wants_token]
+        want = [b for b, (_, r) in enumerate(batch) if r is not None and r.wants_token]
         if not want:
             return {}
-        logits = self.lm.model.lm_head(hidden[want, -1])  # (W, V): left padding puts every last token at -1
-        return dict(zip((rows[b].slot for b in want), logits.argmax(-1).tolist()))
+        logits = lm_head_logits(self.lm.model.lm_head, hidden[want, -1])  # (W, V): left padding puts every last token at -1
+        return dict(zip((batch[b][0] for b in want), logits.argmax(-1).tolist()))
+
+    def mask(self, rows: list[Row], fillers: list[int], pos: torch.Tensor, kv_len: int) -> torch.Tensor | None:
+        """The (B, 1, Q, kv_len) additive attention mask, or None where none is needed: every row has the same
+        length and either reads one token or its whole prompt from position 0. transformers then lets sdpa
+        run unmasked (decode) or with is_causal (prefill), as generate() does for a lone request."""
+        Q = pos.shape[1]
+        if self.lm.model.config._attn_implementation == "sdpa" and not fillers \
+                and all(r.start == rows[0].start and len(r.token_ids) == Q for r in rows) and (Q == 1 or rows[0].start == 0):
+            return None
+        visible = torch.arange(kv_len, device=pos.device) <= pos[:, :, None]  # (B, Q, kv_len): key k visible to query q
+        # additive, built once per call (a bool mask is converted by sdpa in every layer)
+        return torch.zeros(visible.shape, dtype=self.lm.dtype, device=pos.device).masked_fill_(~visible, -math.inf)[:, None]
 
     def text_delta(self, request: Request) -> str:
         """The text `request`'s newest token adds to its response (empty while a UTF-8 character is incomplete)."""
