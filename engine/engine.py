@@ -69,6 +69,15 @@ class Engine:
                                     f"({spec.max_new_tokens}) can never fit the KV budget of {config.kv_budget} "
                                     f"tokens ({config.kv_blocks} blocks of {config.kv_block_size})")
             specs.append(spec)
+        total = sum(len(s.prompt_ids) + s.max_new_tokens for s in specs)
+        if total > self.limits.max_total_tokens:
+            raise WorkloadError("requests", f"hold {total} prompt + new tokens in all, the limit is "
+                                f"{self.limits.max_total_tokens}")
+        lane_kv = workload.config.slots * row_capacity(specs)
+        if lane_kv > self.limits.max_lane_kv_tokens:
+            raise WorkloadError("slots", f"{workload.config.slots} slots x {row_capacity(specs)} tokens (longest "
+                                f"prompt + largest max_new_tokens) = {lane_kv} KV tokens per lane, the limit is "
+                                f"{self.limits.max_lane_kv_tokens}")
         return replace(workload, requests=tuple(specs))
 
     def start(self, workload: Workload, lanes: list[str] = ("static", "continuous")) -> Run:

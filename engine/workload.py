@@ -34,13 +34,16 @@ class Limits:
     max_id_chars: int = 32          # characters of a request id
     max_name_chars: int = 80        # characters of the workload name and description
     max_wait: int = 100             # dynamic lane's max_wait
-    max_kv_budget: int = 65536      # KV tokens per lane
+    max_kv_budget: int = 65536      # KV tokens per lane (the kv_budget option)
+    max_lane_kv_tokens: int = 8192  # KV a lane allocates: slots x (longest prompt + largest max_new_tokens)
+    max_total_tokens: int = 12288   # prompt + new tokens of all requests together: bounds a run's compute
 
 
 # A looser set for the CLI: the simulator previews big workloads, and a file on disk is trusted more.
 CLI_LIMITS = Limits(max_requests=100_000, max_slots=256, max_new_tokens=100_000, max_prompt_chars=1_000_000,
                     max_prompt_tokens=100_000, max_arrival=10_000_000, max_id_chars=200, max_name_chars=500,
-                    max_wait=100_000, max_kv_budget=100_000_000)
+                    max_wait=100_000, max_kv_budget=100_000_000, max_lane_kv_tokens=100_000_000,
+                    max_total_tokens=1_000_000_000)
 
 REQUEST_KEYS = {"id", "prompt", "max_new_tokens", "ignore_eos", "arrival", "priority"}
 OPTION_KEYS = {"max_wait", "policy", "chunk_size", "max_batch_tokens", "kv_budget", "kv_block_size", "fused"}
