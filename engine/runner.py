@@ -3,13 +3,17 @@
 `ModelRunner` runs a real model over a per-slot KV cache: each row feeds its tokens at its own cache
 positions, left-padded to the longest row of the call with explicit `position_ids`, and the logit
 is read at the last column, where every row's last real token sits. Padded query positions attend to
-column 0 and write to the scratch column, so they can neither produce NaN nor touch real K/V.
+column 0 and write to the scratch column, so they can neither produce NaN nor touch real K/V. On CPU
+its calls compute the model's linear layers with oneDNN-packed copies of their weights (`packed_linears`).
 `SimRunner` needs no model: every step is one tick and every token is a placeholder.
 Runners know rows and slots, never policies.
 """
+import contextlib
+import functools
 import math
 import time
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -28,36 +32,54 @@ class ForwardResult:
     forward: str                   # "none", "prefill", "decode", "split" (two calls) or "fused" (one call, both kinds)
 
 
-# A filler row beyond `padded_rows` costs about as much as gathering this many K/V tokens (rows x length)
-# of the real rows: measured here, 4 -> 8 rows adds ~35 ms to a decode step, gathering 6 rows x 400 ~15 ms.
+# A filler row costs about as much as gathering this many K/V tokens (rows x length) of the real rows
+# (measured here: filling 1 gap among 6 rows lost 10% at 100 tokens a row and won 5% at 400).
 FILLER_KV_TOKENS = 1000
 
 
 def padded_rows(n: int) -> int:
-    """Rows worth computing for `n` rows: an fp32 CPU matmul (MKL) of 4k+2 or 4k+3 rows costs more than one
-    of 4k+4 (a decode step measured here: 2, 3 rows 102, 105 ms; 4 rows 90; 6, 7 rows 122, 136; 8 rows 124)."""
-    return n + -n % 4 if n % 4 in (2, 3) else n
+    """Rows worth computing for `n` rows: on CPU a 2-row decode step costs more than a 4-row one (measured
+    here, packed linears: 1-4 rows 64, 74, 63, 62 ms; then ~3.5 ms a row, 8 rows 78, 16 rows 102)."""
+    return 4 if n == 2 else n
 
 
-_PACKED_HEADS: dict[int, tuple[weakref.ref, int, torch.Tensor]] = {}  # id(weight) -> (its ref, its version, packed)
+_PACKED: dict[int, tuple[weakref.ref, int, torch.Tensor]] = {}  # id(weight) -> (its ref, its version, packed)
 
 
-def lm_head_logits(head: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
-    """`head(hidden)` for hidden (W, E) -> (W, V). On CPU the lm_head is the largest matmul of a decode step
-    (V x E = 49152 x 576 for SmolLM2), and MKL's sgemm behind F.linear reads it slowly for a few rows
-    (measured here: 11 ms at 1 row, 26-58 ms at 2-8 rows). A oneDNN copy of the weight, packed once per
-    model and kept while the weight lives, does any 1-16 rows in 7-12 ms."""
-    weight = getattr(head, "weight", None)
-    if not (isinstance(head, torch.nn.Linear) and hidden.device.type == "cpu" and torch.backends.mkldnn.is_available()
-            and weight.dtype in (torch.float32, torch.bfloat16)):
-        rows = len(hidden)  # MKL: 2-3 rows cost more than 4, so pad with copies of the first
-        return head(torch.cat([hidden, hidden[:1].expand(padded_rows(rows) - rows, -1)]))[:rows]
-    ref, version, packed = _PACKED_HEADS.get(id(weight), (None, None, None))
-    if ref is None or ref() is not weight or version != weight._version:  # first use, or the weight changed
+def packed_weight(weight: torch.Tensor) -> torch.Tensor:
+    """A oneDNN-packed copy of a linear layer's weight, made once and kept while the weight lives unchanged."""
+    ref, version, packed = _PACKED.get(id(weight), (None, None, None))
+    if ref is None or ref() is not weight or version != weight._version:
         packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach())
-        _PACKED_HEADS[id(weight)] = (weakref.ref(weight, lambda _, key=id(weight): _PACKED_HEADS.pop(key, None)),
-                                     weight._version, packed)
-    return torch.ops.mkldnn._linear_pointwise(hidden.contiguous(), packed, head.bias, "none", [], "")
+        _PACKED[id(weight)] = (weakref.ref(weight, lambda _, key=id(weight): _PACKED.pop(key, None)),
+                               weight._version, packed)
+    return packed
+
+
+def packed_linear(module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    return torch.ops.mkldnn._linear_pointwise(x, packed_weight(module.weight), module.bias, "none", [], "")
+
+
+def can_pack(model: torch.nn.Module, device: torch.device) -> bool:
+    """Whether `packed_linears` applies: float32 on a CPU with oneDNN (the case measured; CUDA has no such gap)."""
+    return device.type == "cpu" and torch.backends.mkldnn.is_available() and model.dtype == torch.float32
+
+
+@contextmanager
+def packed_linears(model: torch.nn.Module):
+    """While inside, every nn.Linear of `model` computes with its oneDNN-packed weight. On CPU, MKL's sgemm
+    behind F.linear reads the weights slowly for a few rows: all of SmolLM2's decoder linears took
+    67-80 ms for 2-16 rows (measured here, weights streamed from memory), the packed ones 37-41 ms; the
+    49152 x 576 lm_head 26-58 ms for 2-8 rows, packed 7-12 ms. The packed copies cost memory once
+    (as much as the weights); the model itself is left as it was, for generate() and everyone else."""
+    linears = [m for m in model.modules() if type(m) is torch.nn.Linear and "forward" not in m.__dict__]  # not hooked
+    for m in linears:
+        m.forward = functools.partial(packed_linear, m)
+    try:
+        yield
+    finally:
+        for m in linears:
+            del m.forward
 
 
 class ModelRunner:
@@ -68,6 +90,7 @@ class ModelRunner:
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         self.lm = lm
         self.fused = fused
+        self.packed = can_pack(lm.model, lm.device)
         self.cache = SlotKVCache(cfg.num_hidden_layers, slots, cfg.num_key_value_heads, row_len, head_dim,
                                  lm.dtype, lm.device)
 
@@ -128,12 +151,13 @@ class ModelRunner:
         ids = torch.tensor(ids, device=device)                        # (B, Q)
         pos = torch.tensor(pos, device=device)                        # (B, Q)
         self.cache.plan([slot for slot, _ in batch], torch.tensor(write), kv_len)
-        hidden = self.lm.model.model(input_ids=ids, position_ids=pos, attention_mask=self.mask(rows, fillers, pos, kv_len),
-                                     cache=self.cache, use_cache=True).last_hidden_state  # (B, Q, E)
-        want = [b for b, (_, r) in enumerate(batch) if r is not None and r.wants_token]
-        if not want:
-            return {}
-        logits = lm_head_logits(self.lm.model.lm_head, hidden[want, -1])  # (W, V): left padding puts every last token at -1
+        with packed_linears(self.lm.model) if self.packed else contextlib.nullcontext():
+            hidden = self.lm.model.model(input_ids=ids, position_ids=pos, attention_mask=self.mask(rows, fillers, pos, kv_len),
+                                         cache=self.cache, use_cache=True).last_hidden_state  # (B, Q, E)
+            want = [b for b, (_, r) in enumerate(batch) if r is not None and r.wants_token]
+            if not want:
+                return {}
+            logits = self.lm.model.lm_head(hidden[want, -1])  # (W, V): left padding puts every last token at -1
         return dict(zip((batch[b][0] for b in want), logits.argmax(-1).tolist()))
 
     def mask(self, rows: list[Row], fillers: list[int], pos: torch.Tensor, kv_len: int) -> torch.Tensor | None:
