@@ -5,7 +5,7 @@ its own length, so a request can join an empty row while its neighbours are deep
 (transformers' `StaticCache` keeps one length for all rows, which does not fit). Before each forward
 the runner calls `plan()` with the rows it computes and where each query token's K/V goes; the
 model's attention layers then call `update()`, which writes there and returns each row's K/V up to
-the longest row in the call. The last column is scratch: padded query positions write there and no
+the longest row in the call (or, after `plan_packed()`, every row's K/V gathered into one sequence). The last column is scratch: padded query positions write there and no
 query ever reads it.
 
 This module knows nothing about requests or scheduling: rows are slot indices.
@@ -33,6 +33,9 @@ class SlotLayer(CacheLayerMixin):
         # key_states: (B, H, Q, D) -> (B, Q, H, D) to match keys[rows, :, positions] indexing
         self.keys[c.rows_index, :, c.write_pos] = key_states.transpose(1, 2)
         self.values[c.rows_index, :, c.write_pos] = value_states.transpose(1, 2)
+        if c.read is not None:  # packed: the rows' K/V one after another, (T, H, D) -> (1, H, T, D)
+            slots, cols = c.read
+            return self.keys[slots, :, cols].transpose(0, 1)[None], self.values[slots, :, cols].transpose(0, 1)[None]
         if c.row_slice is not None:  # contiguous rows: a view, no copy
             return self.keys[c.row_slice, :, :c.kv_len], self.values[c.row_slice, :, :c.kv_len]
         return self.keys[c.rows, :, :c.kv_len], self.values[c.rows, :, :c.kv_len]  # (B, H, kv_len, D)
@@ -70,6 +73,18 @@ class SlotKVCache(Cache):
         contiguous = rows == list(range(rows[0], rows[0] + len(rows)))
         self.row_slice = slice(rows[0], rows[0] + len(rows)) if contiguous else None
         self.kv_len = kv_len
+        self.read = None
+
+    def plan_packed(self, slots: torch.Tensor, write_pos: torch.Tensor, read_slots: torch.Tensor,
+                    read_pos: torch.Tensor) -> None:
+        """Set a packed forward, a batch of one sequence holding every row's tokens without padding: token m
+        belongs to slot slots[m] and goes to column write_pos[m]; attention reads the K/V of slot
+        read_slots[t], column read_pos[t], for t in [0, T) (each row's columns, one row after another)."""
+        self.rows_index = slots.to(self.device)[None]     # (1, M)
+        self.write_pos = write_pos.to(self.device)[None]  # (1, M)
+        self.read = (read_slots.to(self.device), read_pos.to(self.device))  # (T,), (T,)
+        self.row_slice = None
+        self.kv_len = len(read_pos)
 
     def bytes_per_token(self) -> int:
         layer = self.layers[0]

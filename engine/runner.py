@@ -97,14 +97,16 @@ class ModelRunner:
     def run(self, rows: list[Row]) -> ForwardResult:
         prefills = [r for r in rows if r.state is SlotState.PREFILL]
         decodes = [r for r in rows if r.state is not SlotState.PREFILL]
-        calls = [rows] if self.fused or not prefills or not decodes else [prefills, decodes]
-        kind = "fused" if len(calls) == 1 and prefills and decodes else "split" if len(calls) == 2 else \
-            "prefill" if prefills else "decode"
+        fused = bool(self.fused and prefills and decodes)
+        calls = [rows] if fused or not prefills or not decodes else [prefills, decodes]
+        kind = "fused" if fused else "split" if len(calls) == 2 else "prefill" if prefills else "decode"
         tokens = {}
         t0 = time.perf_counter()
         for call in calls:
-            fillers = self.fillers(call) if call is decodes or not prefills else []
-            tokens.update(self.forward(call, fillers))
+            if fused:
+                tokens.update(self.forward_packed(call))
+            else:
+                tokens.update(self.forward(call, self.fillers(call) if call is decodes or not prefills else []))
         if self.lm.device.type == "cuda":
             torch.cuda.synchronize()
         return ForwardResult(tokens, (time.perf_counter() - t0) * 1000, kind)
@@ -151,14 +153,48 @@ class ModelRunner:
         ids = torch.tensor(ids, device=device)                        # (B, Q)
         pos = torch.tensor(pos, device=device)                        # (B, Q)
         self.cache.plan([slot for slot, _ in batch], torch.tensor(write), kv_len)
+        # left padding puts every row's last token at column -1
+        wanted = [(slot, b, -1) for b, (slot, r) in enumerate(batch) if r is not None and r.wants_token]
+        return self.compute(ids, pos, self.mask(rows, fillers, pos, kv_len), wanted)
+
+    @torch.inference_mode()
+    def forward_packed(self, rows: list[Row]) -> dict[int, int]:
+        """One forward over `rows` packed into a single sequence, without padding (the fused step: a joiner's
+        whole prompt beside others' single decode tokens). Each token keeps its row's position; a
+        block-diagonal causal mask keeps the rows apart, and each layer reads the rows' K/V one after another."""
+        ids, pos, slots, q_row, read_slots, read_pos, k_row, wanted = [], [], [], [], [], [], [], []
+        for i, r in enumerate(rows):
+            n, kv = len(r.token_ids), r.start + len(r.token_ids)
+            assert kv <= self.cache.scratch, "row longer than the KV cache row"
+            ids += r.token_ids
+            pos += range(r.start, kv)
+            slots += [r.slot] * n
+            q_row += [i] * n
+            read_slots += [r.slot] * kv
+            read_pos += range(kv)
+            k_row += [i] * kv
+            if r.wants_token:
+                wanted.append((r.slot, 0, len(ids) - 1))
+        device = self.lm.device
+        pos, read_pos = torch.tensor(pos, device=device), torch.tensor(read_pos, device=device)  # (M,), (T,)
+        visible = (torch.tensor(q_row, device=device)[:, None] == torch.tensor(k_row, device=device)) \
+            & (read_pos <= pos[:, None])  # (M, T): same row, key not after the query
+        mask = torch.zeros(visible.shape, dtype=self.lm.dtype, device=device).masked_fill_(~visible, -math.inf)
+        self.cache.plan_packed(torch.tensor(slots), pos, torch.tensor(read_slots), read_pos)
+        return self.compute(torch.tensor([ids], device=device), pos[None], mask[None, None], wanted)
+
+    def compute(self, ids: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor | None,
+                wanted: list[tuple[int, int, int]]) -> dict[int, int]:
+        """The decoder over ids and pos (B, Q) as planned in the cache, then the greedy token of each
+        (slot, batch row, column) in `wanted`, by slot."""
         with packed_linears(self.lm.model) if self.packed else contextlib.nullcontext():
-            hidden = self.lm.model.model(input_ids=ids, position_ids=pos, attention_mask=self.mask(rows, fillers, pos, kv_len),
+            hidden = self.lm.model.model(input_ids=ids, position_ids=pos, attention_mask=mask,
                                          cache=self.cache, use_cache=True).last_hidden_state  # (B, Q, E)
-            want = [b for b, (_, r) in enumerate(batch) if r is not None and r.wants_token]
-            if not want:
+            if not wanted:
                 return {}
-            logits = self.lm.model.lm_head(hidden[want, -1])  # (W, V): left padding puts every last token at -1
-        return dict(zip((batch[b][0] for b in want), logits.argmax(-1).tolist()))
+            _, b, q = zip(*wanted)
+            logits = self.lm.model.lm_head(hidden[list(b), list(q)])  # (W, V)
+        return dict(zip((slot for slot, _, _ in wanted), logits.argmax(-1).tolist()))
 
     def mask(self, rows: list[Row], fillers: list[int], pos: torch.Tensor, kv_len: int) -> torch.Tensor | None:
         """The (B, 1, Q, kv_len) additive attention mask, or None where none is needed: every row has the same
