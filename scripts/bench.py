@@ -11,8 +11,9 @@ Sections (each a key of the JSON; `targets` sums up the goals):
   mixed_x8                continuous vs static wall seconds on demos/mixed.json with every length x8
   overhead                engine time outside the model's forward calls, as a share of step time
   decode_floor            the batch-1 decode step next to the weight-read floor (weight bytes / bandwidth)
-  split_vs_fused          a joiner's prefill next to others' decode: two calls vs one fused call
+  split_vs_fused          a joiner's prefill next to others' decode: two calls vs one fused (packed) call
   chunked_prefill         decoders' step time while a ~400-token prompt is prefilled, with and without chunks
+                          (split, and fused for the first chunk size)
   preemption              preemptions (and steps) vs the KV budget on a workload with more work than memory
 
 Every ratio compares runs made in the same process, interleaved repeat by repeat, so the load other
@@ -349,7 +350,9 @@ def chunked_prefill(lm, size: dict, records: Records) -> dict:
     base = demo("long-prompt", size)
     long_id = max(base["requests"], key=lambda r: len(r["prompt"]))["id"]
     decoders = [r["id"] for r in base["requests"] if r["id"] != long_id]
-    variants = {"none": base} | {str(c): base | {"chunk_size": c} for c in size["chunk_sizes"]}
+    first = size["chunk_sizes"][0]
+    variants = {"none": base} | {str(c): base | {"chunk_size": c} for c in size["chunk_sizes"]} \
+        | {f"{first}+fused": base | {"chunk_size": first, "fused": True}}  # each chunk and the decodes in one call
     workloads = {k: prepare(engine, v) for k, v in variants.items()}
     runs = {k: [] for k in variants}
     for rep in range(size["repeats"]):  # the first round also warms up: it is kept only in --quick

@@ -25,5 +25,5 @@ def test_bench_quick_prints_every_section_and_target(tiny, capsys):
     assert out["static_vs_generate"]["tokens_match"] and out["continuous_vs_generate_batch"]["tokens_match"]
     assert {"ratio", "generate_tokens_per_s", "static_tokens_per_s"} <= set(out["static_vs_generate"]["batches"]["1"])
     assert out["decode_floor"]["floor_ms"] > 0
-    assert set(out["chunked_prefill"]["variants"]) == {"none", "128"}
+    assert set(out["chunked_prefill"]["variants"]) == {"none", "128", "128+fused"}
     assert [row["kv_budget"] for row in out["preemption"]["budgets"]] == [None, 128]
