@@ -4,6 +4,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
+# idle OpenMP threads sleep rather than spin: on 2 shared cores spinning made decode steps ~50x slower
+export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: setup run test bench clean
 
@@ -22,7 +24,7 @@ static/vendor/socket.io.min.js: package.json package-lock.json
 	cp node_modules/socket.io-client/dist/socket.io.min.js static/vendor/socket.io.min.js
 
 run: setup
-	$(PY) -m engine run demos/mixed.json
+	$(PY) -m app --host $(HOST) --port $(PORT)
 
 test: setup
 	$(PY) -m pytest

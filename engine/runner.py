@@ -30,6 +30,7 @@ class ForwardResult:
     tokens: dict[int, int | None]  # slot -> sampled token id
     forward_ms: float              # time inside forward calls (synchronized on CUDA)
     forward: str                   # "none", "prefill", "decode", "split" (two calls) or "fused" (one call, both kinds)
+    filler_slots: tuple[int, ...] = ()  # idle slots computed as throwaway rows to speed a decode call up
 
 
 # A filler row costs about as much as gathering this many K/V tokens (rows x length) of the real rows
@@ -100,16 +101,17 @@ class ModelRunner:
         fused = bool(self.fused and prefills and decodes)
         calls = [rows] if fused or not prefills or not decodes else [prefills, decodes]
         kind = "fused" if fused else "split" if len(calls) == 2 else "prefill" if prefills else "decode"
-        tokens = {}
+        tokens, fillers = {}, []
         t0 = time.perf_counter()
         for call in calls:
             if fused:
                 tokens.update(self.forward_packed(call))
             else:
-                tokens.update(self.forward(call, self.fillers(call) if call is decodes or not prefills else []))
+                fillers = self.fillers(call) if call is decodes or not prefills else []
+                tokens.update(self.forward(call, fillers))
         if self.lm.device.type == "cuda":
             torch.cuda.synchronize()
-        return ForwardResult(tokens, (time.perf_counter() - t0) * 1000, kind)
+        return ForwardResult(tokens, (time.perf_counter() - t0) * 1000, kind, tuple(fillers))
 
     def fillers(self, rows: list[Row]) -> list[int]:
         """Idle slots to compute beside a decode call's rows, each feeding one pad token that writes only to

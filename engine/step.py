@@ -58,7 +58,8 @@ class StepRecord:
     forward_ms: float = 0.0             # of which inside the model's forward calls
     forward: str = "none"               # "prefill", "decode", "split" (a prefill call + a decode call),
                                         # "fused" (one call holding both) or "none" (nothing computed)
-    extra: dict = field(default_factory=dict)  # runner-specific facts (e.g. simulated=True)
+    extra: dict = field(default_factory=dict)  # runner facts: simulated=True; filler_slots (idle slots the
+                                               # runner computed as throwaway rows, a CPU speed trick)
 
     def to_dict(self) -> dict:
         d = asdict(self)
