@@ -203,7 +203,6 @@ def test_prompts_ids_and_tokens_render_as_text_never_as_markup(tab, server):
     assert tab.problems == []
 
 
-@pytest.mark.skipif(not (ROOT / "demos" / "memory-pressure.json").exists(), reason="demos/memory-pressure.json not there yet")
 def test_memory_pressure_demo_shows_preemption_and_the_kv_bar_stays_within_its_budget(tab, server):
     open_page(tab, server)
     tab.click('button[data-preset="memory-pressure"]')

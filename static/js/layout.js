@@ -4,7 +4,7 @@
  * that map a (lane, step, row) to a rectangle and a point back to a cell. Knows nothing of colours.
  */
 
-const GUTTER = 96;   // left margin: slot or request labels
+const GUTTER = 116;  // left margin: slot or request labels, and a KV label like "KV 1687/1844 tok"
 const RIGHT = 20;
 const AXIS_H = 26;
 const TITLE_H = 28;
