@@ -19,8 +19,7 @@ from flask import current_app, request
 from flask_socketio import emit
 from socketio import packet
 
-from engine.config import LANES
-from engine.workload import Limits, Workload, WorkloadError, parse_workload
+from engine.workload import Limits, Workload, WorkloadError, check_lanes, parse_workload
 
 from .factory import socketio
 from .runs import Rejected, error_payload
@@ -28,7 +27,6 @@ from .runs import Rejected, error_payload
 log = logging.getLogger("batch_lanes.events")
 RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SUBMIT_KEYS = ("lanes", "workload")
-DEFAULT_LANES = ["static", "continuous"]
 UNREADABLE = "_unreadable"  # the event a message that cannot be decoded turns into
 
 
@@ -76,8 +74,7 @@ class RateLimiter:
 
 def check_submit(args: tuple, limits: Limits) -> tuple[Workload, list[str]]:
     """The workload and lanes of a `submit`, checked against `limits`; WorkloadError names the field.
-    Without `lanes`, the run uses the workload's own lanes (if the engine's workload has them) or static
-    and continuous."""
+    Without `lanes`, the run uses the workload's own lanes (static and continuous unless it names them)."""
     if len(args) != 1 or not isinstance(args[0], dict):
         raise WorkloadError("submit", 'must be one object {"workload": {...}, "lanes": [...]}')
     data = args[0]
@@ -86,15 +83,9 @@ def check_submit(args: tuple, limits: Limits) -> tuple[Workload, list[str]]:
         raise WorkloadError(extra[0], f"unknown key (allowed: {', '.join(SUBMIT_KEYS)})")
     if "workload" not in data:
         raise WorkloadError("workload", "is required")
-    lanes = data.get("lanes")
-    if lanes is not None:
-        if not isinstance(lanes, list) or not 1 <= len(lanes) <= limits.max_lanes:
-            raise WorkloadError("lanes", f"must be a list of 1 to {limits.max_lanes} lane names from "
-                                         f"{', '.join(LANES)}")
-        if any(not isinstance(lane, str) or lane not in LANES for lane in lanes) or len(set(lanes)) != len(lanes):
-            raise WorkloadError("lanes", f"must be distinct lane names from {', '.join(LANES)}")
+    lanes = check_lanes(data["lanes"], limits) if "lanes" in data else None
     workload = parse_workload(data["workload"], limits)
-    return workload, list(lanes or getattr(workload, "lanes", DEFAULT_LANES))
+    return workload, lanes or list(workload.lanes)
 
 
 def check_watch(args: tuple) -> str:

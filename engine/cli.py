@@ -11,7 +11,7 @@ from .config import LANES, POLICIES
 from .engine import Engine
 from .metrics import run_metrics
 from .model import ModelLoadError
-from .workload import CLI_LIMITS, WorkloadError, load_workload
+from .workload import CLI_LIMITS, WorkloadError, check_lanes, load_workload
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from .model import load_model
             engine = Engine(load_model(args.model, dtype=args.dtype, device=args.device), CLI_LIMITS)
-        lanes = [n.strip() for n in args.lanes.split(",") if n.strip()] if args.lanes else list(workload.lanes)
+        lanes = check_lanes([n.strip() for n in args.lanes.split(",")], CLI_LIMITS) if args.lanes else list(workload.lanes)
         run = engine.start(engine.prepare(workload), lanes)
     except (WorkloadError, ModelLoadError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -82,9 +82,7 @@ class Engine:
 
     def start(self, workload: Workload, lanes: list[str] = ("static", "continuous")) -> Run:
         """A run of `workload` (already prepared) on the given lanes."""
-        bad = [name for name in lanes if name not in LANES]
-        if bad or not lanes or len(set(lanes)) != len(lanes):
-            raise WorkloadError("lanes", f"must be distinct names from {', '.join(LANES)}, got {list(lanes)}")
+        assert lanes and len(set(lanes)) == len(lanes) and set(lanes) <= set(LANES), "check_lanes() them first"
         assert all(s.prompt_ids for s in workload.requests), "prepare() the workload first"
         config, specs = workload.config, list(workload.requests)
         row_len = row_capacity(specs)

@@ -97,6 +97,14 @@ def _unknown(obj: dict, allowed: set[str], where: str) -> None:
         raise WorkloadError(f"{where}{extra[0]}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
 
 
+def check_lanes(lanes, limits: Limits) -> list[str]:
+    """A list of 1 to `max_lanes` distinct lane names, or a WorkloadError on field `lanes`."""
+    if (not isinstance(lanes, list) or not 1 <= len(lanes) <= limits.max_lanes
+            or any(not isinstance(lane, str) or lane not in LANES for lane in lanes) or len(set(lanes)) != len(lanes)):
+        raise WorkloadError("lanes", f"must be a list of 1 to {limits.max_lanes} distinct names from {', '.join(LANES)}")
+    return list(lanes)
+
+
 def parse_workload(obj, limits: Limits = Limits(), slots: int | None = None, **overrides) -> Workload:
     """Check a workload object against `limits`; `slots` and `overrides` (engine options) replace its own."""
     if not isinstance(obj, dict):
@@ -105,10 +113,7 @@ def parse_workload(obj, limits: Limits = Limits(), slots: int | None = None, **o
     name = _str(obj.get("name", "untitled"), "name", limits.max_name_chars)
     description = _str(obj.get("description", ""), "description", limits.max_name_chars * 4, allow_empty=True)
     slots = _int(obj.get("slots", 4) if slots is None else slots, "slots", 1, limits.max_slots)
-    lanes = obj.get("lanes", ["static", "continuous"])
-    if (not isinstance(lanes, list) or not 1 <= len(lanes) <= limits.max_lanes or len(set(map(str, lanes))) != len(lanes)
-            or any(lane not in LANES for lane in lanes)):
-        raise WorkloadError("lanes", f"must be a list of 1 to {limits.max_lanes} distinct names from {', '.join(LANES)}")
+    lanes = check_lanes(obj.get("lanes", ["static", "continuous"]), limits)
     options = {k: obj[k] for k in OPTION_KEYS if k in obj}
     options.update({k: v for k, v in overrides.items() if v is not None})
     for key in ("chunk_size", "max_batch_tokens", "kv_budget", "kv_block_size"):
