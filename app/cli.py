@@ -10,10 +10,7 @@ from dataclasses import fields, replace
 
 from engine.workload import Limits
 
-from .factory import DEFAULTS, create_app, socketio
-
-SERVER_LIMITS = {"max_message_bytes": "MAX_MESSAGE_BYTES", "max_queued_runs": "MAX_QUEUED_RUNS",
-                 "submits_per_minute": "SUBMITS_PER_MINUTE", "watches_per_minute": "WATCHES_PER_MINUTE"}
+from .factory import DEFAULTS, SERVER_LIMITS, create_app, socketio
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -35,6 +35,9 @@ DEFAULTS = {
     "DATA_DIR": None,               # folder of runs.sqlite3 (None: $BATCH_LANES_DATA, else data/ in the repo)
     "ASYNC_MODE": "threading",      # "threading" or "eventlet" (then `eventlet.monkey_patch()` must run first)
 }
+# The server's own limits, by the name `GET /api/limits` and `--limit NAME=N` give them -> their config key.
+SERVER_LIMITS = {"max_message_bytes": "MAX_MESSAGE_BYTES", "max_queued_runs": "MAX_QUEUED_RUNS",
+                 "submits_per_minute": "SUBMITS_PER_MINUTE", "watches_per_minute": "WATCHES_PER_MINUTE"}
 
 
 def create_app(config: dict | None = None, engine: Engine | None = None) -> Flask:

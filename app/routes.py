@@ -13,7 +13,7 @@ from flask import Blueprint, current_app, jsonify, render_template
 
 from engine.config import LANES
 
-from .factory import ROOT
+from .factory import ROOT, SERVER_LIMITS
 from .events import RUN_ID
 from .runs import Rejected
 
@@ -70,10 +70,8 @@ def presets():
 
 @bp.get("/api/limits")
 def limits():
-    config = current_app.config
-    return jsonify({**asdict(_worker().limits), "lanes": list(LANES), "max_message_bytes": config["MAX_MESSAGE_BYTES"],
-                    "max_queued_runs": config["MAX_QUEUED_RUNS"], "submits_per_minute": config["SUBMITS_PER_MINUTE"],
-                    "watches_per_minute": config["WATCHES_PER_MINUTE"]})
+    server = {name: current_app.config[key] for name, key in SERVER_LIMITS.items()}
+    return jsonify({**asdict(_worker().limits), "lanes": list(LANES), **server})
 
 
 @bp.get("/api/runs/<run_id>")
