@@ -164,26 +164,31 @@ class EngineWorker:
                 return
             if live is not None and live.status is not RunStatus.FINISHED:
                 raise Rejected(live.status.value, f"run {run_id} was {live.status.value}: {live.error}", run_id=run_id)
-            events = None if live is None or not live.ticks else replay_events(
-                run_id, self.status["model"], live.workload.to_dict(), live.lanes, live.records(), live.metrics)
-        if events is None:
-            stored = self.stored_run(run_id)
-            if stored is None:
-                raise Rejected("not_found", f"no run with id {run_id!r}", field="run_id", run_id=run_id)
-            events = replay_events(run_id, stored["model"], stored["workload"], stored["lanes"], stored["records"],
-                                   stored["metrics"])
-        for event, payload in events:
+            stored = self._remembered(live)
+        if stored is None:
+            stored = self._load_stored(run_id)
+        if stored is None:
+            raise Rejected("not_found", f"no run with id {run_id!r}", field="run_id", run_id=run_id)
+        for event, payload in replay_events(run_id, stored["model"], stored["workload"], stored["lanes"],
+                                            stored["records"], stored["metrics"]):
             self._emit(event, payload, to=sid)
 
     def stored_run(self, run_id: str) -> dict | None:
         """A finished run as `/api/runs/<id>` serves it: from the store, or from memory if the store failed it;
         `Rejected` if the store cannot be read."""
         with self.lock:
-            live = self.runs.get(run_id)
-            if live is not None and live.status is RunStatus.FINISHED and live.ticks:
-                return {"run_id": run_id, "created": live.created, "model": self.status["model"],
-                        "workload": live.workload.to_dict(), "lanes": live.lanes, "records": live.records(),
-                        "metrics": live.metrics}
+            run = self._remembered(self.runs.get(run_id))
+        return run if run is not None else self._load_stored(run_id)
+
+    def _remembered(self, live: LiveRun | None) -> dict | None:
+        """A finished run memory still holds (the store failed it), shaped as the store returns it (lock held)."""
+        if live is None or live.status is not RunStatus.FINISHED or not live.ticks:
+            return None
+        return {"run_id": live.run_id, "created": live.created, "model": self.status["model"],
+                "workload": live.workload.to_dict(), "lanes": live.lanes, "records": live.records(),
+                "metrics": live.metrics}
+
+    def _load_stored(self, run_id: str) -> dict | None:
         try:
             return self.offload(self.store.load, run_id)
         except StoreError as e:
