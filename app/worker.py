@@ -268,13 +268,14 @@ class EngineWorker:
                     tick = live.tick_payload(run.t, records)
                     live.ticks.append(tick)
                     self._emit("tick", tick, to=live.run_id)
-            metrics = run_metrics(live.records(), live.workload)
+            records = live.records()
+            metrics = run_metrics(records, live.workload)
         except Exception as e:  # one broken run must not stop the worker: end it with run_error, serve the next
             log.exception("run %s failed after %d ticks", live.run_id, len(live.ticks))
             with self.lock:
                 self._end(live, RunStatus.FAILED, f"the engine failed during this run: {type(e).__name__}: {e}")
             return
-        store_error, ticks = self._save(live, metrics), len(live.ticks)
+        store_error, ticks = self._save(live, records, metrics), len(live.ticks)
         with self.lock:
             live.metrics = metrics
             self._emit("run_finished", {"run_id": live.run_id, "metrics": metrics, "stored": store_error is None},
@@ -287,11 +288,11 @@ class EngineWorker:
         log.info("run %s finished: %d ticks in %.0f ms, %d watchers", live.run_id, ticks,
                  (time.perf_counter() - t0) * 1000, len(live.watchers))
 
-    def _save(self, live: LiveRun, metrics: dict) -> str | None:
+    def _save(self, live: LiveRun, records: dict[str, list[dict]], metrics: dict) -> str | None:
         """Store a finished run; the error message if the store failed (logged, and sent to the room)."""
         try:
             self.offload(self.store.save, live.run_id, self.status["model"], live.workload.to_dict(), live.lanes,
-                         live.records(), metrics, live.created)
+                         records, metrics, live.created)
         except StoreError as e:
             log.error("%s", e)
             return f"this run finished but could not be saved, so its link will not survive a restart: {e}"
