@@ -62,7 +62,6 @@ function laneStep(lane, clock, t) {
   const n = lane.records.length;
   const end = clock === "steps" ? n : lane.timeline.cum[n];
   if (lane.done && t > end + 1e-9) return n + 1;
-  if (clock === "steps") return Math.min(n, Math.max(0, Math.ceil(t - 1e-9)));
   return stepAt(lane.timeline, clock, t);
 }
 
