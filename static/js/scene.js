@@ -5,19 +5,10 @@
  * draws. Pure functions of their inputs, apart from the memo caches.
  */
 import { laneMetrics, mismatches } from "./metrics.js";
-import { estimateSteps, laneTimeline, stepAt } from "./timeline.js";
+import { estimateSteps, laneTimeline, perRecords, stepAt } from "./timeline.js";
 import { LANE_ORDER, RunStatus } from "./vocab.js";
 
-const metricsMemo = new WeakMap();
-
-function metricsOf(records, workload) {
-  let entry = metricsMemo.get(records);
-  if (!entry || entry.workload !== workload) {
-    entry = { workload, value: laneMetrics(records, workload) };
-    metricsMemo.set(records, entry);
-  }
-  return entry.value;
-}
+const metricsOf = perRecords(laneMetrics);
 
 let last = { run: undefined, value: null };
 

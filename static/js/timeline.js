@@ -7,8 +7,6 @@
 import { cumulativeMs } from "./metrics.js";
 import { Phase, SlotState } from "./vocab.js";
 
-const memo = new WeakMap();
-
 function kvPoint(r) {
   // A block budget when the lane has one; otherwise KV tokens against the lane's capacity.
   if (r.kv_blocks_total > 0) return { used: r.kv_blocks_used, total: r.kv_blocks_total, unit: "blocks" };
@@ -46,15 +44,21 @@ function build(records, workload) {
   return { ids, cum: cumulativeMs(records), phases, slotOf, chunked, kv };
 }
 
-/** The derived view of one lane's records. */
-export function laneTimeline(records, workload) {
-  let entry = memo.get(records);
-  if (!entry || entry.workload !== workload) {
-    entry = { workload, value: build(records, workload) };
-    memo.set(records, entry);
-  }
-  return entry.value;
+/** `fn(records, workload)` computed once per records array and workload (a tick replaces a lane's array). */
+export function perRecords(fn) {
+  const memo = new WeakMap();
+  return (records, workload) => {
+    let entry = memo.get(records);
+    if (!entry || entry.workload !== workload) {
+      entry = { workload, value: fn(records, workload) };
+      memo.set(records, entry);
+    }
+    return entry.value;
+  };
 }
+
+/** The derived view of one lane's records. */
+export const laneTimeline = perRecords(build);
 
 /** The step of a lane under a playhead at `t` (in the clock's unit): 0 before its first step. */
 export function stepAt(timeline, clock, t) {
