@@ -38,6 +38,12 @@ class ForwardResult:
 FILLER_KV_TOKENS = 1000
 
 
+def additive_mask(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """0 where a key is visible to a query, -inf where not: built once per call (sdpa would convert a bool
+    mask in every layer)."""
+    return torch.zeros(visible.shape, dtype=dtype, device=visible.device).masked_fill_(~visible, -math.inf)
+
+
 def padded_rows(n: int) -> int:
     """Rows worth computing for `n` rows: on CPU a 2-row decode step costs more than a 4-row one (measured
     here, packed linears: 1-4 rows 64, 74, 63, 62 ms; then ~3.5 ms a row, 8 rows 78, 16 rows 102)."""
@@ -181,9 +187,9 @@ class ModelRunner:
         pos, read_pos = torch.tensor(pos, device=device), torch.tensor(read_pos, device=device)  # (M,), (T,)
         visible = (torch.tensor(q_row, device=device)[:, None] == torch.tensor(k_row, device=device)) \
             & (read_pos <= pos[:, None])  # (M, T): same row, key not after the query
-        mask = torch.zeros(visible.shape, dtype=self.lm.dtype, device=device).masked_fill_(~visible, -math.inf)
+        mask = additive_mask(visible, self.lm.dtype)[None, None]  # (1, 1, M, T)
         self.cache.plan_packed(torch.tensor(slots), pos, torch.tensor(read_slots), read_pos)
-        return self.compute(torch.tensor([ids], device=device), pos[None], mask[None, None], wanted)
+        return self.compute(torch.tensor([ids], device=device), pos[None], mask, wanted)
 
     def compute(self, ids: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor | None,
                 wanted: list[tuple[int, int, int]]) -> dict[int, int]:
@@ -207,8 +213,7 @@ class ModelRunner:
                 and all(r.start == rows[0].start and len(r.token_ids) == Q for r in rows) and (Q == 1 or rows[0].start == 0):
             return None
         visible = torch.arange(kv_len, device=pos.device) <= pos[:, :, None]  # (B, Q, kv_len): key k visible to query q
-        # additive, built once per call (a bool mask is converted by sdpa in every layer)
-        return torch.zeros(visible.shape, dtype=self.lm.dtype, device=pos.device).masked_fill_(~visible, -math.inf)[:, None]
+        return additive_mask(visible, self.lm.dtype)[:, None]
 
     def text_delta(self, request: Request) -> str:
         """The text `request`'s newest token adds to its response (empty while a UTF-8 character is incomplete)."""
