@@ -46,25 +46,29 @@ class RunStore:
         except (OSError, sqlite3.Error) as e:
             raise StoreError(f"could not save run {run_id} to {self.path}: {e}") from e
 
-    def load(self, run_id: str) -> dict | None:
-        """The stored run `{run_id, created, model, workload, lanes, records, metrics}`, or None."""
+    def _fetch(self, sql: str, args: tuple, failure: str) -> tuple | None:
+        """The first row `sql` selects, or None; StoreError (saying `failure`) if the store cannot be read."""
         try:
             with closing(self._connect()) as conn:
-                row = conn.execute("SELECT run_id, created, model, workload, lanes, records, metrics FROM runs "
-                                   "WHERE run_id = ?", (run_id,)).fetchone()
+                return conn.execute(sql, args).fetchone()
         except (OSError, sqlite3.Error) as e:
-            raise StoreError(f"could not read run {run_id} from {self.path}: {e}") from e
+            raise StoreError(f"{failure} from {self.path}: {e}") from e
+
+    def load(self, run_id: str) -> dict | None:
+        """The stored run `{run_id, created, model, workload, lanes, records, metrics}`, or None."""
+        keys = ("run_id", "created", "model", "workload", "lanes", "records", "metrics")
+        row = self._fetch(f"SELECT {', '.join(keys)} FROM runs WHERE run_id = ?", (run_id,),
+                          f"could not read run {run_id}")
         if row is None:
             return None
-        keys = ("run_id", "created", "model", "workload", "lanes", "records", "metrics")
         run = dict(zip(keys, row))
         for key in ("workload", "lanes", "records", "metrics"):
             run[key] = json.loads(run[key])
         return run
 
+    def has(self, run_id: str) -> bool:
+        """Whether run `run_id` is stored, without reading its records."""
+        return self._fetch("SELECT 1 FROM runs WHERE run_id = ?", (run_id,), f"could not read run {run_id}") is not None
+
     def count(self) -> int:
-        try:
-            with closing(self._connect()) as conn:
-                return conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
-        except (OSError, sqlite3.Error) as e:
-            raise StoreError(f"could not read {self.path}: {e}") from e
+        return self._fetch("SELECT COUNT(*) FROM runs", (), "could not read the runs")[0]

@@ -166,7 +166,7 @@ class EngineWorker:
                 raise Rejected(live.status.value, f"run {run_id} was {live.status.value}: {live.error}", run_id=run_id)
             stored = self._remembered(live)
         if stored is None:
-            stored = self._load_stored(run_id)
+            stored = self._read_store(self.store.load, run_id)
         if stored is None:
             raise Rejected("not_found", f"no run with id {run_id!r}", field="run_id", run_id=run_id)
         for event, payload in replay_events(run_id, stored["model"], stored["workload"], stored["lanes"],
@@ -178,7 +178,7 @@ class EngineWorker:
         `Rejected` if the store cannot be read."""
         with self.lock:
             run = self._remembered(self.runs.get(run_id))
-        return run if run is not None else self._load_stored(run_id)
+        return run if run is not None else self._read_store(self.store.load, run_id)
 
     def _remembered(self, live: LiveRun | None) -> dict | None:
         """A finished run memory still holds (the store failed it), shaped as the store returns it (lock held)."""
@@ -188,18 +188,20 @@ class EngineWorker:
                 "workload": live.workload.to_dict(), "lanes": live.lanes, "records": live.records(),
                 "metrics": live.metrics}
 
-    def _load_stored(self, run_id: str) -> dict | None:
+    def _read_store(self, read, run_id: str):
+        """`read(run_id)` on the store, off the eventlet hub; `Rejected` if the store cannot be read."""
         try:
-            return self.offload(self.store.load, run_id)
+            return self.offload(read, run_id)
         except StoreError as e:
             log.error("%s", e)
             raise Rejected("storage", f"the run store cannot be read: {e}", run_id=run_id) from None
 
     def knows(self, run_id: str) -> bool:
+        """Whether a page for `run_id` has something to show: a run in memory or in the store."""
         with self.lock:
             if run_id in self.runs:
                 return True
-        return self.stored_run(run_id) is not None
+        return self._read_store(self.store.has, run_id)
 
     def forget(self, sid: str) -> None:
         """`sid` disconnected: it watches nothing any more; a run nobody watches starts its grace period."""

@@ -25,6 +25,7 @@ def test_the_store_round_trips_a_run_and_knows_what_it_lacks(tmp_path):
     assert (run["workload"], run["lanes"], run["records"], run["metrics"]) == (
         {"name": "w"}, ["static"], records, {"static": {"steps": 1}})
     assert store.load("other") is None and store.count() == 1
+    assert store.has("abc") and not store.has("other")
     with pytest.raises(StoreError, match="could not save run abc"):
         store.save("abc", "m", {}, [], {}, {})            # ids are unique: a second save is an error, not a no-op
 
