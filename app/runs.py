@@ -64,7 +64,7 @@ class LiveRun:
         return self.status in (RunStatus.QUEUED, RunStatus.RUNNING)
 
     def started_payload(self, model: str) -> dict:
-        return {"run_id": self.run_id, "lanes": list(self.lanes), "workload": self.workload.to_dict(), "model": model}
+        return started_payload(self.run_id, self.lanes, self.workload.to_dict(), model)
 
     def tick_payload(self, t: int, records: dict) -> dict:
         lanes = {lane: None if rec is None else rec.to_dict() for lane, rec in records.items()}
@@ -76,10 +76,15 @@ class LiveRun:
                 for lane in self.lanes}
 
 
+def started_payload(run_id: str, lanes: list[str], workload: dict, model: str) -> dict:
+    """`run_started`, live or replayed."""
+    return {"run_id": run_id, "lanes": list(lanes), "workload": workload, "model": model}
+
+
 def replay_events(run_id: str, model: str, workload: dict, lanes: list[str], records: dict[str, list[dict]],
                   metrics: dict) -> list[tuple[str, dict]]:
     """(event, payload) pairs that replay a finished run: run_started, every tick (marked `replay`), run_finished."""
-    events = [("run_started", {"run_id": run_id, "lanes": lanes, "workload": workload, "model": model})]
+    events = [("run_started", started_payload(run_id, lanes, workload, model))]
     steps = max((len(recs) for recs in records.values()), default=0)
     for t in range(1, steps + 1):
         tick = {lane: records[lane][t - 1] if t <= len(records[lane]) else None for lane in lanes}
