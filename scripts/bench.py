@@ -28,17 +28,14 @@ import sys
 import time
 from pathlib import Path
 
-# Before torch loads OpenMP: with the default (spinning) wait policy, a 2-thread step on this 2-core machine
-# ran ~50x slower whenever one other process was busy (3.5 s instead of 70 ms a decode step); sleeping
-# waiters keep timings sane on a shared machine. Set OMP_WAIT_POLICY=ACTIVE to measure the default.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-import torch  # noqa: E402
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_common, bench_features (also when imported by path)
 
+# First: bench_common imports the engine, which sets OMP_WAIT_POLICY=PASSIVE before torch loads OpenMP (with
+# spinning waiters a decode step on this 2-core machine ran ~50x slower whenever another process was busy).
+# Set OMP_WAIT_POLICY=ACTIVE to measure the default.
 from bench_common import (CHAT_PROMPTS, ROOT, Records, log, median, outputs, prepare,  # noqa: E402
                           side_by_side, timed, timed_run)
+import torch  # noqa: E402
 from bench_features import chunked_prefill, preemption, split_vs_fused  # noqa: E402
 from engine import Engine  # noqa: E402
 from engine.metrics import run_metrics  # noqa: E402

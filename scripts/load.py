@@ -19,16 +19,12 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+from engine.metrics import percentile  # noqa: E402  (the engine's nearest-rank definition, for every p50/p95)
 from live_server import EventClient, live_server  # noqa: E402
 
 PRESETS = ("mixed", "same", "one-long")
 RETRY = {"busy": (3.0, 8.0), "rate_limited": (10.0, 20.0)}  # seconds to wait before submitting again
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q / 100))] if ordered else None
 
 
 class LoadClient:
