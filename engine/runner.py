@@ -13,7 +13,6 @@ import functools
 import math
 import time
 import weakref
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -72,7 +71,7 @@ def can_pack(model: torch.nn.Module, device: torch.device) -> bool:
     return device.type == "cpu" and torch.backends.mkldnn.is_available() and model.dtype == torch.float32
 
 
-@contextmanager
+@contextlib.contextmanager
 def packed_linears(model: torch.nn.Module):
     """While inside, every nn.Linear of `model` computes with its oneDNN-packed weight. On CPU, MKL's sgemm
     behind F.linear reads the weights slowly for a few rows: all of SmolLM2's decoder linears took
