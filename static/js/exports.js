@@ -3,7 +3,7 @@
  * metrics as CSV, and a Chrome trace-event file (open it in Perfetto or chrome://tracing) with one
  * process per lane and one thread per slot, each step a slice as long as it measured.
  */
-import { cumulativeMs } from "./metrics.js";
+import { METRIC_KEYS, cumulativeMs } from "./metrics.js";
 import { SlotState } from "./vocab.js";
 
 function download(filename, blob) {
@@ -42,12 +42,8 @@ function csvCell(value) {
 
 /** Raw numbers (not the table's rounded text), one row per lane. */
 export function metricsCsv(metrics) {
-  const keys = ["steps", "tokens", "tokens_per_step", "slot_use", "mean_ttft_steps", "mean_ttft_ms", "p50_ttft_ms",
-    "p95_ttft_ms", "mean_tpot_ms", "p50_tpot_ms", "p95_tpot_ms", "mean_latency_steps", "p50_latency_steps",
-    "p95_latency_steps", "mean_latency_ms", "p95_latency_ms", "wall_s", "tokens_per_s", "padding_slot_steps",
-    "idle_slot_steps", "prefill_slot_steps", "preemptions"];
-  const lines = [["lane", ...keys].join(",")];
-  for (const [lane, m] of Object.entries(metrics)) lines.push([lane, ...keys.map((k) => m[k])].map(csvCell).join(","));
+  const lines = [["lane", ...METRIC_KEYS].join(",")];
+  for (const [lane, m] of Object.entries(metrics)) lines.push([lane, ...METRIC_KEYS.map((k) => m[k])].map(csvCell).join(","));
   return `${lines.join("\n")}\n`;
 }
 

@@ -3,7 +3,7 @@
  * with the same definitions as engine/metrics.py — so the table cannot disagree with the canvas,
  * and `matchesServer` can check it against `run_finished.metrics` number by number.
  */
-import { SlotState } from "./vocab.js";
+import { SlotState, StopReason } from "./vocab.js";
 
 /** Nearest-rank percentile (q in 0..100); null when empty. */
 export function percentile(values, q) {
@@ -15,6 +15,11 @@ export function percentile(values, q) {
 
 function mean(values) {
   return values.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
+}
+
+/** The text a cell adds to its request's response: its token, except an EOS token, which writes nothing. */
+export function writtenText(cell) {
+  return cell.token && cell.stop !== StopReason.EOS ? cell.token : "";
 }
 
 /** cum[s]: milliseconds spent in steps 1..s of one lane. */
@@ -38,7 +43,7 @@ function requestFacts(records, workload) {
       if (q.first_token_step === null) q.first_token_step = r.step;
       q.token_ids.push(cell.token_id);
       if (cell.stop) q.stop = cell.stop;
-      if (cell.stop !== "eos" && cell.token) q.text += cell.token;
+      q.text += writtenText(cell);
     }
     for (const id of r.finished) if (per.has(id)) per.get(id).finish_step = r.step;
     for (const id of r.returned) if (per.has(id)) per.get(id).return_step = r.step;
@@ -98,10 +103,11 @@ export function laneMetrics(records, workload) {
   };
 }
 
-const COMPARED = ["steps", "tokens", "tokens_per_step", "slot_use", "padding_slot_steps", "idle_slot_steps",
-  "prefill_slot_steps", "preemptions", "mean_ttft_steps", "mean_latency_steps", "p50_latency_steps",
-  "p95_latency_steps", "wall_s", "tokens_per_s", "mean_ttft_ms", "p50_ttft_ms", "p95_ttft_ms", "mean_tpot_ms",
-  "p50_tpot_ms", "p95_tpot_ms", "mean_latency_ms", "p95_latency_ms"];
+/** Every number of a lane's metrics (not its requests): what is checked against the server and exported as CSV. */
+export const METRIC_KEYS = Object.freeze(["steps", "tokens", "tokens_per_step", "slot_use", "mean_ttft_steps",
+  "mean_ttft_ms", "p50_ttft_ms", "p95_ttft_ms", "mean_tpot_ms", "p50_tpot_ms", "p95_tpot_ms", "mean_latency_steps",
+  "p50_latency_steps", "p95_latency_steps", "mean_latency_ms", "p95_latency_ms", "wall_s", "tokens_per_s",
+  "padding_slot_steps", "idle_slot_steps", "prefill_slot_steps", "preemptions"]);
 
 function close(a, b) {
   if (a === null || a === undefined || b === null || b === undefined) return (a ?? null) === (b ?? null);
@@ -114,7 +120,7 @@ export function mismatches(mine, server) {
   for (const [lane, m] of Object.entries(mine)) {
     const s = server && server[lane];
     if (!s) { bad.push(`${lane}: missing on the server`); continue; }
-    for (const key of COMPARED) if (key in s && !close(m[key], s[key])) bad.push(`${lane}.${key}`);
+    for (const key of METRIC_KEYS) if (key in s && !close(m[key], s[key])) bad.push(`${lane}.${key}`);
   }
   return bad;
 }

@@ -3,7 +3,7 @@
  * "step 3 · static: R2 and R4 finished; 2 rows kept as padding · continuous: R5 and R6 take the
  * slots R2 and R4 freed". Pure: returns a string, which the page writes with textContent.
  */
-import { SlotState } from "./vocab.js";
+import { Lane, SlotState, StopReason } from "./vocab.js";
 
 /** "R5", "R5 and R6", "R5, R6 and R7", or "R5, R6 … R9 (5)" for long lists. */
 function listIds(ids) {
@@ -28,7 +28,7 @@ function laneFacts(name, records, step) {
   const prev = records[step - 2];
   const facts = [];
   if (r.preempted && r.preempted.length) facts.push(`${listIds(r.preempted)} preempted to free KV memory`);
-  const grouped = name !== "continuous";  // static and dynamic lanes admit whole groups
+  const grouped = name !== Lane.CONTINUOUS;  // static and dynamic lanes admit whole groups
   if (r.admitted.length) {
     const freed = prev ? prev.returned.filter((id) => !r.slots.some((c) => c.request === id)) : [];
     const one = r.admitted.length === 1;
@@ -39,7 +39,7 @@ function laneFacts(name, records, step) {
     } else facts.push(`admits ${listIds(r.admitted)}`);
   }
   if (r.finished.length) {
-    const eos = r.slots.filter((c) => c.stop === "eos").map((c) => c.request);
+    const eos = r.slots.filter((c) => c.stop === StopReason.EOS).map((c) => c.request);
     // What happens to the freed slots, when nothing else competes for the line.
     const still = r.slots.some((c) => c.state === SlotState.DECODE && !r.finished.includes(c.request));
     const quiet = !facts.length && !count(r, SlotState.PADDING);

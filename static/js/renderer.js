@@ -5,7 +5,7 @@
  * padding is hatched, idle is an outline, preempted carries a cross, queued a dashed outline.
  */
 import { axisTicks, cellRect, stepX, timeX } from "./layout.js";
-import { Phase, SlotState } from "./vocab.js";
+import { Phase, SlotState, StopReason } from "./vocab.js";
 
 /** Okabe–Ito based: safe for the common colour-vision deficiencies. */
 export const PALETTE = Object.freeze({
@@ -119,7 +119,7 @@ function drawCell(ctx, rect, kind, info = {}) {
   if (info.stop) {  // the request's last token: a bar on the right edge, plus a dot when it was EOS
     ctx.fillStyle = PALETTE.text;
     ctx.fillRect(r.x + r.w - 3, r.y, 3, r.h);
-    if (info.stop === "eos" && r.w > 10) {
+    if (info.stop === StopReason.EOS && r.w > 10) {
       ctx.beginPath();
       ctx.arc(r.x + r.w - 8, r.y + 5, 2.5, 0, 2 * Math.PI);
       ctx.fill();
@@ -220,7 +220,7 @@ const LEGEND = [
   [SlotState.IDLE, "idle slot", {}],
   [Phase.QUEUED, "queued", {}],
   [Phase.PREEMPTED, "preempted: KV memory full", { label: "" }],
-  [Phase.DECODE, "last token (\u25cf at EOS)", { label: "", stop: "eos" }],
+  [Phase.DECODE, "last token (\u25cf at EOS)", { label: "", stop: StopReason.EOS }],
 ];
 
 function drawLegend(ctx, layout, scene) {
