@@ -5,23 +5,13 @@
  * the server's run_error uses (`requests[2].max_new_tokens`). User text only ever goes into form
  * values and textContent.
  */
-import { LANE_ORDER, Policy } from "./vocab.js";
+import { el } from "./dom.js";
+import { LANE_ORDER, Lane, Policy, StopReason } from "./vocab.js";
 
 const DEFAULT_LIMITS = { max_requests: 32, max_slots: 16, max_new_tokens: 256, max_prompt_chars: 4000,
   max_arrival: 500, max_id_chars: 32, max_wait: 100, max_kv_budget: 65536 };
 const OPTIONS = ["chunk_size", "max_batch_tokens", "kv_budget", "max_wait"];
 const KEPT = ["kv_block_size", "fused"];  // engine options without a field here: carried through unchanged
-
-function el(tag, props = {}, children = []) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(props)) {
-    if (key === "dataset") Object.assign(node.dataset, value);
-    else if (key === "text") node.textContent = value;
-    else node[key] = value;
-  }
-  for (const child of children) node.append(child);
-  return node;
-}
 
 /** An input (or select) with its label and an error slot right after it. */
 function field(name, label, input) {
@@ -76,9 +66,9 @@ export function createEditor(root, { onChange, onRun }) {
 
   function addRow(q) {
     const i = rows.children.length;
-    const stop = el("select", {}, [el("option", { value: "length", text: "fixed length" }),
-      el("option", { value: "eos", text: "at EOS" })]);
-    stop.value = q.ignore_eos === false ? "eos" : "length";
+    const stop = el("select", {}, [el("option", { value: StopReason.LENGTH, text: "fixed length" }),
+      el("option", { value: StopReason.EOS, text: "at EOS" })]);
+    stop.value = q.ignore_eos === false ? StopReason.EOS : StopReason.LENGTH;
     const remove = el("button", { type: "button", className: "remove", text: "\u00d7", title: "remove this request" });
     remove.setAttribute("aria-label", "remove this request");
     const cells = [
@@ -122,7 +112,7 @@ export function createEditor(root, { onChange, onRun }) {
       if (!get("prompt").value.trim()) errors.push({ field: `requests[${i}].prompt`, message: "write a prompt" });
       return { id, prompt: get("prompt").value,
         max_new_tokens: checkInt(get("max_new_tokens").value, `requests[${i}].max_new_tokens`, 1, limits.max_new_tokens, errors),
-        ignore_eos: get("ignore_eos").value !== "eos",
+        ignore_eos: get("ignore_eos").value !== StopReason.EOS,
         arrival: checkInt(get("arrival").value, `requests[${i}].arrival`, 0, limits.max_arrival, errors),
         priority: checkInt(get("priority").value, `requests[${i}].priority`, -1000, 1000, errors) };
     });
@@ -154,7 +144,7 @@ export function createEditor(root, { onChange, onRun }) {
     for (const [key, input] of Object.entries(options)) input.value = workload[key] ?? "";
     rows.replaceChildren();
     for (const q of workload.requests || []) addRow(q && typeof q === "object" ? q : {});
-    const chosen = new Set(lanes && lanes.length ? lanes : ["static", "continuous"]);
+    const chosen = new Set(lanes && lanes.length ? lanes : [Lane.STATIC, Lane.CONTINUOUS]);
     laneBoxes.forEach((box) => { box.checked = chosen.has(box.value); });
     showErrors([]);
   }

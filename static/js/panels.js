@@ -3,16 +3,9 @@
  * status line. Every piece of user or model text goes in through textContent (never innerHTML),
  * so a prompt or a token that looks like markup shows literally.
  */
-
-function el(tag, text, props = {}) {
-  const node = document.createElement(tag);
-  if (text !== undefined && text !== null) node.textContent = text;
-  for (const [key, value] of Object.entries(props)) {
-    if (key === "dataset") Object.assign(node.dataset, value);
-    else node[key] = value;
-  }
-  return node;
-}
+import { el } from "./dom.js";
+import { writtenText } from "./metrics.js";
+import { StopReason } from "./vocab.js";
 
 const dash = "\u2013";
 const num = (v, digits) => (v === null || v === undefined ? dash : v.toFixed(digits));
@@ -47,19 +40,12 @@ const METRIC_COLUMNS = [
  * `check`: "" (no server numbers yet), "ok", or a list of mismatches.
  */
 export function renderMetrics(table, caption, metrics, done, check) {
-  const head = el("tr");
-  head.append(el("th", "lane", { scope: "col" }));
-  for (const [, label] of METRIC_COLUMNS) head.append(el("th", label, { scope: "col" }));
-  const body = el("tbody");
-  for (const [lane, m] of Object.entries(metrics)) {
-    const tr = el("tr", null, { dataset: { lane } });
-    tr.append(el("th", done[lane] ? lane : `${lane} (so far)`, { scope: "row" }));
-    for (const [key, , fmt] of METRIC_COLUMNS) tr.append(el("td", fmt(m), { dataset: { lane, metric: key } }));
-    body.append(tr);
-  }
-  const thead = el("thead");
-  thead.append(head);
-  table.replaceChildren(thead, body);
+  const head = el("tr", {}, [el("th", { text: "lane", scope: "col" }),
+    ...METRIC_COLUMNS.map(([, label]) => el("th", { text: label, scope: "col" }))]);
+  const body = el("tbody", {}, Object.entries(metrics).map(([lane, m]) => el("tr", { dataset: { lane } }, [
+    el("th", { text: done[lane] ? lane : `${lane} (so far)`, scope: "row" }),
+    ...METRIC_COLUMNS.map(([key, , fmt]) => el("td", { text: fmt(m), dataset: { lane, metric: key } }))])));
+  table.replaceChildren(el("thead", {}, [head]), body);
   caption.textContent = check === "ok" ? "Computed here from the step records \u2014 identical to the server's numbers."
     : check ? `Computed here from the step records \u2014 differs from the server in: ${check}` : "Computed here from the step records so far.";
   caption.dataset.check = check === "ok" ? "match" : check ? "mismatch" : "pending";
@@ -69,7 +55,7 @@ export function renderMetrics(table, caption, metrics, done, check) {
 function textUpTo(records, id, step) {
   let text = "";
   for (const r of records.slice(0, step)) {
-    for (const c of r.slots) if (c.request === id && c.token && c.stop !== "eos") text += c.token;
+    for (const c of r.slots) if (c.request === id) text += writtenText(c);
   }
   return text;
 }
@@ -80,21 +66,17 @@ export function renderRequests(tbody, workload, records, metrics, step) {
     const id = String(spec.id);
     const q = metrics.requests[id] || {};
     const back = q.return_step !== null && q.return_step !== undefined && q.return_step <= step;
-    const tr = el("tr", null, { dataset: { request: id } });
-    tr.append(el("th", id, { scope: "row" }));
-    const prompt = el("td", null, { className: "prompt" });
-    prompt.append(el("div", spec.prompt, { className: "clamp", title: spec.prompt }));
-    tr.append(prompt);
-    const written = textUpTo(records, id, step);
-    const out = el("td", written, { className: "written" });
-    if (!back && q.first_token_step !== null && q.first_token_step <= step) out.classList.add("writing");
-    tr.append(out);
-    const stop = back ? (q.stop === "eos" ? `EOS after ${q.tokens}` : `length ${q.tokens}`) : dash;
-    tr.append(el("td", stop, { className: back && q.stop === "eos" ? "stop eos" : "stop" }));
-    tr.append(el("td", back ? `${q.ttft_steps} / ${ms(q.ttft_ms)}` : dash));
-    tr.append(el("td", back ? ms(q.tpot_ms) : dash));
-    tr.append(el("td", back ? `${q.latency_steps} / ${ms(q.latency_ms)}` : dash));
-    return tr;
+    const writing = !back && q.first_token_step !== null && q.first_token_step <= step;
+    const eos = q.stop === StopReason.EOS;
+    return el("tr", { dataset: { request: id } }, [
+      el("th", { text: id, scope: "row" }),
+      el("td", { className: "prompt" }, [el("div", { text: spec.prompt, className: "clamp", title: spec.prompt })]),
+      el("td", { text: textUpTo(records, id, step), className: writing ? "written writing" : "written" }),
+      el("td", { text: back ? (eos ? `EOS after ${q.tokens}` : `length ${q.tokens}`) : dash,
+        className: back && eos ? "stop eos" : "stop" }),
+      el("td", { text: back ? `${q.ttft_steps} / ${ms(q.ttft_ms)}` : dash }),
+      el("td", { text: back ? ms(q.tpot_ms) : dash }),
+      el("td", { text: back ? `${q.latency_steps} / ${ms(q.latency_ms)}` : dash })]);
   });
   tbody.replaceChildren(...rows);
 }
@@ -111,7 +93,7 @@ export function tooltipLines(laneName, step, what, view) {
   const cell = what.cell;
   if (cell && cell.prefill) lines.push(`prompt tokens cached: ${cell.prefill[0]} of ${cell.prefill[1]}`);
   if (cell && cell.token !== null && cell.token !== undefined) lines.push(`token: ${JSON.stringify(cell.token)} (id ${cell.token_id})`);
-  if (cell && cell.stop) lines.push(cell.stop === "eos" ? "stopped: the model wrote EOS" : "stopped: max_new_tokens reached");
+  if (cell && cell.stop) lines.push(cell.stop === StopReason.EOS ? "stopped: the model wrote EOS" : "stopped: max_new_tokens reached");
   lines.push(`step took ${rec.ms.toFixed(1)} ms (forward ${rec.forward_ms.toFixed(1)} ms, ${rec.forward})`);
   return lines;
 }

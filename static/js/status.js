@@ -3,17 +3,12 @@
  * position N, running, finished, an error, a lost connection), the preset buttons and the lesson of
  * the chosen preset. Text only through textContent.
  */
+import { el } from "./dom.js";
 import { RunStatus } from "./vocab.js";
 
 export function renderPresets(container, presets) {
-  container.replaceChildren(...presets.map((p) => {
-    const button = document.createElement("button");
-    button.type = "button";
-    button.className = "preset";
-    button.dataset.preset = String(p.name);
-    button.textContent = String(p.name);
-    return button;
-  }));
+  container.replaceChildren(...presets.map((p) => el("button", { type: "button", className: "preset",
+    dataset: { preset: String(p.name) }, text: String(p.name) })));
 }
 
 function runLine(state) {
