@@ -19,7 +19,7 @@ from flask import current_app, request
 from flask_socketio import emit
 from socketio import packet
 
-from engine.workload import Limits, Workload, WorkloadError, check_lanes, parse_workload
+from engine.workload import Limits, Workload, WorkloadError, parse_workload
 
 from .factory import socketio
 from .runs import Rejected, error_payload
@@ -72,9 +72,10 @@ class RateLimiter:
             self.times.pop(client, None)
 
 
-def check_submit(args: tuple, limits: Limits) -> tuple[Workload, list[str]]:
-    """The workload and lanes of a `submit`, checked against `limits`; WorkloadError names the field.
-    Without `lanes`, the run uses the workload's own lanes (static and continuous unless it names them)."""
+def check_submit(args: tuple, limits: Limits) -> Workload:
+    """The workload of a `submit`, checked against `limits`, with the lanes it runs on; WorkloadError names the
+    field. `lanes` (names or lane objects) replaces the workload's own lanes (static and continuous unless it
+    names them)."""
     if len(args) != 1 or not isinstance(args[0], dict):
         raise WorkloadError("submit", 'must be one object {"workload": {...}, "lanes": [...]}')
     data = args[0]
@@ -83,9 +84,7 @@ def check_submit(args: tuple, limits: Limits) -> tuple[Workload, list[str]]:
         raise WorkloadError(extra[0], f"unknown key (allowed: {', '.join(SUBMIT_KEYS)})")
     if "workload" not in data:
         raise WorkloadError("workload", "is required")
-    lanes = check_lanes(data["lanes"], limits) if "lanes" in data else None
-    workload = parse_workload(data["workload"], limits)
-    return workload, lanes or list(workload.lanes)
+    return parse_workload(data["workload"], limits, lanes=data.get("lanes"))
 
 
 def check_watch(args: tuple) -> str:
@@ -125,9 +124,8 @@ def on_submit(*args):
             raise Rejected("rate_limited", f"too many submits: the limit is {current_app.config['SUBMITS_PER_MINUTE']} "
                                            f"per minute per client; wait a little")
         worker.check_can_submit(sid)
-        workload, lanes = check_submit(args, worker.limits)
-        workload = worker.prepare(workload)
-        live = worker.enqueue(sid, workload, lanes)
+        workload = worker.prepare(check_submit(args, worker.limits))
+        live = worker.enqueue(sid, workload)
     except WorkloadError as e:
         log.info("submit refused: field %s", e.field[:80])
         emit("run_error", error_payload(str(e), e.field))
@@ -140,7 +138,7 @@ def on_submit(*args):
     log.info("run %s queued: %d requests, %d prompt chars, %d prompt tokens, %d new tokens max, %d bytes, "
              "lanes %s, checked in %.1f ms", live.run_id, len(specs), sum(len(s.prompt) for s in specs),
              sum(len(s.prompt_ids) for s in specs), sum(s.max_new_tokens for s in specs),
-             len(json.dumps(args[0])), ",".join(lanes), (time.perf_counter() - t0) * 1000)
+             len(json.dumps(args[0])), ",".join(live.lanes), (time.perf_counter() - t0) * 1000)
 
 
 @socketio.on("watch")

@@ -11,7 +11,7 @@ from dataclasses import asdict
 
 from flask import Blueprint, current_app, jsonify, render_template
 
-from engine.config import LANES
+from engine.config import LANES, POLICIES
 
 from .factory import ROOT, SERVER_LIMITS
 from .events import RUN_ID
@@ -71,7 +71,7 @@ def presets():
 @bp.get("/api/limits")
 def limits():
     server = {name: current_app.config[key] for name, key in SERVER_LIMITS.items()}
-    return jsonify({**asdict(_worker().limits), "lanes": list(LANES), **server})
+    return jsonify({**asdict(_worker().limits), "lanes": list(LANES), "policies": list(POLICIES), **server})
 
 
 @bp.get("/api/runs/<run_id>")

@@ -134,11 +134,11 @@ class EngineWorker:
         with self.prepare_lock:
             return self.offload(self.engine.prepare, workload)
 
-    def enqueue(self, sid: str, workload: Workload, lanes: list[str]) -> LiveRun:
-        """Queue a checked run for `sid`, put `sid` in its room and tell it its position."""
+    def enqueue(self, sid: str, workload: Workload) -> LiveRun:
+        """Queue a checked run of `workload` on its lanes for `sid`, put `sid` in its room and tell it its position."""
         with self.wakeup:
             self.check_can_submit(sid)
-            live = LiveRun(workload, list(lanes), sid, watchers={sid})
+            live = LiveRun(workload, workload.lane_names, sid, watchers={sid})
             self.runs[live.run_id] = live
             self.active[sid] = live.run_id
             self.queue.append(live)
@@ -257,7 +257,7 @@ class EngineWorker:
     def _execute(self, live: LiveRun) -> None:
         t0 = time.perf_counter()
         try:
-            run = self.offload(self.engine.start, live.workload, live.lanes)
+            run = self.offload(self.engine.start, live.workload)
             while not run.done:
                 with self.lock:
                     self._prune_orphans()

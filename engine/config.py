@@ -1,15 +1,20 @@
-"""Engine configuration: one dataclass, checked once, shared by every lane of a run."""
-from dataclasses import dataclass
+"""Engine configuration: one dataclass of engine options, checked once, and a lane as a named configuration.
 
-LANES = ("static", "dynamic", "continuous")
-POLICIES = ("fcfs", "priority")
+A workload's options are the defaults of its lanes; each lane (`LaneSpec`) is a name, a batching
+policy and its own `EngineConfig`, so one run can put "continuous" beside "continuous, chunks of 64".
+"""
+from dataclasses import dataclass, fields
+
+LANES = ("static", "dynamic", "continuous")   # the batching policies
+POLICIES = ("fcfs", "priority")               # the continuous lane's scheduling policies (admission order)
 
 
 @dataclass(frozen=True)
 class EngineConfig:
     slots: int = 4                        # rows of the batch (requests computed together per step)
-    max_wait: int = 15                    # dynamic lane: steps the oldest waiter may wait before a partial group starts
-    policy: str = "fcfs"                  # continuous lane admission order: "fcfs" or "priority"
+    max_wait: int = 15                    # dynamic lane, step arrivals: steps the oldest waiter may wait before a partial group starts
+    max_wait_ms: float = 1000.0           # dynamic lane, arrivals in ms: the same wait in lane-clock milliseconds
+    scheduling_policy: str = "fcfs"       # continuous lane admission order: "fcfs" or "priority"
     chunk_size: int | None = None         # continuous lane: most prompt tokens one request prefills per step (None: whole prompt)
     max_batch_tokens: int | None = None   # continuous lane: most tokens (decode + prefill) computed per step (None: no cap)
     kv_budget: int | None = None          # KV tokens each lane may hold, in blocks of kv_block_size (None: enough for the workload)
@@ -17,12 +22,14 @@ class EngineConfig:
     fused: bool = False                   # one fused forward per step instead of a prefill call plus a decode call
 
     def __post_init__(self):
-        if not isinstance(self.slots, int) or not 1 <= self.slots <= 64:
-            raise ValueError(f"slots must be an integer from 1 to 64, got {self.slots!r}")
+        if not isinstance(self.slots, int) or not 1 <= self.slots <= 256:
+            raise ValueError(f"slots must be an integer from 1 to 256, got {self.slots!r}")
         if not isinstance(self.max_wait, int) or self.max_wait < 0:
             raise ValueError(f"max_wait must be an integer >= 0, got {self.max_wait!r}")
-        if self.policy not in POLICIES:
-            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
+        if isinstance(self.max_wait_ms, bool) or not isinstance(self.max_wait_ms, (int, float)) or self.max_wait_ms < 0:
+            raise ValueError(f"max_wait_ms must be a number >= 0, got {self.max_wait_ms!r}")
+        if self.scheduling_policy not in POLICIES:
+            raise ValueError(f"scheduling_policy must be one of {', '.join(POLICIES)}, got {self.scheduling_policy!r}")
         if self.chunk_size is not None and (not isinstance(self.chunk_size, int) or self.chunk_size < 1):
             raise ValueError(f"chunk_size must be an integer >= 1 or unset, got {self.chunk_size!r}")
         if self.max_batch_tokens is not None and (
@@ -38,3 +45,33 @@ class EngineConfig:
     @property
     def kv_blocks(self) -> int | None:
         return None if self.kv_budget is None else self.kv_budget // self.kv_block_size
+
+    def changes(self, base: "EngineConfig") -> dict:
+        """The options that differ from `base`, by name (what a workload or lane JSON must say)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != getattr(base, f.name)}
+
+
+# Options that only mean something to some policies; a lane of another policy that sets one is refused.
+POLICY_OPTIONS = {"max_wait": ("dynamic",), "max_wait_ms": ("dynamic",), "scheduling_policy": ("continuous",),
+                  "chunk_size": ("continuous",), "max_batch_tokens": ("continuous",)}
+
+
+@dataclass(frozen=True)
+class LaneSpec:
+    name: str              # what the page, the metrics and the exports call the lane (unique in a run)
+    policy: str            # the batching policy: "static", "dynamic" or "continuous"
+    config: EngineConfig   # the lane's options: the workload's, with the lane's own changes
+
+    def __post_init__(self):
+        assert self.policy in LANES, f"unknown policy {self.policy!r}"
+
+    @classmethod
+    def plain(cls, policy: str, config: EngineConfig) -> "LaneSpec":
+        return cls(policy, policy, config)
+
+    def to_dict(self, defaults: EngineConfig) -> str | dict:
+        """The bare policy name for a lane with no options of its own, else {"name", "policy", ...changes}."""
+        changes = self.config.changes(defaults)
+        if self.name == self.policy and not changes:
+            return self.policy
+        return {"name": self.name, "policy": self.policy, **changes}

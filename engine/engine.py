@@ -2,13 +2,14 @@
 
 `Engine.prepare` tokenizes a workload's prompts once and checks what needs the tokenizer (prompt
 tokens, the model's context, the KV budget); `Engine.start` builds one lane per policy, each with
-its own scheduler, runner and KV cache; `Run.tick` advances every unfinished lane by one step, so
-tick k holds step k of every lane: one shared clock for the CLI and the page.
+its own scheduler, runner, KV cache and clock; `Run.tick` advances every unfinished lane by one step,
+so tick k holds step k of every lane. Each record carries its lane-clock start and length, which put
+every lane on one milliseconds axis for the CLI, the metrics and the page.
 """
 from dataclasses import replace
 
 from .block_manager import blocks_for
-from .config import LANES
+from .config import LaneSpec
 from .lane import Lane
 from .model import LoadedModel
 from .policies import POLICIES
@@ -51,7 +52,8 @@ class Engine:
         return self.lm is None
 
     def prepare(self, workload: Workload) -> Workload:
-        """Tokenize every prompt and check the limits that need tokens; raise WorkloadError naming the field."""
+        """Tokenize every prompt and check the limits that need tokens, for every lane of the workload (its KV
+        budget, the KV its slots allocate); raise WorkloadError naming the field."""
         specs = []
         for i, spec in enumerate(workload.requests):
             ids = estimate_prompt_tokens(spec.prompt) if self.lm is None else self.lm.encode_prompt(spec.prompt)
@@ -62,44 +64,57 @@ class Engine:
             if self.lm is not None and n + spec.max_new_tokens > self.lm.max_context:
                 raise WorkloadError(f"{where}.max_new_tokens", f"prompt ({n} tokens) + max_new_tokens "
                                     f"({spec.max_new_tokens}) exceeds the model's context of {self.lm.max_context}")
-            spec = replace(spec, prompt_ids=tuple([0] * ids if isinstance(ids, int) else ids))
-            config = workload.config
-            if config.kv_blocks is not None and blocks_for(max_row_len(spec), config.kv_block_size) > config.kv_blocks:
-                raise WorkloadError(f"{where}.max_new_tokens", f"prompt ({n} tokens) + max_new_tokens "
-                                    f"({spec.max_new_tokens}) can never fit the KV budget of {config.kv_budget} "
-                                    f"tokens ({config.kv_blocks} blocks of {config.kv_block_size})")
-            specs.append(spec)
+            specs.append(replace(spec, prompt_ids=tuple([0] * ids if isinstance(ids, int) else ids)))
         total = sum(len(s.prompt_ids) + s.max_new_tokens for s in specs)
         if total > self.limits.max_total_tokens:
             raise WorkloadError("requests", f"hold {total} prompt + new tokens in all, the limit is "
                                 f"{self.limits.max_total_tokens}")
-        lane_kv = workload.config.slots * row_capacity(specs)
-        if lane_kv > self.limits.max_lane_kv_tokens:
-            raise WorkloadError("slots", f"{workload.config.slots} slots x {row_capacity(specs)} tokens (longest "
-                                f"prompt + largest max_new_tokens) = {lane_kv} KV tokens per lane, the limit is "
-                                f"{self.limits.max_lane_kv_tokens}")
+        for lane_index, lane in enumerate(workload.lanes):
+            self.check_lane(lane, lane_index, workload, specs)
         return replace(workload, requests=tuple(specs))
 
-    def start(self, workload: Workload, lanes: list[str] = ("static", "continuous")) -> Run:
-        """A run of `workload` (already prepared) on the given lanes."""
-        assert lanes and len(set(lanes)) == len(lanes) and set(lanes) <= set(LANES), "check_lanes() them first"
+    def check_lane(self, lane: LaneSpec, index: int, workload: Workload, specs: list[RequestSpec]) -> None:
+        """The KV checks of one lane: every request fits its budget alone; its slots allocate at most the limit."""
+        config = lane.config
+        where = f" on lane {lane.name!r}" if len(workload.lanes) > 1 else ""
+        for i, spec in enumerate(specs):
+            if config.kv_blocks is not None and blocks_for(max_row_len(spec), config.kv_block_size) > config.kv_blocks:
+                raise WorkloadError(f"requests[{i}].max_new_tokens", f"prompt ({len(spec.prompt_ids)} tokens) + "
+                                    f"max_new_tokens ({spec.max_new_tokens}) can never fit the KV budget of "
+                                    f"{config.kv_budget} tokens ({config.kv_blocks} blocks of {config.kv_block_size})"
+                                    f"{where}")
+        lane_kv = config.slots * row_capacity(specs)
+        if lane_kv > self.limits.max_lane_kv_tokens:
+            field = "slots" if config.slots == workload.config.slots else f"lanes[{index}].slots"
+            raise WorkloadError(field, f"{config.slots} slots x {row_capacity(specs)} tokens (longest prompt + "
+                                f"largest max_new_tokens) = {lane_kv} KV tokens per lane{where}, the limit is "
+                                f"{self.limits.max_lane_kv_tokens}")
+
+    def start(self, workload: Workload, lanes: list[str] | None = None) -> Run:
+        """A run of `workload` (already prepared) on its own lanes, or on the given plain policies (names)."""
         assert all(s.prompt_ids for s in workload.requests), "prepare() the workload first"
-        config, specs = workload.config, list(workload.requests)
-        row_len = row_capacity(specs)
-        kv_capacity = config.kv_budget // config.kv_block_size * config.kv_block_size if config.kv_budget \
-            else config.slots * row_len
+        if lanes is not None:
+            workload = replace(workload, lanes=tuple(LaneSpec.plain(name, workload.config) for name in lanes))
+        specs = list(workload.lanes)
+        assert specs and len({s.name for s in specs}) == len(specs), "lane names must be distinct"
+        row_len = row_capacity(list(workload.requests))
         eos_ids = frozenset() if self.lm is None else self.lm.eos_ids
         pad_id = 0 if self.lm is None else self.lm.pad_id
-        built = []
-        for name in lanes:
-            scheduler = POLICIES[name](config, specs, eos_ids=eos_ids, pad_id=pad_id)
-            runner = SimRunner(config.slots, row_len) if self.lm is None else \
-                ModelRunner(self.lm, config.slots, row_len, fused=config.fused)
-            built.append(Lane(scheduler, runner, kv_capacity))
-        return Run(workload, built)
+        return Run(workload, [self.build_lane(spec, workload, row_len, eos_ids, pad_id) for spec in specs])
+
+    def build_lane(self, spec: LaneSpec, workload: Workload, row_len: int, eos_ids: frozenset[int],
+                   pad_id: int) -> Lane:
+        config = spec.config
+        kv_capacity = config.kv_budget // config.kv_block_size * config.kv_block_size if config.kv_budget \
+            else config.slots * row_len
+        scheduler = POLICIES[spec.policy](config, list(workload.requests), eos_ids=eos_ids, pad_id=pad_id,
+                                          timed=workload.timed)
+        runner = SimRunner(config.slots, row_len, fused=config.fused) if self.lm is None else \
+            ModelRunner(self.lm, config.slots, row_len, fused=config.fused)
+        return Lane(spec.name, scheduler, runner, kv_capacity)
 
 
-def run_workload(engine: Engine, workload: Workload, lanes: list[str] = ("static", "continuous")) -> Run:
+def run_workload(engine: Engine, workload: Workload, lanes: list[str] | None = None) -> Run:
     run = engine.start(engine.prepare(workload), lanes)
     run.run_to_end()
     return run

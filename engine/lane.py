@@ -1,9 +1,15 @@
-"""A lane: one batching policy driving one runner, recording one `StepRecord` per step.
+"""A lane: one batching policy driving one runner, recording one `StepRecord` per step on its own clock.
 
-    schedule -> run -> update_from_output -> release -> record
+    (wait for work) -> schedule -> run -> update_from_output -> release -> record
 
 That is the whole loop; the scheduler decides, the runner computes, the lane writes it down.
+The lane clock is the sum of the lane's step times plus the time it waited: with arrivals in ms, a lane
+with nothing to compute jumps its clock to the next arrival (the gap is drawn as waiting); with arrivals
+in steps, a step that computes nothing lasts the lane's median measured step, so that waiting is never
+free on the milliseconds clock and a lane cannot look faster because it waited.
 """
+import bisect
+import statistics
 import time
 
 from .runner import ForwardResult
@@ -12,14 +18,17 @@ from .step import SlotRecord, SlotState, StepRecord
 
 
 class Lane:
-    def __init__(self, scheduler: Scheduler, runner, kv_capacity: int):
+    def __init__(self, name: str, scheduler: Scheduler, runner, kv_capacity: int):
+        self.name = name
         self.scheduler = scheduler
         self.runner = runner
         self.kv_capacity = kv_capacity
         self.records: list[StepRecord] = []
+        self.clock = 0.0                   # lane-clock ms at the end of the last step (or wait)
+        self.measured: list[float] = []    # ms of the steps that computed something, sorted
 
     @property
-    def name(self) -> str:
+    def policy(self) -> str:
         return self.scheduler.lane
 
     @property
@@ -30,21 +39,44 @@ class Lane:
         """Run one step; None once every request has been returned."""
         if self.done:
             return None
+        if self.scheduler.timed:
+            self.wait_for_work()
+        start = self.clock
         t0 = time.perf_counter()
-        out = self.scheduler.schedule()
+        out = self.scheduler.schedule(start)
         result = self.runner.run(out.rows) if out.rows else ForwardResult({}, 0.0, "none")
         self.scheduler.update_from_output(out, result.tokens)
         texts = {row.slot: self.runner.text_delta(row.request) for row in out.rows if row.wants_token}
         kv = (self.scheduler.kv_used(), self.scheduler.blocks.num_used)  # before finished requests leave
         returned = self.scheduler.release()
-        # a step that only waits for arrivals computes nothing and costs nothing
-        ms = (time.perf_counter() - t0) * 1000 if out.rows else 0.0
-        record = self.record(out, result, texts, returned, kv, ms)
+        if out.rows:  # the simulator's steps last what its cost model says; the model's what they measured
+            ms = round(result.forward_ms if self.runner.simulated else (time.perf_counter() - t0) * 1000, 3)
+            bisect.insort(self.measured, ms)
+        else:
+            ms = self.idle_step_ms()
+        self.clock = round(start + ms, 3)
+        record = self.record(out, result, texts, returned, kv, start, ms)
         self.records.append(record)
         return record
 
+    def wait_for_work(self) -> None:
+        """Arrivals in ms: while the lane has nothing to compute, jump its clock to the next arrival (or deadline)."""
+        s = self.scheduler
+        s.arrive(self.clock)
+        while not s.has_work():
+            t = s.next_event()
+            if t is None or t <= self.clock:
+                return  # nothing will change by waiting: the step runs (and is recorded) as it is
+            self.clock = t
+            s.arrive(t)
+
+    def idle_step_ms(self) -> float:
+        """What a step that computes nothing lasts: the lane's median measured step so far, or before it has
+        measured one the runner's one-row decode step."""
+        return round(statistics.median(self.measured) if self.measured else self.runner.reference_ms(), 3)
+
     def record(self, out: SchedulerOutput, result: ForwardResult, texts: dict, returned: list,
-               kv: tuple[int, int], ms: float) -> StepRecord:
+               kv: tuple[int, int], start_ms: float, ms: float) -> StepRecord:
         s = self.scheduler
         cells = [SlotRecord(SlotState.IDLE)] * len(s.slots)
         for slot, r in out.preempted.items():
@@ -69,6 +101,6 @@ class Lane:
             preempted=tuple(r.id for r in out.preempted.values()),
             kv_used=kv[0], kv_capacity=self.kv_capacity,
             kv_blocks_used=kv[1], kv_blocks_total=s.blocks.num_blocks or 0,
-            ms=ms, forward_ms=result.forward_ms, forward=result.forward,
+            start_ms=start_ms, ms=ms, forward_ms=result.forward_ms, forward=result.forward,
             extra={"simulated": True} if self.runner.simulated else
             {"filler_slots": list(result.filler_slots)} if result.filler_slots else {})

@@ -1,6 +1,12 @@
 """Metrics computed from step records alone (plus each request's arrival): the CLI table, the page's
-table and the benchmark all call `lane_metrics`, so no number can disagree with the canvas.
+table, the sweeps and the benchmark all call `lane_metrics`, so no number can disagree with the canvas.
+
+Times are on the lane's clock: each record's `start_ms` and `ms` (a gap between two steps is time the
+lane waited for arrivals). A request arrives at its `arrival_ms`, or, when arrivals count steps, at the
+start of step `arrival` + 1; its TTFT and latency count from there to the end of the step that wrote its
+first token, or returned it. static/js/metrics.js computes the same numbers the same way.
 """
+import bisect
 from statistics import fmean
 
 from .step import StepRecord
@@ -20,16 +26,35 @@ def _mean(values: list[float]) -> float | None:
     return fmean(values) if values else None
 
 
+def lane_times(records: list[dict]) -> tuple[list[float], list[float]]:
+    """(starts, ends): each step's start and end on the lane clock, in ms. Records stored before lanes had clocks
+    carry no `start_ms`: their steps follow each other without gaps."""
+    starts, ends, t = [], [], 0.0
+    for r in records:
+        start = r.get("start_ms", t)
+        t = start + r["ms"]
+        starts.append(start)
+        ends.append(t)
+    return starts, ends
+
+
 def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> dict:
     recs = [r if isinstance(r, dict) else r.to_dict() for r in records]
     slots = len(recs[0]["slots"]) if recs else workload.config.slots
     steps = len(recs)
-    cum = [0.0]  # cum[s]: ms spent in steps 1..s
-    for r in recs:
-        cum.append(cum[-1] + r["ms"])
+    starts, ends = lane_times(recs)
+    end = [0.0] + ends  # end[s]: the lane clock when step s ended (end[0]: the lane's start)
     simulated = bool(recs and recs[0].get("extra", {}).get("simulated"))
-    per = {spec.id: {"arrival": spec.arrival, "first_token_step": None, "finish_step": None, "return_step": None,
-                     "token_ids": [], "text": "", "stop": None, "preemptions": 0} for spec in workload.requests}
+    per = {}
+    for spec in workload.requests:
+        if spec.arrival_ms is not None:  # arrived at a time: in the first step that starts at or after it
+            arrival_ms, arrival = spec.arrival_ms, bisect.bisect_left(starts, spec.arrival_ms)
+        else:  # arrived at a step: when that step starts
+            arrival = spec.arrival
+            arrival_ms = starts[arrival] if arrival < steps else end[-1]
+        per[spec.id] = {"arrival": arrival, "arrival_ms": arrival_ms, "first_token_step": None, "finish_step": None,
+                        "return_step": None, "token_ids": [], "token_steps": [], "text": "", "stop": None,
+                        "preemptions": 0}
     counts = {"prefill": 0, "decode": 0, "padding": 0, "idle": 0, "preempted": 0}
     for r in recs:
         for cell in r["slots"]:
@@ -40,6 +65,7 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
             if q["first_token_step"] is None:
                 q["first_token_step"] = r["step"]
             q["token_ids"].append(cell["token_id"])
+            q["token_steps"].append(r["step"])
             if cell.get("stop"):
                 q["stop"] = cell["stop"]
             if cell.get("stop") != "eos" and cell["token"]:
@@ -50,22 +76,26 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
             per[rid]["return_step"] = r["step"]
         for rid in r.get("preempted", ()):
             per[rid]["preemptions"] += 1
+    itl = []  # every gap between two tokens of one request, in ms
     for q in per.values():
         q["tokens"] = len(q["token_ids"])
         a, first, fin, ret = q["arrival"], q["first_token_step"], q["finish_step"], q["return_step"]
         q["ttft_steps"] = None if first is None else first - a
         q["latency_steps"] = None if ret is None else ret - a
-        timed = not simulated and ret is not None
-        q["ttft_ms"] = cum[first] - cum[a] if timed else None
-        q["latency_ms"] = cum[ret] - cum[a] if timed else None
-        q["tpot_ms"] = (cum[fin] - cum[first]) / (q["tokens"] - 1) if timed and q["tokens"] > 1 else None
+        done = ret is not None
+        q["ttft_ms"] = end[first] - q["arrival_ms"] if done else None
+        q["latency_ms"] = end[ret] - q["arrival_ms"] if done else None
+        q["tpot_ms"] = (end[fin] - end[first]) / (q["tokens"] - 1) if done and q["tokens"] > 1 else None
+        if done:
+            itl += [end[b] - end[a] for a, b in zip(q["token_steps"], q["token_steps"][1:])]
     tokens = sum(q["tokens"] for q in per.values())
-    wall_s = cum[-1] / 1000
+    wall_s = end[-1] / 1000
+    returned = sum(1 for q in per.values() if q["return_step"] is not None)
 
     def stat(key: str) -> list[float]:
         return [q[key] for q in per.values() if q[key] is not None]
 
-    return {
+    out = {
         "steps": steps,
         "tokens": tokens,
         "tokens_per_step": tokens / steps if steps else 0.0,
@@ -78,23 +108,23 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
         "mean_latency_steps": _mean(stat("latency_steps")),
         "p50_latency_steps": percentile(stat("latency_steps"), 50),
         "p95_latency_steps": percentile(stat("latency_steps"), 95),
-        "wall_s": None if simulated else wall_s,
-        "tokens_per_s": tokens / wall_s if not simulated and wall_s > 0 else None,
-        "mean_ttft_ms": _mean(stat("ttft_ms")),
-        "p50_ttft_ms": percentile(stat("ttft_ms"), 50),
-        "p95_ttft_ms": percentile(stat("ttft_ms"), 95),
-        "mean_tpot_ms": _mean(stat("tpot_ms")),
-        "p50_tpot_ms": percentile(stat("tpot_ms"), 50),
-        "p95_tpot_ms": percentile(stat("tpot_ms"), 95),
-        "mean_latency_ms": _mean(stat("latency_ms")),
-        "p95_latency_ms": percentile(stat("latency_ms"), 95),
-        "simulated": simulated,
-        "requests": per,
+        "wall_s": wall_s,
+        "tokens_per_s": tokens / wall_s if wall_s > 0 else None,
+        "requests_per_s": returned / wall_s if wall_s > 0 else None,
     }
+    for key, values in (("ttft", stat("ttft_ms")), ("tpot", stat("tpot_ms")), ("itl", itl),
+                        ("latency", stat("latency_ms"))):
+        out[f"mean_{key}_ms"] = _mean(values)
+        for q in (50, 95, 99):
+            out[f"p{q}_{key}_ms"] = percentile(values, q)
+    out["simulated"] = simulated
+    out["requests"] = per
+    return out
 
 
-REQUEST_FIELDS = ("arrival", "first_token_step", "finish_step", "return_step", "ttft_steps", "latency_steps",
-                  "tokens", "token_ids", "text", "stop", "preemptions", "ttft_ms", "tpot_ms", "latency_ms")
+REQUEST_FIELDS = ("arrival", "arrival_ms", "first_token_step", "finish_step", "return_step", "ttft_steps",
+                  "latency_steps", "tokens", "token_ids", "text", "stop", "preemptions", "ttft_ms", "tpot_ms",
+                  "latency_ms")
 
 
 def run_metrics(records: dict[str, list], workload: Workload) -> dict[str, dict]:

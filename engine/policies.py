@@ -5,7 +5,7 @@ given back; everything else is the shared `Scheduler`.
               arrived and the previous group is done, and holds every row until its longest member
               is done (finished members are still computed, as padding).
 - dynamic:    like static, but a group starts as soon as `slots` requests wait or the oldest waiter
-              has waited `max_wait` steps, with whoever is there.
+              has waited `max_wait` steps (`max_wait_ms` with arrivals in ms), with whoever is there.
 - continuous: every step finished requests leave and waiting requests take the free slots; under
               a KV budget the lowest-precedence running request is preempted and recomputed later.
 """
@@ -39,6 +39,9 @@ class StaticScheduler(Scheduler):
                 return group[:k]
         raise AssertionError(f"request {group[0].id} can never fit the KV budget; the workload check must refuse it")
 
+    def can_admit(self) -> bool:
+        return not self.group and bool(self.candidates())
+
     def admit(self) -> list[Request]:
         if self.group:
             return []
@@ -63,11 +66,22 @@ class StaticScheduler(Scheduler):
 class DynamicScheduler(StaticScheduler):
     lane = "dynamic"
 
+    @property
+    def max_wait(self) -> float:
+        return self.config.max_wait_ms if self.timed else self.config.max_wait
+
     def candidates(self) -> list[Request] | None:
-        oldest_wait = (self.step - 1) - self.waiting[0].spec.arrival
-        if len(self.waiting) < self.config.slots and oldest_wait < self.config.max_wait:
+        deadline = self.arrival_of(self.waiting[0]) + self.max_wait  # computed as next_event does: no rounding gap
+        if len(self.waiting) < self.config.slots and self.now < deadline:
             return None
         return self.fit(self.waiting[:self.config.slots])
+
+    def next_event(self) -> float | None:
+        """The next arrival, or the moment the oldest waiter has waited `max_wait`, whichever is first."""
+        events = [t for t in (super().next_event(),) if t is not None]
+        if self.waiting and not self.group:
+            events.append(self.arrival_of(self.waiting[0]) + self.max_wait)
+        return min(events, default=None)
 
 
 class ContinuousScheduler(Scheduler):
@@ -76,11 +90,11 @@ class ContinuousScheduler(Scheduler):
 
     def precedence(self, r: Request) -> tuple:
         """Sort key, first = most entitled: higher priority (under the priority policy), then earlier admission."""
-        priority = -r.spec.priority if self.config.policy == "priority" else 0
+        priority = -r.spec.priority if self.config.scheduling_policy == "priority" else 0
         return priority, r.admitted_step, r.order
 
     def queue(self) -> list[Request]:
-        if self.config.policy == "priority":
+        if self.config.scheduling_policy == "priority":
             return sorted(self.waiting, key=lambda r: -r.spec.priority)  # stable: FCFS within a priority
         return list(self.waiting)
 

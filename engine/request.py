@@ -24,7 +24,9 @@ class RequestSpec:
     prompt: str
     max_new_tokens: int
     ignore_eos: bool = True
-    arrival: int = 0            # first 0-based step in which it may be scheduled
+    arrival: int = 0            # step arrivals: the first 0-based step in which it may be scheduled
+    arrival_ms: float | None = None  # arrivals in ms: it may be scheduled in the first step that starts at or
+                                     # after this time on the lane's clock (None: the workload counts steps)
     priority: int = 0           # higher is admitted first under the `priority` policy
     prompt_ids: tuple[int, ...] = ()  # the chat-templated prompt, filled in by the runner's tokenizer
 

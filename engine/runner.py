@@ -5,7 +5,7 @@ positions, left-padded to the longest row of the call with explicit `position_id
 is read at the last column, where every row's last real token sits. Padded query positions attend to
 column 0 and write to the scratch column, so they can neither produce NaN nor touch real K/V. On CPU
 its calls compute the model's linear layers with oneDNN-packed copies of their weights (`packed_linears`).
-`SimRunner` needs no model: every step is one tick and every token is a placeholder.
+`SimRunner` needs no model: every token is a placeholder and every step costs what a simple cost model says.
 Runners know rows and slots, never policies.
 """
 import contextlib
@@ -49,6 +49,7 @@ def padded_rows(n: int) -> int:
     return 4 if n == 2 else n
 
 
+_REFERENCE_MS: "weakref.WeakKeyDictionary[torch.nn.Module, float]" = weakref.WeakKeyDictionary()
 _PACKED: dict[int, tuple[weakref.ref, int, torch.Tensor]] = {}  # id(weight) -> (its ref, its version, packed)
 
 
@@ -214,6 +215,23 @@ class ModelRunner:
         visible = torch.arange(kv_len, device=pos.device) <= pos[:, :, None]  # (B, Q, kv_len): key k visible to query q
         return additive_mask(visible, self.lm.dtype)[:, None]
 
+    def reference_ms(self) -> float:
+        """A one-row decode step of this model, in ms (timed once per model, with the runner's own linears): what a
+        step that computes nothing lasts on a lane that has not measured a step of its own yet."""
+        model = self.lm.model
+        if model not in _REFERENCE_MS:
+            x = torch.tensor([[self.lm.pad_id]], device=self.lm.device)
+            times = []
+            with torch.inference_mode(), packed_linears(model) if self.packed else contextlib.nullcontext():
+                for _ in range(3):
+                    t0 = time.perf_counter()
+                    model(x)
+                    if self.lm.device.type == "cuda":
+                        torch.cuda.synchronize()
+                    times.append((time.perf_counter() - t0) * 1000)
+            _REFERENCE_MS[model] = sorted(times)[1]
+        return _REFERENCE_MS[model]
+
     def text_delta(self, request: Request) -> str:
         """The text `request`'s newest token adds to its response (empty while a UTF-8 character is incomplete)."""
         full = self.lm.tokenizer.decode(request.output_ids, clean_up_tokenization_spaces=False)
@@ -224,19 +242,40 @@ class ModelRunner:
 
 
 SIM_TOKEN = -1  # the simulator's placeholder token id
+# The simulator's cost model, a rough straight line through this CPU's measured steps (float32, 2 cores): every
+# forward call reads all the weights (~60 ms), and each token position it computes adds ~1.5 ms (a prefill
+# of 400 tokens ~0.66 s; a decode call of 16 rows ~85 ms). Rows of a call are padded to its longest.
+SIM_CALL_MS = 60.0
+SIM_TOKEN_MS = 1.5
+
+
+def sim_call_ms(rows: list[Row]) -> float:
+    return SIM_CALL_MS + SIM_TOKEN_MS * len(rows) * max(len(r.token_ids) for r in rows)
 
 
 class SimRunner:
-    """The step-clock simulator: the same schedulers, no model. Every token is the placeholder id -1 and
-    every step costs 0 ms: only the step clock means anything."""
+    """The step-clock simulator: the same schedulers, no model. Every token is the placeholder id -1 and every
+    step lasts what the cost model above says (a split step is two calls, a fused one a single call)."""
     simulated = True
 
     def __init__(self, slots: int, row_len: int, fused: bool = False):
         self.row_len = row_len
+        self.fused = fused
 
     def run(self, rows: list[Row]) -> ForwardResult:
         assert all(r.start + len(r.token_ids) <= self.row_len for r in rows), "row longer than the KV row"
-        return ForwardResult({r.slot: SIM_TOKEN for r in rows if r.wants_token}, 0.0, "none")
+        prefills = [r for r in rows if r.state is SlotState.PREFILL]
+        decodes = [r for r in rows if r.state is not SlotState.PREFILL]
+        if self.fused and prefills and decodes:  # one packed call: no padding between rows
+            ms, kind = SIM_CALL_MS + SIM_TOKEN_MS * sum(len(r.token_ids) for r in rows), "fused"
+        else:
+            calls = [c for c in (prefills, decodes) if c]
+            ms = sum(sim_call_ms(c) for c in calls)
+            kind = "split" if len(calls) == 2 else "prefill" if prefills else "decode"
+        return ForwardResult({r.slot: SIM_TOKEN for r in rows if r.wants_token}, ms, kind)
+
+    def reference_ms(self) -> float:
+        return SIM_CALL_MS + SIM_TOKEN_MS
 
     def text_delta(self, request: Request) -> str | None:
         return None

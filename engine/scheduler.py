@@ -38,16 +38,18 @@ class Scheduler:
     chunking = False    # whether chunk_size and max_batch_tokens apply (the continuous lane)
 
     def __init__(self, config: EngineConfig, specs: list[RequestSpec], eos_ids: frozenset[int] = frozenset(),
-                 pad_id: int = 0):
+                 pad_id: int = 0, timed: bool = False):
         self.config = config
         self.eos_ids = eos_ids
         self.pad_id = pad_id    # fed to padding rows, as generate() feeds its pad token
+        self.timed = timed      # arrivals in lane-clock ms (`arrival_ms`), else in steps (`arrival`)
         self.requests = [Request(spec, order=i) for i, spec in enumerate(specs)]
-        self.pending = sorted(self.requests, key=lambda r: (r.spec.arrival, r.order))
+        self.pending = sorted(self.requests, key=lambda r: (self.arrival_of(r), r.order))
         self.waiting: list[Request] = []
         self.slots: list[Request | None] = [None] * config.slots
         self.blocks = BlockManager(config.kv_blocks, config.kv_block_size)
         self.step = 0
+        self.now: float = 0     # when the current step starts: lane-clock ms if timed, else its 0-based index
 
     # -- the policy's part ---------------------------------------------------------------------------
     def admit(self) -> list[Request]:
@@ -62,18 +64,39 @@ class Scheduler:
         """After a step: give back slots (and return responses) as the policy says; return the returned."""
         raise NotImplementedError
 
+    def can_admit(self) -> bool:
+        """Whether `admit` would place a waiting request now (there is one). Default: whoever waits is admitted."""
+        return True
+
+    def next_event(self) -> float | None:
+        """When a lane with nothing to compute now may have something: the next arrival (policies add deadlines)."""
+        return self.arrival_of(self.pending[0]) if self.pending else None
+
     # -- the shared loop ----------------------------------------------------------------------------
     def is_finished(self) -> bool:
         return all(r.status is RequestStatus.RETURNED for r in self.requests)
 
-    def schedule(self) -> SchedulerOutput:
-        self.step += 1
-        # 1) arrivals: a request may be scheduled from 0-based step `arrival`, i.e. 1-based step arrival + 1
-        while self.pending and self.pending[0].spec.arrival <= self.step - 1:
+    def arrival_of(self, request: Request) -> float:
+        return request.spec.arrival_ms if self.timed else request.spec.arrival
+
+    def arrive(self, now: float) -> None:
+        """Queue every request that has arrived by `now` (lane-clock ms if timed, else a 0-based step)."""
+        self.now = now
+        while self.pending and self.arrival_of(self.pending[0]) <= now:
             request = self.pending.pop(0)
             request.status = RequestStatus.WAITING
             request.start_prefill()
             self.waiting.append(request)
+
+    def has_work(self) -> bool:
+        """Whether a step now would compute something: a request holds a slot, or a waiting one would be admitted."""
+        return any(r is not None for r in self.slots) or (bool(self.waiting) and self.can_admit())
+
+    def schedule(self, now: float | None = None) -> SchedulerOutput:
+        """The rows of the next step, which starts at `now` on the lane clock (timed arrivals only)."""
+        self.step += 1
+        # 1) arrivals: by the lane clock, or from 0-based step `arrival`, i.e. 1-based step arrival + 1
+        self.arrive(now if self.timed else self.step - 1)
         # 2) evictions, if the running decodes cannot all get their KV blocks (continuous lane only)
         preempted = self.make_room()
         # 3) rows of the running requests: decodes and padding first (one token each), then prefills

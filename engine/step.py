@@ -54,7 +54,11 @@ class StepRecord:
     kv_capacity: int = 0                # KV tokens the lane may hold
     kv_blocks_used: int = 0             # blocks of `kv_block_size` tokens held at the same moment
     kv_blocks_total: int = 0            # blocks in the lane's budget (0: no block budget)
-    ms: float = 0.0                     # measured wall time of the step (synchronized on CUDA)
+    start_ms: float = 0.0               # the lane clock when the step started: the lane's earlier step times plus
+                                        # the time it waited for arrivals (a gap after the previous step)
+    ms: float = 0.0                     # how long the step lasted: its measured wall time (synchronized on CUDA);
+                                        # a step that computed nothing (forward "none"), the lane's median step;
+                                        # on the simulator, its cost model
     forward_ms: float = 0.0             # of which inside the model's forward calls
     forward: str = "none"               # "prefill", "decode", "split" (a prefill call + a decode call),
                                         # "fused" (one call holding both) or "none" (nothing computed)
@@ -66,6 +70,7 @@ class StepRecord:
         d["slots"] = [s.to_dict() for s in self.slots]
         for key in ("waiting", "admitted", "finished", "returned", "preempted"):
             d[key] = list(d[key])
+        d["start_ms"] = round(self.start_ms, 3)
         d["ms"] = round(self.ms, 3)
         d["forward_ms"] = round(self.forward_ms, 3)
         return d

@@ -1,148 +1,150 @@
 """Workloads: the JSON a user writes (a file for the CLI, a socket message for the page), checked at the edge.
 
-    {"name": str, "slots": int, "lanes": [str], "requests": [{"id": str, "prompt": str, "max_new_tokens": int,
-     "ignore_eos": bool, "arrival": int, "priority": int}], ...engine options}
+    {"name": str, "description": str, "slots": int, ...engine options (every lane's defaults),
+     "lanes": ["static", {"name": "chunked 64", "policy": "continuous", "chunk_size": 64}, ...],
+     "requests": [{"id": str, "prompt": str, "max_new_tokens": int, "ignore_eos": bool,
+                   "arrival": int (steps) | "arrival_ms": float, "priority": int}]
+     | "generate": {...an arrival process, see arrivals.py}}
 
-Every check names the field and the limit; `Limits` holds every limit in one place. What needs the
-tokenizer (prompt tokens, KV fit) is checked in `Engine.prepare`, against the same limits.
+A lane is a bare policy name or a named configuration: a policy and its own options. Arrivals count
+either steps (`arrival`) or milliseconds on each lane's clock (`arrival_ms`), one or the other in a
+workload. Every check names the field and the limit (`limits.Limits`); what needs the tokenizer
+(prompt tokens, KV fit) is checked in `Engine.prepare`, against the same limits.
 """
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from .config import LANES, EngineConfig
+from .arrivals import generate_requests
+from .config import LANES, POLICIES, POLICY_OPTIONS, EngineConfig, LaneSpec
+from .limits import CLI_LIMITS, Limits, WorkloadError, check_int, check_number, check_str, reject_unknown
 from .request import RequestSpec
 
+__all__ = ["Workload", "parse_workload", "parse_lanes", "load_workload", "Limits", "CLI_LIMITS", "WorkloadError"]
 
-class WorkloadError(ValueError):
-    """A workload that breaks a rule; `field` is a dotted path such as `requests[2].max_new_tokens`."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_requests: int = 32          # requests per workload
-    max_slots: int = 16             # batch rows per lane
-    max_lanes: int = 3              # lanes per run
-    max_new_tokens: int = 256       # tokens one request may write
-    max_prompt_chars: int = 4000    # characters of one prompt
-    max_prompt_tokens: int = 1024   # chat-templated prompt tokens of one request
-    max_arrival: int = 500          # latest arrival step
-    max_id_chars: int = 32          # characters of a request id
-    max_name_chars: int = 80        # characters of the workload name and description
-    max_wait: int = 100             # dynamic lane's max_wait
-    max_kv_budget: int = 65536      # KV tokens per lane (the kv_budget option)
-    max_lane_kv_tokens: int = 8192  # KV a lane allocates: slots x (longest prompt + largest max_new_tokens)
-    max_total_tokens: int = 12288   # prompt + new tokens of all requests together: bounds a run's compute
-
-
-# A looser set for the CLI: the simulator previews big workloads, and a file on disk is trusted more.
-CLI_LIMITS = Limits(max_requests=100_000, max_slots=256, max_new_tokens=100_000, max_prompt_chars=1_000_000,
-                    max_prompt_tokens=100_000, max_arrival=10_000_000, max_id_chars=200, max_name_chars=500,
-                    max_wait=100_000, max_kv_budget=100_000_000, max_lane_kv_tokens=100_000_000,
-                    max_total_tokens=1_000_000_000)
-
-REQUEST_KEYS = {"id", "prompt", "max_new_tokens", "ignore_eos", "arrival", "priority"}
-OPTION_KEYS = {"max_wait", "policy", "chunk_size", "max_batch_tokens", "kv_budget", "kv_block_size", "fused"}
-WORKLOAD_KEYS = {"name", "description", "slots", "lanes", "requests"} | OPTION_KEYS
+REQUEST_KEYS = {"id", "prompt", "max_new_tokens", "ignore_eos", "arrival", "arrival_ms", "priority"}
+OPTION_KEYS = {f.name for f in fields(EngineConfig)} - {"slots"}
+LANE_KEYS = {"name", "policy", "slots"} | OPTION_KEYS
+WORKLOAD_KEYS = {"name", "description", "slots", "lanes", "requests", "generate", "policy"} | OPTION_KEYS
+DEFAULT_LANES = ("static", "continuous")
 
 
 @dataclass(frozen=True)
 class Workload:
     name: str
     description: str
-    config: EngineConfig
+    config: EngineConfig                # the workload's options: the defaults of every lane
     requests: tuple[RequestSpec, ...]
-    lanes: tuple[str, ...] = ("static", "continuous")  # the lanes a preset is meant to be watched on
+    lanes: tuple[LaneSpec, ...] = ()    # the lanes it runs on (a preset's comparison), in the order given
+
+    def __post_init__(self):
+        if not self.lanes:
+            object.__setattr__(self, "lanes", tuple(LaneSpec.plain(p, self.config) for p in DEFAULT_LANES))
+
+    @property
+    def timed(self) -> bool:
+        """Whether arrivals are in milliseconds (`arrival_ms`) rather than steps."""
+        return any(r.arrival_ms is not None for r in self.requests)
+
+    @property
+    def lane_names(self) -> list[str]:
+        return [lane.name for lane in self.lanes]
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "description": self.description, "slots": self.config.slots,
-             "lanes": list(self.lanes)}
-        defaults = EngineConfig()
-        for f in fields(EngineConfig):
-            if f.name in OPTION_KEYS and getattr(self.config, f.name) != getattr(defaults, f.name):
-                d[f.name] = getattr(self.config, f.name)
+             "lanes": [lane.to_dict(self.config) for lane in self.lanes]}
+        d.update({k: v for k, v in self.config.changes(EngineConfig()).items() if k != "slots"})
         d["requests"] = [{"id": r.id, "prompt": r.prompt, "max_new_tokens": r.max_new_tokens,
-                          "ignore_eos": r.ignore_eos, "arrival": r.arrival, "priority": r.priority}
-                         for r in self.requests]
+                          "ignore_eos": r.ignore_eos,
+                          **({"arrival_ms": r.arrival_ms} if self.timed else {"arrival": r.arrival}),
+                          "priority": r.priority} for r in self.requests]
         return d
 
 
-def _int(value, field: str, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise WorkloadError(field, f"must be an integer, got {type(value).__name__}")
-    if not lo <= value <= hi:
-        raise WorkloadError(field, f"must be from {lo} to {hi}, got {value}")
-    return value
-
-
-def _str(value, field: str, max_chars: int, allow_empty: bool = False) -> str:
-    if not isinstance(value, str):
-        raise WorkloadError(field, f"must be a string, got {type(value).__name__}")
-    if not allow_empty and not value.strip():
-        raise WorkloadError(field, "must not be empty")
-    if len(value) > max_chars:
-        raise WorkloadError(field, f"is {len(value)} characters, the limit is {max_chars}")
-    if "\x00" in value:
-        raise WorkloadError(field, "must not contain NUL characters")
-    return value
-
-
-def _unknown(obj: dict, allowed: set[str], where: str) -> None:
-    extra = sorted(str(k) for k in obj if k not in allowed)
-    if extra:
-        raise WorkloadError(f"{where}{extra[0]}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
-
-
-def check_lanes(lanes, limits: Limits) -> list[str]:
-    """A list of 1 to `max_lanes` distinct lane names, or a WorkloadError on field `lanes`."""
-    if (not isinstance(lanes, list) or not 1 <= len(lanes) <= limits.max_lanes
-            or any(not isinstance(lane, str) or lane not in LANES for lane in lanes) or len(set(lanes)) != len(lanes)):
-        raise WorkloadError("lanes", f"must be a list of 1 to {limits.max_lanes} distinct names from {', '.join(LANES)}")
-    return list(lanes)
-
-
-def parse_workload(obj, limits: Limits = Limits(), slots: int | None = None, **overrides) -> Workload:
-    """Check a workload object against `limits`; `slots` and `overrides` (engine options) replace its own."""
-    if not isinstance(obj, dict):
-        raise WorkloadError("workload", f"must be an object, got {type(obj).__name__}")
-    _unknown(obj, WORKLOAD_KEYS, "")
-    name = _str(obj.get("name", "untitled"), "name", limits.max_name_chars)
-    description = _str(obj.get("description", ""), "description", limits.max_name_chars * 4, allow_empty=True)
-    slots = _int(obj.get("slots", 4) if slots is None else slots, "slots", 1, limits.max_slots)
-    lanes = check_lanes(obj.get("lanes", ["static", "continuous"]), limits)
+def _options(obj: dict, where: str, limits: Limits, timed: bool) -> dict:
+    """The engine options `obj` sets, type- and range-checked (`where` prefixes the field names)."""
     options = {k: obj[k] for k in OPTION_KEYS if k in obj}
-    options.update({k: v for k, v in overrides.items() if v is not None})
     for key in ("chunk_size", "max_batch_tokens", "kv_budget", "kv_block_size"):
         if options.get(key) is not None:
-            _int(options[key], key, 1, limits.max_kv_budget)
+            check_int(options[key], f"{where}{key}", 1, limits.max_kv_budget)
     if "max_wait" in options:
-        _int(options["max_wait"], "max_wait", 0, limits.max_wait)
+        if timed:
+            raise WorkloadError(f"{where}max_wait", "counts steps, but this workload's arrivals are in ms: "
+                                                    "use max_wait_ms")
+        check_int(options["max_wait"], f"{where}max_wait", 0, limits.max_wait)
+    if "max_wait_ms" in options:
+        if not timed:
+            raise WorkloadError(f"{where}max_wait_ms", "counts milliseconds, but this workload's arrivals are in "
+                                                       "steps: use max_wait, or give the requests arrival_ms")
+        check_number(options["max_wait_ms"], f"{where}max_wait_ms", 0, limits.max_arrival_ms)
     if "fused" in options and not isinstance(options["fused"], bool):
-        raise WorkloadError("fused", "must be true or false")
+        raise WorkloadError(f"{where}fused", "must be true or false")
+    if "slots" in obj:
+        options["slots"] = check_int(obj["slots"], f"{where}slots", 1, limits.max_slots)
+    return options
+
+
+def _config(base: EngineConfig, options: dict, where: str) -> EngineConfig:
     try:
-        config = EngineConfig(slots=slots, **options)
+        return replace(base, **options)
     except (ValueError, TypeError) as e:
-        field = next((k for k in options if k in str(e)), "workload")
-        raise WorkloadError(field, str(e)) from None
-    raw = obj.get("requests")
+        key = next((k for k in options if k in str(e)), None)
+        raise WorkloadError(f"{where}{key}" if key else where.rstrip(".") or "workload", str(e)) from None
+
+
+def parse_lanes(raw, defaults: EngineConfig, limits: Limits, timed: bool = False) -> tuple[LaneSpec, ...]:
+    """1 to `max_lanes` lanes, each a policy name or {"name", "policy", ...its own options}, with distinct names."""
+    if not isinstance(raw, list) or not 1 <= len(raw) <= limits.max_lanes:
+        raise WorkloadError("lanes", f"must be a list of 1 to {limits.max_lanes} lanes, each a name from "
+                                     f"{', '.join(LANES)} or an object {{\"name\", \"policy\", ...options}}")
+    specs, names = [], set()
+    for i, item in enumerate(raw):
+        at = f"lanes[{i}]"
+        if isinstance(item, str):
+            if item not in LANES:
+                raise WorkloadError(at, f"unknown lane {item[:40]!r}: use one of {', '.join(LANES)}, or an object "
+                                        f"{{\"name\", \"policy\", ...options}}")
+            spec, name_field = LaneSpec.plain(item, defaults), at
+        elif isinstance(item, dict):
+            reject_unknown(item, LANE_KEYS, f"{at}.")
+            policy = item.get("policy")
+            if policy not in LANES:
+                raise WorkloadError(f"{at}.policy", f"must be one of {', '.join(LANES)}")
+            name = check_str(item.get("name", policy), f"{at}.name", limits.max_id_chars).strip()
+            for key, policies in POLICY_OPTIONS.items():
+                if key in item and policy not in policies:
+                    raise WorkloadError(f"{at}.{key}", f"applies to {' and '.join(policies)} lanes, not to a "
+                                                       f"{policy} lane")
+            spec = LaneSpec(name, policy, _config(defaults, _options(item, f"{at}.", limits, timed), f"{at}."))
+            name_field = f"{at}.name"
+        else:
+            raise WorkloadError(at, f"must be a lane name or an object, got {type(item).__name__}")
+        if spec.name in names:
+            raise WorkloadError(name_field, f"duplicate lane name {spec.name!r}: lanes need distinct names")
+        names.add(spec.name)
+        specs.append(spec)
+    return tuple(specs)
+
+
+def _requests(raw, limits: Limits) -> tuple[RequestSpec, ...]:
     if not isinstance(raw, list):
         raise WorkloadError("requests", "must be a list of request objects")
     if not 1 <= len(raw) <= limits.max_requests:
         raise WorkloadError("requests", f"must hold 1 to {limits.max_requests} requests, got {len(raw)}")
+    timed = any(isinstance(r, dict) and "arrival_ms" in r for r in raw)
     specs, seen = [], set()
     for i, r in enumerate(raw):
         where = f"requests[{i}]"
         if not isinstance(r, dict):
             raise WorkloadError(where, f"must be an object, got {type(r).__name__}")
-        _unknown(r, REQUEST_KEYS, f"{where}.")
+        reject_unknown(r, REQUEST_KEYS, f"{where}.")
         for key in ("id", "prompt", "max_new_tokens"):
             if key not in r:
                 raise WorkloadError(f"{where}.{key}", "is required")
-        rid = _str(r["id"], f"{where}.id", limits.max_id_chars)
+        if timed and "arrival" in r:
+            raise WorkloadError(f"{where}.arrival", "other requests give arrival_ms: a workload counts arrivals in "
+                                                   "steps (arrival) or in milliseconds (arrival_ms), not both")
+        rid = check_str(r["id"], f"{where}.id", limits.max_id_chars)
         if rid in seen:
             raise WorkloadError(f"{where}.id", f"duplicate id {rid!r}")
         seen.add(rid)
@@ -151,20 +153,56 @@ def parse_workload(obj, limits: Limits = Limits(), slots: int | None = None, **o
             raise WorkloadError(f"{where}.ignore_eos", "must be true or false")
         specs.append(RequestSpec(
             id=rid,
-            prompt=_str(r["prompt"], f"{where}.prompt", limits.max_prompt_chars),
-            max_new_tokens=_int(r["max_new_tokens"], f"{where}.max_new_tokens", 1, limits.max_new_tokens),
+            prompt=check_str(r["prompt"], f"{where}.prompt", limits.max_prompt_chars),
+            max_new_tokens=check_int(r["max_new_tokens"], f"{where}.max_new_tokens", 1, limits.max_new_tokens),
             ignore_eos=ignore_eos,
-            arrival=_int(r.get("arrival", 0), f"{where}.arrival", 0, limits.max_arrival),
-            priority=_int(r.get("priority", 0), f"{where}.priority", -1000, 1000),
+            arrival=0 if timed else check_int(r.get("arrival", 0), f"{where}.arrival", 0, limits.max_arrival),
+            arrival_ms=float(check_number(r.get("arrival_ms", 0), f"{where}.arrival_ms", 0, limits.max_arrival_ms))
+            if timed else None,
+            priority=check_int(r.get("priority", 0), f"{where}.priority", -1000, 1000),
         ))
-    return Workload(name, description, config, tuple(specs), tuple(lanes))
+    return tuple(specs)
+
+
+def parse_workload(obj, limits: Limits = Limits(), slots: int | None = None, lanes=None, **overrides) -> Workload:
+    """Check a workload object against `limits`. `slots` and `overrides` (engine options) replace the workload's own
+    options, which every lane inherits unless it sets its own; `lanes` replaces the workload's lanes."""
+    if not isinstance(obj, dict):
+        raise WorkloadError("workload", f"must be an object, got {type(obj).__name__}")
+    reject_unknown(obj, WORKLOAD_KEYS, "")
+    name = check_str(obj.get("name", "untitled"), "name", limits.max_name_chars)
+    description = check_str(obj.get("description", ""), "description", limits.max_name_chars * 4, allow_empty=True)
+    if "generate" in obj:
+        if "requests" in obj:
+            raise WorkloadError("generate", "give requests or generate, not both")
+        raw_requests = generate_requests(obj["generate"], limits)
+    else:
+        raw_requests = obj.get("requests")
+    requests = _requests(raw_requests, limits)
+    timed = any(r.arrival_ms is not None for r in requests)
+    if "policy" in obj:  # the workload-level name scheduling_policy had before lanes had a policy of their own
+        if "scheduling_policy" in obj:
+            raise WorkloadError("policy", "give scheduling_policy only (policy is its older name)")
+        if obj["policy"] not in POLICIES:
+            raise WorkloadError("policy", f"must be one of {', '.join(POLICIES)}, got {str(obj['policy'])[:40]!r}")
+        obj = {**{k: v for k, v in obj.items() if k != "policy"}, "scheduling_policy": obj["policy"]}
+    given = {**obj, **{k: v for k, v in overrides.items() if v is not None}}
+    if slots is not None:
+        given["slots"] = slots
+    options = _options(given, "", limits, timed)
+    config = _config(EngineConfig(), options, "")
+    lane_specs = parse_lanes(obj.get("lanes", list(DEFAULT_LANES)) if lanes is None else lanes, config, limits, timed)
+    return Workload(name, description, config, requests, lane_specs)
 
 
 def load_workload(path: str | Path, limits: Limits = CLI_LIMITS, **overrides) -> Workload:
+    return parse_workload(read_json(path), limits, **overrides)
+
+
+def read_json(path: str | Path):
     try:
-        obj = json.loads(Path(path).read_text())
+        return json.loads(Path(path).read_text())
     except OSError as e:
         raise WorkloadError("workload", f"cannot read {path}: {e.strerror}") from None
     except json.JSONDecodeError as e:
         raise WorkloadError("workload", f"{path} is not valid JSON: {e}") from None
-    return parse_workload(obj, limits, **overrides)

@@ -21,7 +21,7 @@ class GatedEngine(Engine):
         super().__init__(lm)
         self.gate, self.entered = threading.Event(), threading.Event()
 
-    def start(self, workload, lanes):
+    def start(self, workload, lanes=None):
         self.entered.set()
         assert self.gate.wait(300), "the test never opened the gate"
         return super().start(workload, lanes)
@@ -30,7 +30,7 @@ class GatedEngine(Engine):
 class FaultyEngine(Engine):
     """The real engine; a workload named "boom" raises inside its continuous lane's third step."""
 
-    def start(self, workload, lanes):
+    def start(self, workload, lanes=None):
         run = super().start(workload, lanes)
         if workload.name == "boom":
             lane = run.lanes["continuous"]

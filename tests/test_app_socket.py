@@ -29,7 +29,7 @@ class PausingEngine(Engine):
         super().__init__(lm)
         self.paused, self.resume = threading.Event(), threading.Event()
 
-    def start(self, workload, lanes):
+    def start(self, workload, lanes=None):
         run = super().start(workload, lanes)
         real_tick = run.tick
 

@@ -30,7 +30,7 @@ def test_kv_a_lane_allocates_is_capped():
     ({"requests": [{"id": "a", "prompt": "hi"}]}, "requests[0].max_new_tokens"),
     ({"requests": [{"id": "a", "prompt": " ", "max_new_tokens": 2}]}, "requests[0].prompt"),
     ({"requests": [{"id": "a", "prompt": "hi", "max_new_tokens": 2}] * 2}, "requests[1].id"),
-    ({"lanes": ["static", "fast"], "requests": [{"id": "a", "prompt": "hi", "max_new_tokens": 2}]}, "lanes"),
+    ({"lanes": ["static", "fast"], "requests": [{"id": "a", "prompt": "hi", "max_new_tokens": 2}]}, "lanes[1]"),
     ({"bogus": 1, "requests": [{"id": "a", "prompt": "hi", "max_new_tokens": 2}]}, "bogus"),
     ({"chunk_size": 0, "requests": [{"id": "a", "prompt": "hi", "max_new_tokens": 2}]}, "chunk_size"),
     ({"policy": "lifo", "requests": [{"id": "a", "prompt": "hi", "max_new_tokens": 2}]}, "policy"),

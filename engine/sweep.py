@@ -1,0 +1,161 @@
+"""Load sweeps: the curve every serving paper shows. Re-run one mix at several request rates on every lane
+and report what `vllm bench serve` reports, under the same names, for each (rate, lane).
+
+    python -m engine sweep WORKLOAD.json --rates 1,2,4,8 [--lanes ...] [--slo-ttft-ms N] [--slo-tpot-ms N] [--json]
+
+A workload with a `generate` section is generated again at each rate (same seed, so the same prompts
+and lengths); any other workload keeps its requests and draws their arrivals at each rate (Poisson, or
+Gamma with `--burstiness`). Every point is an ordinary run, so its lanes can be opened and replayed.
+Numbers come from `metrics.lane_metrics`, i.e. from the step records.
+"""
+import argparse
+import json
+import sys
+from typing import Callable
+
+from .arrivals import retime
+from .limits import Limits, WorkloadError, check_number
+from .metrics import lane_metrics
+
+MAX_RATES = 12
+
+
+def at_rate(obj: dict, rate: float, burstiness: float | None = None) -> dict:
+    """The workload object `obj` with its arrivals drawn at `rate` requests per second."""
+    if "generate" in obj and isinstance(obj["generate"], dict):
+        gen = {**obj["generate"], "rate": rate}
+        if burstiness is not None:
+            gen["burstiness"] = burstiness
+        return {**obj, "generate": gen}
+    requests = obj.get("requests")
+    if not isinstance(requests, list) or not all(isinstance(r, dict) for r in requests):
+        raise WorkloadError("requests", "must be a list of request objects")
+    return {**obj, "requests": retime(requests, rate, 1.0 if burstiness is None else burstiness)}
+
+
+def check_rates(rates) -> list[float]:
+    if not isinstance(rates, list) or not 1 <= len(rates) <= MAX_RATES:
+        raise WorkloadError("rates", f"must be a list of 1 to {MAX_RATES} request rates (requests per second)")
+    return sorted({float(check_number(r, f"rates[{i}]", 0.01, 1000)) for i, r in enumerate(rates)})
+
+
+def serving_metrics(m: dict, slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None) -> dict:
+    """One lane's metrics under `vllm bench serve`'s names; goodput counts the returned requests meeting every SLO
+    given (a one-token answer has no TPOT and meets the TPOT SLO)."""
+    done = [q for q in m["requests"].values() if q["return_step"] is not None]
+    duration = m["wall_s"]
+    good = [q for q in done if (slo_ttft_ms is None or q["ttft_ms"] <= slo_ttft_ms)
+            and (slo_tpot_ms is None or q["tpot_ms"] is None or q["tpot_ms"] <= slo_tpot_ms)]
+    out = {"completed": len(done), "duration": duration, "total_output_tokens": m["tokens"],
+           "request_throughput": m["requests_per_s"], "output_throughput": m["tokens_per_s"],
+           "request_goodput": len(good) / duration if duration else None}
+    for key, name in (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("latency", "e2el")):
+        out[f"mean_{name}_ms"] = m[f"mean_{key}_ms"]
+        out[f"median_{name}_ms"] = m[f"p50_{key}_ms"]
+        out[f"p95_{name}_ms"] = m[f"p95_{key}_ms"]
+        out[f"p99_{name}_ms"] = m[f"p99_{key}_ms"]
+    return out
+
+
+def run_sweep(engine, obj: dict, rates: list[float], limits: Limits, lanes=None, burstiness: float | None = None,
+              slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None,
+              on_point: Callable[[dict, object], None] | None = None,
+              cancelled: Callable[[], bool] = lambda: False) -> dict:
+    """Run `obj` at every rate on its lanes (or `lanes`); `on_point(point, run)` after each rate's run. Stops early
+    (and says so) when `cancelled()` turns true between steps."""
+    from .workload import parse_workload
+    workloads = [engine.prepare(parse_workload(at_rate(obj, r, burstiness), limits, lanes=lanes)) for r in rates]
+    points = []
+    for rate, workload in zip(rates, workloads):
+        run = engine.start(workload)
+        while not run.done:
+            if cancelled():
+                return {"rates": rates, "points": points, "cancelled": True}
+            run.tick()
+        lanes_out = {}
+        for name, lane in run.lanes.items():
+            m = lane_metrics(lane.records, run.workload)
+            lanes_out[name] = serving_metrics(m, slo_ttft_ms, slo_tpot_ms)
+        point = {"rate": rate, "lanes": lanes_out}
+        points.append(point)
+        if on_point is not None:
+            on_point(point, run)
+    return {"rates": rates, "points": points, "cancelled": False, "lanes": workloads[0].lane_names,
+            "slo_ttft_ms": slo_ttft_ms, "slo_tpot_ms": slo_tpot_ms}
+
+
+def crossing_rate(result: dict, lane: str, key: str = "p95_ttft_ms", threshold: float = 2000.0) -> float | None:
+    """The lowest rate at which `lane`'s `key` exceeds `threshold` (None: never within the sweep)."""
+    for point in result["points"]:
+        value = point["lanes"][lane][key]
+        if value is not None and value > threshold:
+            return point["rate"]
+    return None
+
+
+def add_sweep_parser(sub) -> None:
+    from .cli import add_engine_options
+    p = sub.add_parser("sweep", help="re-run a mix at several request rates on every lane (vllm bench serve's numbers)")
+    p.add_argument("workload", help="workload JSON file: a `generate` section, or requests to re-time at each rate")
+    p.add_argument("--rates", required=True, help="comma-separated requests per second, e.g. 1,2,4,8")
+    p.add_argument("--burstiness", type=float, help="Gamma shape of the arrivals: 1 = Poisson (default), < 1 burstier")
+    p.add_argument("--slo-ttft-ms", type=float, help="goodput: a request is good if its TTFT is at most this")
+    p.add_argument("--slo-tpot-ms", type=float, help="goodput: ... and its TPOT at most this")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    add_engine_options(p)
+
+
+def format_sweep(result: dict, where: str) -> str:
+    lines = [f"sweep - {where}", ""]
+    width = max(11, *(len(n) for n in result["lanes"]))
+    head = (f"{'rate/s':>7} {'lane':<{width}} {'done':>4} {'req/s':>6} {'tok/s':>7} {'good/s':>6} "
+            f"{'TTFT p50':>8} {'p95':>7} {'p99':>7} {'TPOT p50':>8} {'p95':>6} {'ITL p50':>7} {'p99':>6} "
+            f"{'E2E p50':>7} {'p95':>7} {'p99':>7}")
+    lines += [head, "-" * len(head)]
+
+    def f(v, fmt=".0f"):
+        return "-" if v is None else format(v, fmt)
+
+    for point in result["points"]:
+        for lane, s in point["lanes"].items():
+            lines.append(f"{point['rate']:>7g} {lane:<{width}} {s['completed']:>4} {f(s['request_throughput'], '.2f'):>6} "
+                         f"{f(s['output_throughput'], '.1f'):>7} {f(s['request_goodput'], '.2f'):>6} "
+                         f"{f(s['median_ttft_ms']):>8} {f(s['p95_ttft_ms']):>7} {f(s['p99_ttft_ms']):>7} "
+                         f"{f(s['median_tpot_ms']):>8} {f(s['p95_tpot_ms']):>6} {f(s['median_itl_ms']):>7} "
+                         f"{f(s['p99_itl_ms']):>6} {f(s['median_e2el_ms']):>7} {f(s['p95_e2el_ms']):>7} "
+                         f"{f(s['p99_e2el_ms']):>7}")
+    crossings = {lane: crossing_rate(result, lane) for lane in result["lanes"]}
+    lines += ["", "p95 TTFT above 2 s from: " + ", ".join(
+        f"{lane} {'-' if r is None else f'{r:g}/s'}" for lane, r in crossings.items())]
+    return "\n".join(lines)
+
+
+def sweep_main(args: argparse.Namespace) -> int:
+    from .cli import make_engine, parse_lanes_arg, where
+    from .limits import CLI_LIMITS
+    from .workload import read_json
+    try:
+        rates = check_rates([float(r) for r in args.rates.split(",")])
+    except ValueError:
+        raise WorkloadError("rates", f"--rates takes numbers such as 1,2,4,8, got {args.rates!r}") from None
+    obj = read_json(args.workload)
+    if not isinstance(obj, dict):
+        raise WorkloadError("workload", "must be a JSON object")
+    options = {k: v for k, v in dict(slots=args.slots, max_wait_ms=args.max_wait_ms, scheduling_policy=args.scheduling_policy,
+                                     chunk_size=args.chunk_size, max_batch_tokens=args.max_batch_tokens,
+                                     kv_budget=args.kv_budget, kv_block_size=args.kv_block_size,
+                                     fused=args.fused).items() if v is not None}
+    engine = make_engine(args)
+    total = len(rates)
+
+    def progress(point, run):
+        print(f"[sweep] {point['rate']:g}/s done ({len(done) + 1}/{total})", file=sys.stderr, flush=True)
+        done.append(point)
+
+    done: list = []
+    result = run_sweep(engine, {**obj, **options}, rates, CLI_LIMITS, lanes=parse_lanes_arg(args.lanes),
+                       burstiness=args.burstiness, slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms,
+                       on_point=progress)
+    result["simulated"] = engine.simulated
+    print(json.dumps(result, indent=1) if args.json else format_sweep(result, where(engine)))
+    return 0
