@@ -2,6 +2,8 @@
 
     connect -> model_status        submit {workload, lanes} -> run_queued, or run_error
     watch {run_id} -> backlog/replay, or run_error        disconnect -> the worker forgets the client
+    sweep {workload, rates, lanes, slo_ttft_ms, slo_tpot_ms, burstiness} -> run_queued, or run_error
+    cancel {run_id} -> the run or sweep ends with run_error (code "cancelled"), or run_error
 
 Every refusal is one `run_error` `{message, field, run_id, code}` naming the field and the limit;
 nothing unchecked reaches the engine. Logs carry sizes and timings, never prompt text. This module
@@ -19,14 +21,18 @@ from flask import current_app, request
 from flask_socketio import emit
 from socketio import packet
 
+from engine.limits import check_number
+from engine.sweep import check_rates
 from engine.workload import Limits, Workload, WorkloadError, parse_workload
 
 from .factory import socketio
 from .runs import Rejected, error_payload
+from .sweeps import LiveSweep
 
 log = logging.getLogger("batch_lanes.events")
 RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SUBMIT_KEYS = ("lanes", "workload")
+SWEEP_KEYS = ("burstiness", "lanes", "rates", "slo_tpot_ms", "slo_ttft_ms", "workload")
 UNREADABLE = "_unreadable"  # the event a message that cannot be decoded turns into
 
 
@@ -87,9 +93,28 @@ def check_submit(args: tuple, limits: Limits) -> Workload:
     return parse_workload(data["workload"], limits, lanes=data.get("lanes"))
 
 
-def check_watch(args: tuple) -> str:
+def check_sweep(args: tuple, max_rates: int) -> dict:
+    """The options of a `sweep`, checked (the workload is checked at every rate by `prepare_sweep`)."""
+    if len(args) != 1 or not isinstance(args[0], dict):
+        raise WorkloadError("sweep", 'must be one object {"workload": {...}, "rates": [...], ...}')
+    data = args[0]
+    extra = sorted(str(k) for k in data if k not in SWEEP_KEYS)
+    if extra:
+        raise WorkloadError(extra[0], f"unknown key (allowed: {', '.join(SWEEP_KEYS)})")
+    for key in ("workload", "rates"):
+        if key not in data:
+            raise WorkloadError(key, "is required")
+    if not isinstance(data["workload"], dict):
+        raise WorkloadError("workload", f"must be an object, got {type(data['workload']).__name__}")
+    options = {"rates": check_rates(data["rates"], max_rates), "lanes": data.get("lanes")}
+    for key, lo, hi in (("slo_ttft_ms", 1, 3_600_000), ("slo_tpot_ms", 1, 3_600_000), ("burstiness", 0.01, 100)):
+        options[key] = None if data.get(key) is None else check_number(data[key], key, lo, hi)
+    return options
+
+
+def check_watch(args: tuple, event: str = "watch") -> str:
     if len(args) != 1 or not isinstance(args[0], dict) or set(args[0]) != {"run_id"}:
-        raise Rejected("invalid", 'watch takes one object {"run_id": "..."}', field="watch")
+        raise Rejected("invalid", f'{event} takes one object {{"run_id": "..."}}', field=event)
     run_id = args[0]["run_id"]
     if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
         raise Rejected("invalid", "run_id must be 1 to 64 letters, digits, '-' or '_'", field="run_id")
@@ -148,6 +173,40 @@ def on_watch(*args):
             raise Rejected("rate_limited", f"too many watches: the limit is {current_app.config['WATCHES_PER_MINUTE']} "
                                            f"per minute per client; wait a little")
         _worker().watch(request.sid, check_watch(args))
+    except Rejected as r:
+        emit("run_error", r.payload())
+
+
+@socketio.on("sweep")
+def on_sweep(*args):
+    worker, sid, t0 = _worker(), request.sid, time.perf_counter()
+    try:
+        if not _limiter("submit").allow(sid):
+            raise Rejected("rate_limited", f"too many submits: the limit is {current_app.config['SUBMITS_PER_MINUTE']} "
+                                           f"per minute per client; wait a little")
+        worker.check_can_submit(sid)
+        options = check_sweep(args, current_app.config["MAX_SWEEP_RATES"])
+        prepared = worker.prepare_sweep(args[0]["workload"], options["rates"], options["lanes"], options["burstiness"])
+        sweep = worker.enqueue_sweep(sid, LiveSweep(prepared, args[0]["workload"], sid, options["slo_ttft_ms"],
+                                                    options["slo_tpot_ms"], options["burstiness"]))
+    except WorkloadError as e:
+        log.info("sweep refused: field %s", e.field[:80])
+        emit("run_error", error_payload(str(e), e.field))
+        return
+    except Rejected as r:
+        log.info("sweep refused: %s", r.code)
+        emit("run_error", r.payload())
+        return
+    log.info("sweep %s queued: %d rates x %d requests, lanes %s, checked in %.1f ms", sweep.run_id, len(prepared),
+             len(prepared[0][1].requests), ",".join(sweep.lanes), (time.perf_counter() - t0) * 1000)
+
+
+@socketio.on("cancel")
+def on_cancel(*args):
+    try:
+        if not _limiter("watch").allow(request.sid):
+            raise Rejected("rate_limited", "too many requests: wait a little")
+        _worker().cancel(request.sid, check_watch(args, "cancel"))
     except Rejected as r:
         emit("run_error", r.payload())
 

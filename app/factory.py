@@ -26,7 +26,8 @@ DEFAULTS = {
     "MAX_MESSAGE_BYTES": 256 * 1024,  # largest socket message accepted (max_http_buffer_size); a bigger one drops the connection
     "MAX_QUEUED_RUNS": 32,          # runs waiting for the engine (the running one not counted); more get "busy, try again"
     "SUBMITS_PER_MINUTE": 10,       # submits one client may send per sliding minute (rejected ones count too)
-    "WATCHES_PER_MINUTE": 60,       # watches one client may send per sliding minute
+    "WATCHES_PER_MINUTE": 60,       # watches (and cancels) one client may send per sliding minute
+    "MAX_SWEEP_RATES": 8,           # request rates one load sweep may run (each rate is a run of every lane)
     "CANCEL_GRACE_S": 5.0,          # a run nobody watches is cancelled after this many seconds (a reload can rejoin)
     "RECENT_RUNS": 100,             # finished, failed and cancelled runs kept in memory for `watch`
     "MODEL": None,                  # model path for the worker to load (None: the default SmolLM2)
@@ -37,7 +38,8 @@ DEFAULTS = {
 }
 # The server's own limits, by the name `GET /api/limits` and `--limit NAME=N` give them -> their config key.
 SERVER_LIMITS = {"max_message_bytes": "MAX_MESSAGE_BYTES", "max_queued_runs": "MAX_QUEUED_RUNS",
-                 "submits_per_minute": "SUBMITS_PER_MINUTE", "watches_per_minute": "WATCHES_PER_MINUTE"}
+                 "submits_per_minute": "SUBMITS_PER_MINUTE", "watches_per_minute": "WATCHES_PER_MINUTE",
+                 "max_sweep_rates": "MAX_SWEEP_RATES"}
 
 
 def create_app(config: dict | None = None, engine: Engine | None = None) -> Flask:
@@ -53,6 +55,7 @@ def create_app(config: dict | None = None, engine: Engine | None = None) -> Flas
     app.config.update(config or {})
     data_dir = app.config["DATA_DIR"] or os.environ.get("BATCH_LANES_DATA") or ROOT / "data"
     app.config["DATA_DIR"] = Path(data_dir)
+    app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_MESSAGE_BYTES"]  # HTTP bodies (POST /api/generate) too
 
     # Same-origin only: no cors_allowed_origins, so engine.io accepts just this host's own pages.
     socketio.init_app(app, async_mode=app.config["ASYNC_MODE"],

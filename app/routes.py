@@ -2,16 +2,21 @@
 
     GET /                 the page                       GET /api/presets   the demo workloads
     GET /runs/<id>        the page, replaying a run      GET /api/limits    the limits every submit is checked against
+    GET /sweep[/<id>]     the load-sweep view
     GET /healthz          {status, ready, model, device} GET /api/runs/<id> a finished run: workload, records, metrics
+                                                         POST /api/generate  requests drawn from an arrival process
 
 This module reads from the worker and the store; it never starts, changes or computes a run.
 """
 import json
 from dataclasses import asdict
 
-from flask import Blueprint, current_app, jsonify, render_template
+from flask import Blueprint, current_app, jsonify, render_template, request
 
+from engine.arrivals import generate_requests
 from engine.config import LANES, POLICIES
+from engine.limits import CLI_LIMITS, WorkloadError
+from engine.workload import parse_workload
 
 from .factory import ROOT, SERVER_LIMITS
 from .events import RUN_ID
@@ -47,6 +52,15 @@ def run_page(run_id: str):
     return render_template("index.html", run_id=run_id)
 
 
+@bp.get("/sweep")
+@bp.get("/sweep/<run_id>")
+def sweep_page(run_id: str | None = None):
+    """The load-sweep view: p95 TTFT and goodput against request rate, a line per lane (a live sweep rejoins by id)."""
+    if run_id is not None and RUN_ID.fullmatch(run_id) is None:
+        return _error(404, "no sweep with this id")
+    return render_template("sweep.html", run_id=run_id)
+
+
 @bp.get("/healthz")
 def healthz():
     s = _worker().status
@@ -58,9 +72,18 @@ def healthz():
 
 
 def load_presets() -> list[dict]:
+    """The demos as checked, normalised workloads (lanes and options spelled out as a submit gives them back); a
+    generated demo also keeps its `generate` spec, for the editor's arrival-process fields."""
     files = sorted((ROOT / "demos").glob("*.json"),
                    key=lambda p: (PRESET_ORDER.index(p.stem) if p.stem in PRESET_ORDER else len(PRESET_ORDER), p.stem))
-    return [json.loads(p.read_text()) for p in files]
+    presets = []
+    for path in files:
+        obj = json.loads(path.read_text())
+        preset = parse_workload(obj, CLI_LIMITS).to_dict()
+        if "generate" in obj:
+            preset["generate"] = obj["generate"]
+        presets.append(preset)
+    return presets
 
 
 @bp.get("/api/presets")
@@ -72,6 +95,16 @@ def presets():
 def limits():
     server = {name: current_app.config[key] for name, key in SERVER_LIMITS.items()}
     return jsonify({**asdict(_worker().limits), "lanes": list(LANES), "policies": list(POLICIES), **server})
+
+
+@bp.post("/api/generate")
+def generate():
+    """The requests a `generate` spec draws (engine.arrivals), for the editor to show and edit; 400 names the field."""
+    spec = request.get_json(silent=True)
+    try:
+        return jsonify({"requests": generate_requests(spec, _worker().limits)})
+    except WorkloadError as e:
+        return jsonify({"error": str(e), "field": e.field}), 400
 
 
 @bp.get("/api/runs/<run_id>")

@@ -54,6 +54,7 @@ class LiveRun:
     status: RunStatus = RunStatus.QUEUED
     watchers: set[str] = field(default_factory=set)   # socket ids in its room (the submitter included)
     orphaned_at: float | None = None             # monotonic time the last watcher left (None: watched)
+    cancel_requested: bool = False               # its submitter asked to stop it
     ticks: list[dict] = field(default_factory=list)  # every tick payload sent so far
     metrics: dict | None = None                  # set when finished
     error: str | None = None                     # why it failed or was cancelled

@@ -18,12 +18,14 @@ from pathlib import Path
 
 from engine import Engine
 from engine.metrics import run_metrics
+from engine.sweep import prepare_sweep
 from engine.model import DEFAULT_GGUF
 from engine.workload import Workload
 
 from .loader import ModelLoad
 from .runs import LiveRun, Rejected, RunStatus, error_payload, replay_events
 from .store import RunStore, StoreError
+from .sweeps import LiveSweep, execute_sweep
 
 log = logging.getLogger("batch_lanes.worker")
 NAMESPACE = "/"
@@ -110,7 +112,7 @@ class EngineWorker:
         elif load.error is not None:
             self._set_status(error=load.error, message="the model could not be loaded")
             log.error("model not loaded: %s", load.error)
-        self._emit("model_status", self.status)
+        self.emit("model_status", self.status)
         return load.lm is not None
 
     # -- called by socket handlers -----------------------------------------------------------------
@@ -134,16 +136,28 @@ class EngineWorker:
         with self.prepare_lock:
             return self.offload(self.engine.prepare, workload)
 
+    def prepare_sweep(self, obj: dict, rates: list[float], lanes, burstiness: float | None) -> list:
+        """Every rate's workload, tokenized and checked (raises WorkloadError); off the eventlet hub."""
+        with self.prepare_lock:
+            return self.offload(prepare_sweep, self.engine, obj, rates, self.limits, lanes, burstiness)
+
     def enqueue(self, sid: str, workload: Workload) -> LiveRun:
         """Queue a checked run of `workload` on its lanes for `sid`, put `sid` in its room and tell it its position."""
+        return self._enqueue(sid, LiveRun(workload, workload.lane_names, sid))
+
+    def enqueue_sweep(self, sid: str, sweep: LiveSweep) -> LiveSweep:
+        """Queue a checked sweep for `sid`: it waits in the same queue as runs, one per client."""
+        return self._enqueue(sid, sweep)
+
+    def _enqueue(self, sid: str, live):
         with self.wakeup:
             self.check_can_submit(sid)
-            live = LiveRun(workload, workload.lane_names, sid, watchers={sid})
+            live.watchers.add(sid)
             self.runs[live.run_id] = live
             self.active[sid] = live.run_id
             self.queue.append(live)
             self.server.enter_room(sid, live.run_id, namespace=NAMESPACE)
-            self._emit("run_queued", {"run_id": live.run_id, "position": len(self.queue)}, to=sid)
+            self.emit("run_queued", {"run_id": live.run_id, "position": len(self.queue)}, to=sid)
             self.wakeup.notify()
             return live
 
@@ -151,16 +165,19 @@ class EngineWorker:
         """Join a live run's room and send its backlog, or replay a finished run; `Rejected` otherwise."""
         with self.lock:
             live = self.runs.get(run_id)
+            if isinstance(live, LiveSweep):
+                self._watch_sweep(sid, live)
+                return
             if live is not None and live.is_live:
                 self.server.enter_room(sid, run_id, namespace=NAMESPACE)
                 live.watchers.add(sid)
                 live.orphaned_at = None
                 if live.status is RunStatus.QUEUED:
-                    self._emit("run_queued", {"run_id": run_id, "position": self.queue.index(live) + 1}, to=sid)
+                    self.emit("run_queued", {"run_id": run_id, "position": self.queue.index(live) + 1}, to=sid)
                 else:
-                    self._emit("run_started", live.started_payload(self.status["model"]), to=sid)
+                    self.emit("run_started", live.started_payload(self.status["model"]), to=sid)
                     for tick in live.ticks:
-                        self._emit("tick", {**tick, "replay": True}, to=sid)
+                        self.emit("tick", {**tick, "replay": True}, to=sid)
                 return
             if live is not None and live.status is not RunStatus.FINISHED:
                 raise Rejected(live.status.value, f"run {run_id} was {live.status.value}: {live.error}", run_id=run_id)
@@ -171,7 +188,37 @@ class EngineWorker:
             raise Rejected("not_found", f"no run with id {run_id!r}", field="run_id", run_id=run_id)
         for event, payload in replay_events(run_id, stored["model"], stored["workload"], stored["lanes"],
                                             stored["records"], stored["metrics"]):
-            self._emit(event, payload, to=sid)
+            self.emit(event, payload, to=sid)
+
+    def _watch_sweep(self, sid: str, sweep: LiveSweep) -> None:
+        """Join a sweep's room and send what it has so far (lock held); a failed or cancelled one is an error."""
+        if not sweep.is_live and sweep.status is not RunStatus.FINISHED:
+            raise Rejected(sweep.status.value, f"sweep {sweep.run_id} was {sweep.status.value}: {sweep.error}",
+                           run_id=sweep.run_id)
+        if sweep.is_live:
+            self.server.enter_room(sid, sweep.run_id, namespace=NAMESPACE)
+            sweep.watchers.add(sid)
+            sweep.orphaned_at = None
+        if sweep.status is RunStatus.QUEUED:
+            self.emit("run_queued", {"run_id": sweep.run_id, "position": self.queue.index(sweep) + 1}, to=sid)
+            return
+        for event, payload in sweep.replay_events(self.status["model"]):
+            self.emit(event, payload, to=sid)
+
+    def cancel(self, sid: str, run_id: str) -> None:
+        """`sid` cancels its own queued or running run or sweep; `Rejected` if it has no such live run."""
+        with self.wakeup:
+            live = self.runs.get(run_id)
+            if live is None or not live.is_live or live.submitter != sid:
+                raise Rejected("not_found", f"you have no queued or running run {run_id!r} to cancel", field="run_id",
+                               run_id=run_id)
+            if live.status is RunStatus.QUEUED:
+                self.queue.remove(live)
+                self.end(live, RunStatus.CANCELLED, "cancelled by its submitter")
+                self._send_positions()
+            else:
+                live.cancel_requested = True  # the worker stops it before its next tick
+            self.wakeup.notify()
 
     def stored_run(self, run_id: str) -> dict | None:
         """A finished run as `/api/runs/<id>` serves it: from the store, or from memory if the store failed it;
@@ -221,7 +268,7 @@ class EngineWorker:
             return len(self.queue)
 
     # -- the worker's own side ---------------------------------------------------------------------
-    def _emit(self, event: str, payload: dict, to: str | None = None) -> None:
+    def emit(self, event: str, payload: dict, to: str | None = None) -> None:
         self.server.emit(event, payload, to=to, namespace=NAMESPACE)
 
     def _orphaned(self, live: LiveRun) -> bool:
@@ -232,13 +279,13 @@ class EngineWorker:
         gone = [live for live in self.queue if self._orphaned(live)]
         for live in gone:
             self.queue.remove(live)
-            self._end(live, RunStatus.CANCELLED, "its submitter left and nobody watched it")
+            self.end(live, RunStatus.CANCELLED, "its submitter left and nobody watched it")
         if gone:
             self._send_positions()
 
     def _send_positions(self) -> None:
         for i, live in enumerate(self.queue):
-            self._emit("run_queued", {"run_id": live.run_id, "position": i + 1}, to=live.run_id)
+            self.emit("run_queued", {"run_id": live.run_id, "position": i + 1}, to=live.run_id)
 
     def _next_run(self) -> LiveRun | None:
         with self.wakeup:
@@ -251,40 +298,54 @@ class EngineWorker:
             live = self.queue.popleft()
             live.status = RunStatus.RUNNING
             self._send_positions()
-            self._emit("run_started", live.started_payload(self.status["model"]), to=live.run_id)
+            started = "sweep_started" if isinstance(live, LiveSweep) else "run_started"
+            self.emit(started, live.started_payload(self.status["model"]), to=live.run_id)
             return live
 
-    def _execute(self, live: LiveRun) -> None:
+    def stop_reason(self, live: LiveRun | LiveSweep) -> str | None:
+        """Why a running run or sweep must stop now, or None (lock held; prunes queued orphans on the way)."""
+        self._prune_orphans()
+        if self._stopping.is_set():
+            return "the server is stopping"
+        if live.cancel_requested:
+            return "cancelled by its submitter"
+        if self._orphaned(live):
+            return "its submitter left and nobody watched it"
+        return None
+
+    def _execute(self, live: LiveRun | LiveSweep) -> None:
+        if isinstance(live, LiveSweep):
+            execute_sweep(self, live)
+            return
         t0 = time.perf_counter()
         try:
             run = self.offload(self.engine.start, live.workload)
             while not run.done:
                 with self.lock:
-                    self._prune_orphans()
-                    if self._stopping.is_set() or self._orphaned(live):
-                        self._end(live, RunStatus.CANCELLED, "the server is stopping" if self._stopping.is_set()
-                                  else "its submitter left and nobody watched it")
+                    reason = self.stop_reason(live)
+                    if reason:
+                        self.end(live, RunStatus.CANCELLED, reason)
                         return
                 records = self.offload(run.tick)  # tick k = step k of every lane
                 with self.lock:
                     tick = live.tick_payload(run.t, records)
                     live.ticks.append(tick)
-                    self._emit("tick", tick, to=live.run_id)
+                    self.emit("tick", tick, to=live.run_id)
             records = live.records()
             metrics = run_metrics(records, live.workload)
         except Exception as e:  # one broken run must not stop the worker: end it with run_error, serve the next
             log.exception("run %s failed after %d ticks", live.run_id, len(live.ticks))
             with self.lock:
-                self._end(live, RunStatus.FAILED, f"the engine failed during this run: {type(e).__name__}: {e}")
+                self.end(live, RunStatus.FAILED, f"the engine failed during this run: {type(e).__name__}: {e}")
             return
         store_error, ticks = self._save(live, records, metrics), len(live.ticks)
         with self.lock:
             live.metrics = metrics
-            self._emit("run_finished", {"run_id": live.run_id, "metrics": metrics, "stored": store_error is None},
+            self.emit("run_finished", {"run_id": live.run_id, "metrics": metrics, "stored": store_error is None},
                        to=live.run_id)
             if store_error is not None:
-                self._emit("run_error", error_payload(store_error, "storage", live.run_id, "storage"), to=live.run_id)
-            self._retire(live, RunStatus.FINISHED)
+                self.emit("run_error", error_payload(store_error, "storage", live.run_id, "storage"), to=live.run_id)
+            self.retire(live, RunStatus.FINISHED)
             if store_error is None:
                 live.ticks = []  # the store has them: memory keeps only runs it could not save
         log.info("run %s finished: %d ticks in %.0f ms, %d watchers", live.run_id, ticks,
@@ -300,16 +361,16 @@ class EngineWorker:
             return f"this run finished but could not be saved, so its link will not survive a restart: {e}"
         return None
 
-    def _end(self, live: LiveRun, status: RunStatus, reason: str) -> None:
+    def end(self, live: LiveRun, status: RunStatus, reason: str) -> None:
         """End a run that did not finish (lock held): tell its room why."""
         live.error = reason
         code = "cancelled" if status is RunStatus.CANCELLED else "failed"
-        self._emit("run_error", error_payload(f"run {live.run_id} {status.value}: {reason}", None, live.run_id, code),
+        self.emit("run_error", error_payload(f"run {live.run_id} {status.value}: {reason}", None, live.run_id, code),
                    to=live.run_id)
         log.info("run %s %s after %d ticks", live.run_id, status.value, len(live.ticks))
-        self._retire(live, status)
+        self.retire(live, status)
 
-    def _retire(self, live: LiveRun, status: RunStatus) -> None:
+    def retire(self, live: LiveRun, status: RunStatus) -> None:
         """Mark a run ended and free its client's slot; keep only the latest ended runs in memory (lock held)."""
         live.status = status
         if live.submitter is not None and self.active.get(live.submitter) == live.run_id:

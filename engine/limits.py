@@ -25,7 +25,8 @@ class Limits:
     max_arrival: int = 500          # latest arrival step
     max_arrival_ms: int = 600_000   # latest arrival in milliseconds (10 minutes)
     max_id_chars: int = 32          # characters of a request id or a lane name
-    max_name_chars: int = 80        # characters of the workload name and description
+    max_name_chars: int = 80        # characters of the workload name
+    max_description_chars: int = 600  # characters of the workload description (a preset's lesson)
     max_wait: int = 100             # dynamic lane's max_wait (steps)
     max_kv_budget: int = 65536      # KV tokens per lane (the kv_budget option)
     max_lane_kv_tokens: int = 8192  # KV a lane allocates: slots x (longest prompt + largest max_new_tokens)
@@ -35,7 +36,7 @@ class Limits:
 # A looser set for the CLI: the simulator previews big workloads, and a file on disk is trusted more.
 CLI_LIMITS = Limits(max_requests=100_000, max_slots=256, max_lanes=8, max_new_tokens=100_000,
                     max_prompt_chars=1_000_000, max_prompt_tokens=100_000, max_arrival=10_000_000,
-                    max_arrival_ms=100_000_000, max_id_chars=200, max_name_chars=500, max_wait=100_000,
+                    max_arrival_ms=100_000_000, max_id_chars=200, max_name_chars=500, max_description_chars=5000, max_wait=100_000,
                     max_kv_budget=100_000_000, max_lane_kv_tokens=100_000_000, max_total_tokens=1_000_000_000)
 
 

@@ -11,7 +11,7 @@ Numbers come from `metrics.lane_metrics`, i.e. from the step records.
 import argparse
 import json
 import sys
-from typing import Callable
+from typing import Callable, Iterator
 
 from .arrivals import retime
 from .limits import Limits, WorkloadError, check_number
@@ -33,9 +33,10 @@ def at_rate(obj: dict, rate: float, burstiness: float | None = None) -> dict:
     return {**obj, "requests": retime(requests, rate, 1.0 if burstiness is None else burstiness)}
 
 
-def check_rates(rates) -> list[float]:
-    if not isinstance(rates, list) or not 1 <= len(rates) <= MAX_RATES:
-        raise WorkloadError("rates", f"must be a list of 1 to {MAX_RATES} request rates (requests per second)")
+def check_rates(rates, max_rates: int = MAX_RATES) -> list[float]:
+    """Distinct request rates (requests per second), lowest first; WorkloadError on field `rates`."""
+    if not isinstance(rates, list) or not 1 <= len(rates) <= max_rates:
+        raise WorkloadError("rates", f"must be a list of 1 to {max_rates} request rates (requests per second)")
     return sorted({float(check_number(r, f"rates[{i}]", 0.01, 1000)) for i, r in enumerate(rates)})
 
 
@@ -57,30 +58,39 @@ def serving_metrics(m: dict, slo_ttft_ms: float | None = None, slo_tpot_ms: floa
     return out
 
 
-def run_sweep(engine, obj: dict, rates: list[float], limits: Limits, lanes=None, burstiness: float | None = None,
-              slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None,
-              on_point: Callable[[dict, object], None] | None = None,
-              cancelled: Callable[[], bool] = lambda: False) -> dict:
-    """Run `obj` at every rate on its lanes (or `lanes`); `on_point(point, run)` after each rate's run. Stops early
-    (and says so) when `cancelled()` turns true between steps."""
+def prepare_sweep(engine, obj: dict, rates: list[float], limits: Limits, lanes=None,
+                  burstiness: float | None = None) -> list[tuple[float, object]]:
+    """(rate, prepared workload) for every rate: every limit is checked before anything runs."""
     from .workload import parse_workload
-    workloads = [engine.prepare(parse_workload(at_rate(obj, r, burstiness), limits, lanes=lanes)) for r in rates]
-    points = []
-    for rate, workload in zip(rates, workloads):
+    return [(r, engine.prepare(parse_workload(at_rate(obj, r, burstiness), limits, lanes=lanes))) for r in rates]
+
+
+def iter_sweep(engine, prepared: list[tuple[float, object]], slo_ttft_ms: float | None = None,
+               slo_tpot_ms: float | None = None) -> Iterator[tuple[float, object, dict | None]]:
+    """Run each rate's workload tick by tick: yields (rate, run, point) after every tick, where `point` is None until
+    that rate's run is done (then the rate's serving metrics, lane by lane). A caller may stop iterating any time."""
+    for rate, workload in prepared:
         run = engine.start(workload)
         while not run.done:
-            if cancelled():
-                return {"rates": rates, "points": points, "cancelled": True}
             run.tick()
-        lanes_out = {}
-        for name, lane in run.lanes.items():
-            m = lane_metrics(lane.records, run.workload)
-            lanes_out[name] = serving_metrics(m, slo_ttft_ms, slo_tpot_ms)
-        point = {"rate": rate, "lanes": lanes_out}
-        points.append(point)
-        if on_point is not None:
-            on_point(point, run)
-    return {"rates": rates, "points": points, "cancelled": False, "lanes": workloads[0].lane_names,
+            yield rate, run, None
+        lanes = {name: serving_metrics(lane_metrics(lane.records, run.workload), slo_ttft_ms, slo_tpot_ms)
+                 for name, lane in run.lanes.items()}
+        yield rate, run, {"rate": rate, "lanes": lanes}
+
+
+def run_sweep(engine, obj: dict, rates: list[float], limits: Limits, lanes=None, burstiness: float | None = None,
+              slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None,
+              on_point: Callable[[dict, object], None] | None = None) -> dict:
+    """Run `obj` at every rate on its lanes (or `lanes`); `on_point(point, run)` after each rate's run."""
+    prepared = prepare_sweep(engine, obj, rates, limits, lanes, burstiness)
+    points = []
+    for _, run, point in iter_sweep(engine, prepared, slo_ttft_ms, slo_tpot_ms):
+        if point is not None:
+            points.append(point)
+            if on_point is not None:
+                on_point(point, run)
+    return {"rates": rates, "points": points, "lanes": prepared[0][1].lane_names,
             "slo_ttft_ms": slo_ttft_ms, "slo_tpot_ms": slo_tpot_ms}
 
 

@@ -171,7 +171,7 @@ def parse_workload(obj, limits: Limits = Limits(), slots: int | None = None, lan
         raise WorkloadError("workload", f"must be an object, got {type(obj).__name__}")
     reject_unknown(obj, WORKLOAD_KEYS, "")
     name = check_str(obj.get("name", "untitled"), "name", limits.max_name_chars)
-    description = check_str(obj.get("description", ""), "description", limits.max_name_chars * 4, allow_empty=True)
+    description = check_str(obj.get("description", ""), "description", limits.max_description_chars, allow_empty=True)
     if "generate" in obj:
         if "requests" in obj:
             raise WorkloadError("generate", "give requests or generate, not both")

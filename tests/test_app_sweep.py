@@ -1,0 +1,119 @@
+"""Load sweeps through the socket on the simulator: queued like a run, one point per rate whose run is stored and
+replayable, progress, the end; cancelling by its submitter; bad sweeps name their field."""
+import threading
+import time
+
+import pytest
+
+from engine import Engine
+
+GENERATED = {"name": "poisson", "slots": 2, "lanes": ["static", "continuous"],
+             "generate": {"n": 6, "rate": 2, "seed": 3, "output_tokens": [2, 4], "prompt_words": [4]}}
+
+
+class SlowSim(Engine):
+    """The simulator, whose every tick sleeps a little so that a sweep is still running when the test acts."""
+
+    def __init__(self, delay_s: float = 0.05):
+        super().__init__(None)
+        self.delay_s = delay_s
+        self.ticking = threading.Event()
+
+    def start(self, workload, lanes=None):
+        run = super().start(workload, lanes)
+        real_tick = run.tick
+
+        def tick():
+            self.ticking.set()
+            time.sleep(self.delay_s)
+            return real_tick()
+        run.tick = tick
+        return run
+
+
+def test_a_sweep_sends_one_point_per_rate_whose_run_replays(make_app, connect):
+    app = make_app(engine=Engine(None))
+    probe = connect(app)
+    probe.emit("sweep", {"workload": GENERATED, "rates": [4, 1], "slo_ttft_ms": 500})
+    sweep_id = probe.wait_for("run_queued")["run_id"]
+    started = probe.wait_for("sweep_started", sweep_id)
+    assert started["rates"] == [1.0, 4.0] and started["lanes"] == ["static", "continuous"]
+    finished = probe.wait_for("sweep_finished", sweep_id, timeout=60)
+    points = probe.named("sweep_point", sweep_id)
+    assert [p["rate"] for p in points] == [1.0, 4.0] and [p["done"] for p in points] == [1, 2]
+    assert finished["points"] == [{k: v for k, v in p.items() if k not in ("run_id", "done", "total")} for p in points]
+    for point in points:
+        for lane in ("static", "continuous"):
+            s = point["lanes"][lane]
+            assert s["completed"] == 6 and s["request_throughput"] > 0 and s["p99_ttft_ms"] >= s["median_ttft_ms"]
+            assert 0 <= s["request_goodput"] <= s["request_throughput"]
+        stored = app.test_client().get(f"/api/runs/{point['point_run_id']}").get_json()
+        assert stored["lanes"] == ["static", "continuous"]
+        arrivals = [r["arrival_ms"] for r in stored["workload"]["requests"]]
+        assert arrivals[0] == 0 and arrivals == sorted(arrivals) and len(arrivals) == 6
+    fractions = [p["fraction"] for p in probe.named("sweep_progress", sweep_id)]
+    assert fractions == sorted(fractions) and all(0 <= f <= 1 for f in fractions)
+    # a second client watching the finished sweep gets its points again
+    late = connect(app)
+    late.emit("watch", {"run_id": sweep_id})
+    assert late.wait_for("sweep_finished", sweep_id)["points"] == finished["points"]
+
+
+def test_the_submitter_cancels_a_running_sweep_and_others_cannot(make_app, connect):
+    engine = SlowSim()
+    app = make_app(engine=engine)
+    probe, other = connect(app), connect(app)
+    probe.emit("sweep", {"workload": GENERATED, "rates": [1, 2, 4]})
+    sweep_id = probe.wait_for("run_queued")["run_id"]
+    assert engine.ticking.wait(30)
+    other.emit("cancel", {"run_id": sweep_id})
+    assert other.wait_for("run_error")["code"] == "not_found"
+    probe.emit("cancel", {"run_id": sweep_id})
+    error = probe.wait_for("run_error", sweep_id)
+    assert error["code"] == "cancelled" and "cancelled by its submitter" in error["message"]
+    assert not probe.named("sweep_finished", sweep_id)
+    probe.emit("submit", {"workload": {"name": "x", "requests": [{"id": "a", "prompt": "hi", "max_new_tokens": 2}]}})
+    deadline = time.monotonic() + 30  # the client may submit again at once: its sweep no longer holds its turn
+    while len(probe.named("run_queued")) < 2:
+        assert time.monotonic() < deadline, probe.events
+        time.sleep(0.02)
+    assert probe.named("run_queued")[1]["run_id"] != sweep_id
+
+
+def test_a_queued_run_is_cancelled_by_its_submitter_and_leaves_the_queue(make_app, connect):
+    engine = SlowSim(delay_s=0.2)
+    app = make_app(engine=engine)
+    first, second = connect(app), connect(app)
+    first.emit("sweep", {"workload": GENERATED, "rates": [1, 2]})
+    first.wait_for("run_queued")
+    assert engine.ticking.wait(30)
+    second.emit("submit", {"workload": GENERATED})
+    queued = second.wait_for("run_queued")
+    assert queued["position"] == 1
+    second.emit("cancel", {"run_id": queued["run_id"]})
+    assert second.wait_for("run_error", queued["run_id"])["code"] == "cancelled"
+    assert app.test_client().get("/healthz").get_json()["queued"] == 0
+
+
+@pytest.mark.parametrize("payload, field", [
+    ({"workload": GENERATED}, "rates"),
+    ({"workload": GENERATED, "rates": []}, "rates"),
+    ({"workload": GENERATED, "rates": [1] * 9}, "rates"),
+    ({"workload": GENERATED, "rates": [0]}, "rates[0]"),
+    ({"workload": GENERATED, "rates": [1], "slo_ttft_ms": "fast"}, "slo_ttft_ms"),
+    ({"workload": GENERATED, "rates": [1], "burstiness": 0}, "burstiness"),
+    ({"workload": GENERATED, "rates": [1], "turbo": True}, "turbo"),
+    ({"workload": dict(GENERATED, generate={"n": 99}), "rates": [1]}, "generate.n"),
+    ({"workload": GENERATED, "rates": [1], "lanes": ["static", "warp"]}, "lanes[1]"),
+    ({"workload": [], "rates": [1]}, "workload"),
+])
+def test_a_bad_sweep_is_a_run_error_naming_the_field(make_app, connect, payload, field):
+    probe = connect(make_app(engine=Engine(None)))
+    probe.emit("sweep", payload)
+    assert probe.wait_for("run_error")["field"] == field
+
+
+def test_the_sweep_page_is_served(make_app):
+    http = make_app(engine=Engine(None)).test_client()
+    assert http.get("/sweep").status_code == 200
+    assert http.get("/sweep/not%20an%20id").status_code == 404
