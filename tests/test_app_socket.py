@@ -90,6 +90,33 @@ def test_three_lanes_tick_together_until_the_slowest_is_done(app, connect):
     assert {lane: m["steps"] for lane, m in finished["metrics"].items()} == {"static": 8, "dynamic": 8, "continuous": 8}
 
 
+def test_lane_configurations_run_on_one_clock_keyed_by_name_and_replay(app, connect):
+    lanes = ["static", {"name": "chunked 64", "policy": "continuous", "chunk_size": 64},
+             {"name": "continuous", "policy": "continuous"}, {"name": "8 slots", "policy": "continuous", "slots": 8}]
+    probe = connect(app)
+    probe.emit("submit", {"workload": preset("long-prompt"), "lanes": lanes})
+    run_id = probe.wait_for("run_queued")["run_id"]
+    started = probe.wait_for("run_started", run_id)
+    names = ["static", "chunked 64", "continuous", "8 slots"]
+    assert started["lanes"] == names and started["workload"]["lanes"] == [
+        "static", lanes[1], "continuous", {"name": "8 slots", "policy": "continuous", "slots": 8}]
+    finished = probe.wait_for("run_finished", run_id)
+    ticks = sorted(probe.named("tick", run_id), key=lambda t: t["t"])
+    records = {name: [t["lanes"][name] for t in ticks if t["lanes"][name]] for name in names}
+    assert len(records["8 slots"][0]["slots"]) == 8 and len(records["static"][0]["slots"]) == 4
+    chunks = [c["prefill"] for r in records["chunked 64"] for c in r["slots"] if c["request"] == "LONG" and c.get("prefill")]
+    assert len(chunks) > 1 and all(b[0] - a[0] <= 64 for a, b in zip(chunks, chunks[1:]))
+    # the server's metrics are the records' metrics, per lane name, and every lane wrote the same tokens
+    workload = parse_workload(started["workload"])
+    assert run_metrics(records, workload) == finished["metrics"]
+    texts = {name: {rid: q["token_ids"] for rid, q in m["requests"].items()} for name, m in finished["metrics"].items()}
+    assert all(t == texts["static"] for t in texts.values())
+    replay = connect(app)
+    replay.emit("watch", {"run_id": run_id})
+    assert replay.wait_for("run_finished", run_id)["metrics"] == finished["metrics"]
+    assert replay.wait_for("run_started", run_id)["workload"]["lanes"] == started["workload"]["lanes"]
+
+
 def test_a_spectator_joining_mid_run_gets_every_tick_so_far_then_the_live_ones(make_app, connect, smol):
     engine = PausingEngine(smol)
     app = make_app(engine=engine)
