@@ -97,13 +97,13 @@ class EngineWorker:
                 self._execute(live)
 
     def _load_model(self) -> bool:
-        load, t0, sent = ModelLoad(*self.model_args), time.perf_counter(), None
+        load, t0, sent = ModelLoad(*self.model_args, self.limits.max_slots), time.perf_counter(), None
         load.start(self.server, self.offload)
         while not load.done and not self._stopping.is_set():
             if load.progress != sent:  # publish progress from this thread, as it changes
                 sent = load.progress
                 self._set_status(progress=sent[0], message=sent[1])
-                self._emit("model_status", self.status)
+                self.emit("model_status", self.status)
             self.server.sleep(0.1)
         if load.lm is not None:
             self.engine = Engine(load.lm, self.limits)

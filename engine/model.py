@@ -130,7 +130,7 @@ def load_model(path: str | os.PathLike | None = None, dtype: str = "float32", de
     report(0.95, "warming up")
     with torch.inference_mode():
         model(torch.tensor([[pad_id]], device=device))
-    report(1.0, "ready")
+    report(1.0, "loaded")  # ready is for whoever loads it to say (the server warms the model up first)
     return LoadedModel(model, tokenizer, name, torch.device(device), DTYPES[dtype], frozenset(eos_ids), pad_id)
 
 
