@@ -93,11 +93,16 @@ def workload_options(args) -> dict:
                 kv_block_size=args.kv_block_size, fused=args.fused)
 
 
-def make_engine(args) -> Engine:
+def make_engine(args, workload) -> Engine:
+    """The simulator, or the model loaded and warmed up for `workload`'s widest lane (as the server warms up), so
+    that its first steps are not slowed by one-off costs."""
     if args.backend == "sim":
         return Engine(None, CLI_LIMITS)
     from .model import load_model
-    return Engine(load_model(args.model, dtype=args.dtype, device=args.device), CLI_LIMITS)
+    from .warmup import warm_up
+    lm = load_model(args.model, dtype=args.dtype, device=args.device)
+    warm_up(lm, max(lane.config.slots for lane in workload.lanes))
+    return Engine(lm, CLI_LIMITS)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             from .sweep import sweep_main
             return sweep_main(args)
         workload = load_workload(args.workload, CLI_LIMITS, **workload_options(args))
-        engine = make_engine(args)
+        engine = make_engine(args, workload)
         run = engine.start(engine.prepare(workload))
     except (WorkloadError, ModelLoadError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -155,7 +155,9 @@ def sweep_main(args: argparse.Namespace) -> int:
                                      chunk_size=args.chunk_size, max_batch_tokens=args.max_batch_tokens,
                                      kv_budget=args.kv_budget, kv_block_size=args.kv_block_size,
                                      fused=args.fused).items() if v is not None}
-    engine = make_engine(args)
+    from .workload import parse_workload
+    lanes = parse_lanes_arg(args.lanes)
+    engine = make_engine(args, parse_workload(at_rate({**obj, **options}, rates[0]), CLI_LIMITS, lanes=lanes))
     total = len(rates)
 
     def progress(point, run):
@@ -163,7 +165,7 @@ def sweep_main(args: argparse.Namespace) -> int:
         done.append(point)
 
     done: list = []
-    result = run_sweep(engine, {**obj, **options}, rates, CLI_LIMITS, lanes=parse_lanes_arg(args.lanes),
+    result = run_sweep(engine, {**obj, **options}, rates, CLI_LIMITS, lanes=lanes,
                        burstiness=args.burstiness, slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms,
                        on_point=progress)
     result["simulated"] = engine.simulated

@@ -15,6 +15,10 @@ Sections (each a key of the JSON; `targets` sums up the goals):
   chunked_prefill         decoders' step time while a ~400-token prompt is prefilled, with and without chunks
                           (split, and fused for the first chunk size)
   preemption              preemptions (and steps) vs the KV budget on a workload with more work than memory
+  first_vs_second_run     in fresh processes, as the server loads (with and without its warm-up): step-1 ms of
+                          each lane on demos/mixed.json, first run vs second
+  load_sweep              a generated Poisson mix at rising request rates on static, dynamic and continuous: what
+                          `vllm bench serve` reports per rate and lane, and where each lane's p95 TTFT crosses 2 s
 
 Every ratio compares runs made in the same process, interleaved repeat by repeat, so the load other
 processes put on the machine hits both sides alike; absolute numbers still move with that load (the
@@ -37,6 +41,8 @@ from bench_common import (CHAT_PROMPTS, ROOT, Records, log, median, outputs, pre
                           side_by_side, timed, timed_run)
 import torch  # noqa: E402
 from bench_features import chunked_prefill, preemption, split_vs_fused  # noqa: E402
+from bench_sweep import load_sweep  # noqa: E402
+from bench_warmup import first_vs_second_run  # noqa: E402
 from engine import Engine  # noqa: E402
 from engine.metrics import run_metrics  # noqa: E402
 from engine.workload import CLI_LIMITS  # noqa: E402
@@ -45,12 +51,14 @@ SIZES = {  # what each section runs; --quick shrinks everything to a smoke test
                  chat_requests=16, chat_slots=8, chat_new_tokens=48, chat_repeats=2,
                  mixed_scale=8, mixed_repeats=2, fused_prompt_lens=(8, 64, 256),
                  demo_max_new_tokens=None, chunk_sizes=(64, 128), pressure_budgets=(None, 320, 224, 128),
-                 bandwidth_mib=512),
+                 bandwidth_mib=512, warmup_slots=16, fresh_processes=3,
+                 sweep_rates=[0.25, 0.5, 1, 2, 4], sweep_requests=24, sweep_output={"min": 16, "max": 48}),
     "quick": dict(repeats=1, batches=(1, 2), static_new_tokens=3,
                   chat_requests=4, chat_slots=2, chat_new_tokens=6, chat_repeats=1,
                   mixed_scale=1, mixed_repeats=1, fused_prompt_lens=(8,),
                   demo_max_new_tokens=4, chunk_sizes=(128,), pressure_budgets=(None, 128),
-                  bandwidth_mib=32),
+                  bandwidth_mib=32, warmup_slots=4, fresh_processes=1,
+                  sweep_rates=[1, 8], sweep_requests=3, sweep_output=[2]),
 }
 
 
@@ -222,12 +230,14 @@ def decode_floor(lm, size: dict, static: dict | None) -> dict:
 
 # -- the run ----------------------------------------------------------------------------------------------------
 SECTIONS = ("static_vs_generate", "continuous_vs_generate_batch", "mixed_x8", "decode_floor", "split_vs_fused",
-            "chunked_prefill", "preemption")
+            "chunked_prefill", "preemption", "first_vs_second_run", "load_sweep")
 
 
 SECTION_RUNS = {"static_vs_generate": static_vs_generate, "continuous_vs_generate_batch": continuous_vs_generate_batch,
                 "mixed_x8": mixed_x8, "split_vs_fused": split_vs_fused, "chunked_prefill": chunked_prefill,
-                "preemption": preemption}  # decode_floor reads static_vs_generate's figures instead
+                "preemption": preemption, "load_sweep": load_sweep}
+# decode_floor reads static_vs_generate's figures instead; first_vs_second_run loads the model in fresh processes
+# of its own (from main's --model, --dtype, --device), so it never sees `lm`
 
 
 def targets(out: dict) -> dict:
@@ -244,7 +254,7 @@ def targets(out: dict) -> dict:
     }
 
 
-def run_benchmark(lm, quick: bool = False, sections=SECTIONS) -> dict:
+def run_benchmark(lm, quick: bool = False, sections=SECTIONS, model_args: tuple = (None, "float32", "auto")) -> dict:
     size, records = SIZES["quick" if quick else "full"], Records()
     t0 = time.perf_counter()
     out = {"meta": {"model": lm.name, "device": str(lm.device), "dtype": str(lm.dtype).removeprefix("torch."),
@@ -255,6 +265,8 @@ def run_benchmark(lm, quick: bool = False, sections=SECTIONS) -> dict:
         log(name)
         if name == "decode_floor":
             out[name] = decode_floor(lm, size, out.get("static_vs_generate"))
+        elif name == "first_vs_second_run":
+            out[name] = first_vs_second_run(model_args, size)
         else:
             out[name] = SECTION_RUNS[name](lm, size, records)
     out["overhead"] = overhead(records)
@@ -279,7 +291,7 @@ def main(argv: list[str] | None = None, lm=None) -> dict:
     if lm is None:
         from engine.model import load_model
         lm = load_model(args.model, dtype=args.dtype, device=args.device)
-    out = run_benchmark(lm, quick=args.quick, sections=sections)
+    out = run_benchmark(lm, quick=args.quick, sections=sections, model_args=(args.model, args.dtype, args.device))
     print(json.dumps(out, indent=1, default=float))
     return out
 

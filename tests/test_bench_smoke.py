@@ -27,3 +27,7 @@ def test_bench_quick_prints_every_section_and_target(tiny, capsys):
     assert out["decode_floor"]["floor_ms"] > 0
     assert set(out["chunked_prefill"]["variants"]) == {"none", "128", "128+fused"}
     assert [row["kv_budget"] for row in out["preemption"]["budgets"]] == [None, 128]
+    sweep = out["load_sweep"]
+    assert [p["rate"] for p in sweep["points"]] == [1, 8] and set(sweep["p95_ttft_over_2s_from_rate"]) == {
+        "static", "dynamic", "continuous"}
+    assert all(s["completed"] == 3 for p in sweep["points"] for s in p["lanes"].values())

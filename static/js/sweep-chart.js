@@ -1,8 +1,8 @@
 /**
  * The two sweep charts, drawn by uPlot (window.uPlot, from /static/vendor/uPlot.iife.min.js): a metric
- * against request rate, one line per lane with its points marked, a legend naming the lanes, and an
- * optional dashed horizontal line (the TTFT SLO). `syncChart` builds a chart when its shape (lanes,
- * rates, SLO) changes and otherwise only hands uPlot new data; a click near a point only reports the
+ * against request rate (a log-2 axis when the rates span 4x or more), one line per lane with its points
+ * marked, a legend naming the lanes, and an optional dashed horizontal line (the TTFT SLO). `syncChart`
+ * builds a chart when its shape (lanes, rates, SLO) changes and otherwise only hands uPlot new data; a click near a point only reports the
  * rate through `onPick`. The numbers come from sweep-state.js's `seriesOf`, as the table's do.
  */
 
@@ -44,7 +44,12 @@ function pointNearCursor(u, lanes) {
   return -1;
 }
 
-function options(chart, lanes, slo, width) {
+/** Rates that double (0.5, 1, 2, 4 …) read best on a log-2 axis, where each doubling is one step to the right. */
+function logScale(rates) {
+  return rates.length > 2 && rates[0] > 0 && rates[rates.length - 1] / rates[0] >= 4;
+}
+
+function options(chart, lanes, slo, width, rates) {
   const fmt = chart.format;
   const series = [{ label: "rate", value: (u, v) => (v === null || v === undefined ? "\u2013" : `${v} req/s`) }];
   lanes.forEach((name, i) => {
@@ -60,7 +65,8 @@ function options(chart, lanes, slo, width) {
   const axis = { stroke: INK, font: FONT, labelFont: FONT, grid: { stroke: RULE, width: 1 }, ticks: { stroke: RULE, width: 1 } };
   return {
     width, height: HEIGHT, series,
-    scales: { x: { time: false, range: (u, min, max) => padded(min, max) },
+    scales: { x: logScale(rates) ? { time: false, distr: 3, log: 2, range: (u, min, max) => [min / 1.3, max * 1.3] }
+      : { time: false, range: (u, min, max) => padded(min, max) },
       y: { range: (u, min, max) => [0, max === null || max <= 0 ? 1 : max * 1.12] } },
     axes: [{ ...axis, label: "request rate (req/s)", labelSize: 24 },
       { ...axis, label: chart.yLabel, labelSize: 24, size: 64 }],
@@ -92,7 +98,7 @@ export function syncChart(chart, series, slo = null) {
   }
   if (shape !== chart.shape) {
     if (chart.plot) chart.plot.destroy();
-    chart.plot = new window.uPlot(options(chart, lanes, slo, width), data, chart.container);
+    chart.plot = new window.uPlot(options(chart, lanes, slo, width, series.rates), data, chart.container);
     Object.assign(chart, { shape, data, lanes, slo });
     return;
   }
