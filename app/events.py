@@ -15,6 +15,7 @@ import re
 import threading
 import time
 from collections import deque
+from typing import Callable, TypeVar
 
 from engineio import json as engineio_json
 from flask import current_app, request
@@ -33,7 +34,8 @@ log = logging.getLogger("batch_lanes.events")
 RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SUBMIT_KEYS = ("lanes", "workload")
 SWEEP_KEYS = ("burstiness", "lanes", "rates", "slo_tpot_ms", "slo_ttft_ms", "workload")
-UNREADABLE = "_unreadable"  # the event a message that cannot be decoded turns into
+UNREADABLE = "_unreadable"
+T = TypeVar("T")  # the event a message that cannot be decoded turns into
 
 
 class WireJSON:
@@ -141,25 +143,40 @@ def on_disconnect(reason=None):
     _worker().forget(request.sid)
 
 
+def _may_submit(sid: str):
+    """The worker, once `sid` is within its submit rate limit and may queue work now; `Rejected` otherwise."""
+    if not _limiter("submit").allow(sid):
+        raise Rejected("rate_limited", f"too many submits: the limit is {current_app.config['SUBMITS_PER_MINUTE']} "
+                                       f"per minute per client; wait a little")
+    worker = _worker()
+    worker.check_can_submit(sid)
+    return worker
+
+
+def _refusing(what: str, queue: Callable[[], T]) -> T | None:
+    """`queue()`, or None after answering its refusal (bad input, or the server saying no) with one run_error."""
+    try:
+        return queue()
+    except WorkloadError as e:
+        log.info("%s refused: field %s", what, e.field[:80])
+        emit("run_error", error_payload(str(e), e.field))
+    except Rejected as r:
+        log.info("%s refused: %s", what, r.code)
+        emit("run_error", r.payload())
+    return None
+
+
 @socketio.on("submit")
 def on_submit(*args):
-    worker, sid, t0 = _worker(), request.sid, time.perf_counter()
-    try:
-        if not _limiter("submit").allow(sid):
-            raise Rejected("rate_limited", f"too many submits: the limit is {current_app.config['SUBMITS_PER_MINUTE']} "
-                                           f"per minute per client; wait a little")
-        worker.check_can_submit(sid)
-        workload = worker.prepare(check_submit(args, worker.limits))
-        live = worker.enqueue(sid, workload)
-    except WorkloadError as e:
-        log.info("submit refused: field %s", e.field[:80])
-        emit("run_error", error_payload(str(e), e.field))
+    sid, t0 = request.sid, time.perf_counter()
+
+    def queue():
+        worker = _may_submit(sid)
+        return worker.enqueue(sid, worker.prepare(check_submit(args, worker.limits)))
+    live = _refusing("submit", queue)
+    if live is None:
         return
-    except Rejected as r:
-        log.info("submit refused: %s", r.code)
-        emit("run_error", r.payload())
-        return
-    specs = workload.requests
+    specs = live.workload.requests
     log.info("run %s queued: %d requests, %d prompt chars, %d prompt tokens, %d new tokens max, %d bytes, "
              "lanes %s, checked in %.1f ms", live.run_id, len(specs), sum(len(s.prompt) for s in specs),
              sum(len(s.prompt_ids) for s in specs), sum(s.max_new_tokens for s in specs),
@@ -179,26 +196,20 @@ def on_watch(*args):
 
 @socketio.on("sweep")
 def on_sweep(*args):
-    worker, sid, t0 = _worker(), request.sid, time.perf_counter()
-    try:
-        if not _limiter("submit").allow(sid):
-            raise Rejected("rate_limited", f"too many submits: the limit is {current_app.config['SUBMITS_PER_MINUTE']} "
-                                           f"per minute per client; wait a little")
-        worker.check_can_submit(sid)
+    sid, t0 = request.sid, time.perf_counter()
+
+    def queue():
+        worker = _may_submit(sid)
         options = check_sweep(args, current_app.config["MAX_SWEEP_RATES"])
         prepared = worker.prepare_sweep(args[0]["workload"], options["rates"], options["lanes"], options["burstiness"])
-        sweep = worker.enqueue_sweep(sid, LiveSweep(prepared, args[0]["workload"], sid, options["slo_ttft_ms"],
-                                                    options["slo_tpot_ms"], options["burstiness"]))
-    except WorkloadError as e:
-        log.info("sweep refused: field %s", e.field[:80])
-        emit("run_error", error_payload(str(e), e.field))
+        return worker.enqueue_sweep(sid, LiveSweep(prepared, args[0]["workload"], sid, options["slo_ttft_ms"],
+                                                   options["slo_tpot_ms"], options["burstiness"]))
+    sweep = _refusing("sweep", queue)
+    if sweep is None:
         return
-    except Rejected as r:
-        log.info("sweep refused: %s", r.code)
-        emit("run_error", r.payload())
-        return
-    log.info("sweep %s queued: %d rates x %d requests, lanes %s, checked in %.1f ms", sweep.run_id, len(prepared),
-             len(prepared[0][1].requests), ",".join(sweep.lanes), (time.perf_counter() - t0) * 1000)
+    log.info("sweep %s queued: %d rates x %d requests, lanes %s, checked in %.1f ms", sweep.run_id,
+             len(sweep.prepared), len(sweep.prepared[0][1].requests), ",".join(sweep.lanes),
+             (time.perf_counter() - t0) * 1000)
 
 
 @socketio.on("cancel")
