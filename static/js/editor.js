@@ -1,82 +1,91 @@
 /**
- * The request-mix editor: slots, lanes, engine options and one row per request (prompt, tokens,
- * stop at EOS or a fixed length, arrival, priority). It reads and writes a workload object, checks
- * what it can before sending, and shows an error next to the field it names — the same dotted names
- * the server's run_error uses (`requests[2].max_new_tokens`). User text only ever goes into form
- * values and textContent.
+ * The request-mix editor: the workload's defaults (slots and engine options every lane inherits),
+ * the lanes (laneeditor.js), how arrivals count (steps or ms), an arrival process that generates
+ * the requests (arrivalpanel.js), and one row per request (prompt, tokens, stop at EOS or a fixed
+ * length, arrival, priority). It reads and writes a workload object, checks what it can before
+ * sending, and shows an error next to the field it names — the same dotted names the server's
+ * run_error uses (`requests[2].max_new_tokens`, `lanes[1].chunk_size`). User text only ever goes
+ * into form values and textContent.
  */
+import { createArrivalPanel } from "./arrivalpanel.js";
 import { el } from "./dom.js";
-import { LANE_ORDER, Lane, Policy, StopReason } from "./vocab.js";
+import { checkInt, checkNumber, errorSlot, field, hasField, numberInput, select, showFieldErrors, textInput } from "./fields.js";
+import { createLaneList } from "./laneeditor.js";
+import { Policy, StopReason } from "./vocab.js";
 
-const DEFAULT_LIMITS = { max_requests: 32, max_slots: 16, max_new_tokens: 256, max_prompt_chars: 4000,
-  max_arrival: 500, max_id_chars: 32, max_wait: 100, max_kv_budget: 65536 };
-const OPTIONS = ["chunk_size", "max_batch_tokens", "kv_budget", "max_wait"];
+const DEFAULT_LIMITS = { max_requests: 32, max_slots: 16, max_new_tokens: 256, max_prompt_chars: 4000, max_lanes: 4,
+  max_arrival: 500, max_arrival_ms: 600000, max_id_chars: 32, max_name_chars: 80, max_description_chars: 600, max_wait: 100, max_kv_budget: 65536 };
+const OPTIONS = ["kv_budget", "chunk_size", "max_batch_tokens"];
 const KEPT = ["kv_block_size", "fused"];  // engine options without a field here: carried through unchanged
 
-/** An input (or select) with its label and an error slot right after it. */
-function field(name, label, input) {
-  input.dataset.field = name;
-  input.setAttribute("aria-label", label);
-  const error = el("span", { className: "field-error", dataset: { errorFor: name }, role: "alert" });
-  return el("label", { className: "field" }, [el("span", { className: "field-label", text: label }), input, error]);
-}
-
-function numberInput(value, min, max, placeholder = "") {
-  return el("input", { type: "number", min: String(min), max: String(max), step: "1", placeholder,
-    value: value === undefined || value === null ? "" : String(value) });
-}
-
-function checkInt(raw, name, lo, hi, errors, optional = false) {
-  if (raw === "" && optional) return undefined;
-  const n = Number(raw);
-  if (raw === "" || !Number.isInteger(n)) errors.push({ field: name, message: "a whole number, please" });
-  else if (n < lo || n > hi) errors.push({ field: name, message: `from ${lo} to ${hi}` });
-  return n;
-}
-
-export function createEditor(root, { onChange, onRun }) {
+export function createEditor(root, { onChange, onRun, onGenerate }) {
   let limits = DEFAULT_LIMITS;
   let meta = { name: "custom", description: "" };
   let kept = {};
+  let timed = false;  // arrivals in ms (arrival_ms) rather than steps (arrival)
   const slots = numberInput(4, 1, limits.max_slots);
-  const laneBoxes = LANE_ORDER.map((lane) => el("input", { type: "checkbox", value: lane }));
-  const policy = el("select", {}, Object.values(Policy).map((p) => el("option", { value: p, text: p })));
+  const scheduling = select(Object.values(Policy).map((p) => [p, p]), Policy.FCFS);
   const options = Object.fromEntries(OPTIONS.map((k) => [k, numberInput("", 1, limits.max_kv_budget, "off")]));
-  options.max_wait.placeholder = "15";
+  const maxWait = numberInput("", 0, limits.max_wait, "15");
   const rows = el("tbody");
+  const arrivalHead = el("th", { text: "arrival (step)", scope: "col" });
+  const unit = Object.fromEntries(["steps", "ms"].map((u) => [u, el("input", { type: "radio", name: "arrival-unit", value: u, id: `arrival-unit-${u}` })]));
   const addButton = el("button", { type: "button", className: "secondary", text: "+ Add request" });
   const runButton = el("button", { type: "button", className: "primary", id: "run-mix", text: "Run this mix" });
   const general = el("p", { className: "field-error general", dataset: { errorFor: "" }, role: "alert" });
+  const lanesBox = el("fieldset", { className: "group lanes" }, [el("legend", { text: "Lanes, side by side on one clock" })]);
+  const arrivalsBox = el("fieldset", { className: "group arrivals" }, [el("legend", { text: "Arrivals" })]);
+  const process = el("details", { className: "process", id: "arrival-process" }, [
+    el("summary", { text: "Arrival process: generate the requests" })]);
 
-  const lanesBox = el("fieldset", { className: "field lanes" }, [el("legend", { text: "Lanes" }),
-    ...laneBoxes.map((box) => el("label", { className: "check" }, [box, document.createTextNode(` ${box.value}`)])),
-    el("span", { className: "field-error", dataset: { errorFor: "lanes" }, role: "alert" })]);
   root.append(
-    el("div", { className: "editor-options" }, [field("slots", "Slots", slots), lanesBox,
-      field("policy", "Policy", policy),
-      field("chunk_size", "Chunk size", options.chunk_size),
-      field("max_batch_tokens", "Max batch tokens", options.max_batch_tokens),
+    el("div", { className: "editor-options" }, [el("span", { className: "group-label", text: "Defaults for every lane" }),
+      field("slots", "Slots", slots),
       field("kv_budget", "KV budget (tokens)", options.kv_budget),
-      field("max_wait", "Dynamic max wait", options.max_wait)]),
+      field("scheduling_policy", "Scheduling (continuous)", scheduling),
+      field("chunk_size", "Chunk size (continuous)", options.chunk_size),
+      field("max_batch_tokens", "Max batch tokens (continuous)", options.max_batch_tokens),
+      field("max_wait", "Max wait steps (dynamic)", maxWait)]),
+    lanesBox, arrivalsBox,
     el("table", { className: "mix" }, [
-      el("thead", {}, [el("tr", {}, ["id", "prompt", "tokens", "stop", "arrival", "priority", ""].map(
-        (h) => el("th", { text: h, scope: "col" })))]),
+      el("thead", {}, [el("tr", {}, [el("th", { text: "id", scope: "col" }), el("th", { text: "prompt", scope: "col" }),
+        el("th", { text: "tokens", scope: "col" }), el("th", { text: "stop", scope: "col" }), arrivalHead,
+        el("th", { text: "priority", scope: "col" }), el("th", { text: "", scope: "col" })])]),
       rows]),
-    el("div", { className: "editor-actions" }, [addButton, runButton, general]));
+    el("div", { className: "editor-actions" }, [addButton, runButton, errorSlot("requests"), general]));
+  const lanes = createLaneList(lanesBox, { onChange: () => changed() });
+  arrivalsBox.append(el("div", { className: "toggle", role: "radiogroup", ariaLabel: "arrivals count" }, [
+    el("label", {}, [unit.steps, document.createTextNode(" in steps")]),
+    el("label", {}, [unit.ms, document.createTextNode(" in milliseconds")])]),
+  el("span", { className: "note", text: "steps: the first step a request may join, on every lane; ms: when it arrives on each lane's clock" }),
+  process);
+  const panel = createArrivalPanel(process, { onGenerate: () => {
+    const errors = [];
+    const spec = panel.read(errors);
+    showErrors(errors);
+    if (!errors.length) onGenerate(spec);
+  } });
+
+  function changed() {
+    meta = { name: "custom", description: "" };
+    onChange();
+  }
 
   function addRow(q) {
     const i = rows.children.length;
-    const stop = el("select", {}, [el("option", { value: StopReason.LENGTH, text: "fixed length" }),
-      el("option", { value: StopReason.EOS, text: "at EOS" })]);
-    stop.value = q.ignore_eos === false ? StopReason.EOS : StopReason.LENGTH;
+    const stop = select([[StopReason.LENGTH, "fixed length"], [StopReason.EOS, "at EOS"]],
+      q.ignore_eos === false ? StopReason.EOS : StopReason.LENGTH);
     const remove = el("button", { type: "button", className: "remove", text: "\u00d7", title: "remove this request" });
     remove.setAttribute("aria-label", "remove this request");
+    const arrival = timed ? numberInput(q.arrival_ms ?? 0, 0, limits.max_arrival_ms, "", "any")
+      : numberInput(q.arrival ?? 0, 0, limits.max_arrival);
+    arrival.dataset.key = "arrival";
     const cells = [
-      field(`requests[${i}].id`, "id", el("input", { type: "text", value: q.id ?? `R${i + 1}`, maxLength: limits.max_id_chars })),
-      field(`requests[${i}].prompt`, "prompt", el("input", { type: "text", value: q.prompt ?? "", maxLength: limits.max_prompt_chars })),
+      field(`requests[${i}].id`, "id", textInput(q.id ?? `R${i + 1}`, limits.max_id_chars)),
+      field(`requests[${i}].prompt`, "prompt", textInput(q.prompt ?? "", limits.max_prompt_chars)),
       field(`requests[${i}].max_new_tokens`, "tokens", numberInput(q.max_new_tokens ?? 4, 1, limits.max_new_tokens)),
       field(`requests[${i}].ignore_eos`, "stop", stop),
-      field(`requests[${i}].arrival`, "arrival", numberInput(q.arrival ?? 0, 0, limits.max_arrival)),
+      field(`requests[${i}].${timed ? "arrival_ms" : "arrival"}`, timed ? "arrival ms" : "arrival step", arrival),
       field(`requests[${i}].priority`, "priority", numberInput(q.priority ?? 0, -1000, 1000)),
       remove];
     rows.append(el("tr", {}, cells.map((c) => el("td", {}, [c]))));
@@ -91,78 +100,127 @@ export function createEditor(root, { onChange, onRun }) {
     });
   }
 
-  function read() {
-    const errors = [];
-    const workload = { name: meta.name, description: meta.description, ...kept };
-    workload.slots = checkInt(slots.value, "slots", 1, limits.max_slots, errors);
-    if (policy.value !== Policy.FCFS) workload.policy = policy.value;
-    for (const [key, input] of Object.entries(options)) {
-      const lo = key === "max_wait" ? 0 : 1;
-      const hi = key === "max_wait" ? limits.max_wait : limits.max_kv_budget;
-      const n = checkInt(input.value, key, lo, hi, errors, true);
-      if (n !== undefined) workload[key] = n;
-    }
+  /** Arrivals count steps or ms: rename the arrival and max-wait fields (the numbers stay as typed). */
+  function setTimed(next) {
+    timed = next;
+    unit.steps.checked = !timed;
+    unit.ms.checked = timed;
+    arrivalHead.textContent = timed ? "arrival (ms)" : "arrival (step)";
+    const rename = (input, name, label) => {
+      input.dataset.field = name;
+      input.step = timed ? "any" : "1";
+      input.setAttribute("aria-label", label);
+      input.parentElement.querySelector(".field-error").dataset.errorFor = name;
+    };
+    [...rows.children].forEach((tr, i) => rename(tr.querySelector('[data-key="arrival"]'),
+      `requests[${i}].${timed ? "arrival_ms" : "arrival"}`, timed ? "arrival ms" : "arrival step"));
+    rename(maxWait, timed ? "max_wait_ms" : "max_wait", "max wait");
+    maxWait.placeholder = timed ? "1000" : "15";
+    maxWait.max = String(timed ? limits.max_arrival_ms : limits.max_wait);
+    maxWait.closest("label").querySelector(".field-label").textContent = timed ? "Max wait ms (dynamic)" : "Max wait steps (dynamic)";
+    lanes.setTimed(timed);
+  }
+
+  function readRequests(errors) {
     const ids = new Set();
-    workload.requests = [...rows.children].map((tr, i) => {
+    const requests = [...rows.children].map((tr, i) => {
       const get = (k) => tr.querySelector(`[data-field="requests[${i}].${k}"]`);
       const id = get("id").value;
       if (!id.trim()) errors.push({ field: `requests[${i}].id`, message: "give it an id" });
       else if (ids.has(id)) errors.push({ field: `requests[${i}].id`, message: "this id is taken" });
       ids.add(id);
       if (!get("prompt").value.trim()) errors.push({ field: `requests[${i}].prompt`, message: "write a prompt" });
-      return { id, prompt: get("prompt").value,
+      const q = { id, prompt: get("prompt").value,
         max_new_tokens: checkInt(get("max_new_tokens").value, `requests[${i}].max_new_tokens`, 1, limits.max_new_tokens, errors),
-        ignore_eos: get("ignore_eos").value !== StopReason.EOS,
-        arrival: checkInt(get("arrival").value, `requests[${i}].arrival`, 0, limits.max_arrival, errors),
-        priority: checkInt(get("priority").value, `requests[${i}].priority`, -1000, 1000, errors) };
+        ignore_eos: get("ignore_eos").value !== StopReason.EOS };
+      if (timed) q.arrival_ms = checkNumber(get("arrival_ms").value, `requests[${i}].arrival_ms`, 0, limits.max_arrival_ms, errors);
+      else q.arrival = checkInt(get("arrival").value, `requests[${i}].arrival`, 0, limits.max_arrival, errors);
+      q.priority = checkInt(get("priority").value, `requests[${i}].priority`, -1000, 1000, errors);
+      return q;
     });
-    if (!workload.requests.length) errors.push({ field: "requests", message: "add at least one request" });
-    const lanes = laneBoxes.filter((b) => b.checked).map((b) => b.value);
-    if (!lanes.length) errors.push({ field: "lanes", message: "pick at least one lane" });
-    return { workload, lanes, errors };
+    if (!requests.length) errors.push({ field: "requests", message: "add at least one request" });
+    return requests;
+  }
+
+  /** {workload (its lanes inside), generate (the arrival-process panel, for the link), errors}. */
+  function read() {
+    const errors = [];
+    const most = limits.max_description_chars;  // a longer lesson is clipped: the page shows the preset's own text
+    const description = meta.description.length > most ? `${meta.description.slice(0, most - 1)}\u2026` : meta.description;
+    const workload = { name: meta.name, description, ...kept };
+    workload.slots = checkInt(slots.value, "slots", 1, limits.max_slots, errors);
+    if (scheduling.value !== Policy.FCFS) workload.scheduling_policy = scheduling.value;
+    for (const [key, input] of Object.entries(options)) {
+      const n = checkInt(input.value, key, 1, limits.max_kv_budget, errors, true);
+      if (n !== undefined) workload[key] = n;
+    }
+    const wait = timed ? checkNumber(maxWait.value, "max_wait_ms", 0, limits.max_arrival_ms, errors, true)
+      : checkInt(maxWait.value, "max_wait", 0, limits.max_wait, errors, true);
+    if (wait !== undefined) workload[timed ? "max_wait_ms" : "max_wait"] = wait;
+    workload.lanes = lanes.read(errors);
+    workload.requests = readRequests(errors);
+    return { workload, generate: panel.read([]), errors };
   }
 
   function showErrors(errors) {
-    root.querySelectorAll(".field-error").forEach((node) => { node.textContent = ""; });
-    root.querySelectorAll("[aria-invalid]").forEach((node) => node.removeAttribute("aria-invalid"));
-    for (const { field: name, message } of errors) {
-      const slot = name && root.querySelector(`[data-error-for="${CSS.escape(name)}"]`);
-      const input = name && root.querySelector(`[data-field="${CSS.escape(name)}"]`);
-      if (input) input.setAttribute("aria-invalid", "true");
-      const text = name && message.startsWith(`${name}: `) ? message.slice(name.length + 2) : message;
-      (slot || general).textContent = slot || !name ? text : `${name}: ${text}`;
-    }
+    showFieldErrors(root, general, errors);
     const first = errors.length && root.querySelector("[aria-invalid]");
-    if (first) first.focus();
+    if (first) {
+      const closed = first.closest("details:not([open])");
+      if (closed) closed.open = true;
+      first.focus();
+    }
   }
 
-  function load(workload, lanes) {
+  /** Show a workload (a preset, a link's mix, a replayed run) and, when it was generated, its arrival process. */
+  function load(workload, generate = null) {
     meta = { name: String(workload.name || "custom"), description: String(workload.description || "") };
     kept = Object.fromEntries(KEPT.filter((k) => workload[k] !== undefined).map((k) => [k, workload[k]]));
     slots.value = String(workload.slots ?? 4);
-    policy.value = workload.policy === Policy.PRIORITY ? Policy.PRIORITY : Policy.FCFS;
+    scheduling.value = (workload.scheduling_policy ?? workload.policy) === Policy.PRIORITY ? Policy.PRIORITY : Policy.FCFS;
     for (const [key, input] of Object.entries(options)) input.value = workload[key] ?? "";
+    const requests = (workload.requests || []).map((q) => (q && typeof q === "object" ? q : {}));
+    timed = requests.some((q) => q.arrival_ms !== undefined && q.arrival_ms !== null);
+    maxWait.value = String(workload[timed ? "max_wait_ms" : "max_wait"] ?? "");
+    lanes.load(workload.lanes, timed);
     rows.replaceChildren();
-    for (const q of workload.requests || []) addRow(q && typeof q === "object" ? q : {});
-    const chosen = new Set(lanes && lanes.length ? lanes : [Lane.STATIC, Lane.CONTINUOUS]);
-    laneBoxes.forEach((box) => { box.checked = chosen.has(box.value); });
+    requests.forEach(addRow);
+    setTimed(timed);
+    panel.load(generate);
+    process.open = Boolean(generate);
+    addButton.disabled = rows.children.length >= limits.max_requests;
     showErrors([]);
+  }
+
+  /** Requests drawn by /api/generate replace the rows (arrivals in ms), editable as any others. */
+  function fillRequests(requests) {
+    rows.replaceChildren();
+    timed = true;
+    requests.forEach(addRow);
+    setTimed(true);
+    addButton.disabled = rows.children.length >= limits.max_requests;
+    showErrors([]);
+    changed();
   }
 
   function setLimits(next) {
     limits = { ...DEFAULT_LIMITS, ...next };
     slots.max = String(limits.max_slots);
     addButton.disabled = rows.children.length >= limits.max_requests;
+    lanes.setLimits(limits);
+    panel.setLimits(limits);
   }
 
-  root.addEventListener("input", () => { meta = { name: "custom", description: "" }; onChange(); });
+  root.addEventListener("input", (event) => { if (!event.target.closest(".process")) changed(); });
+  for (const radio of Object.values(unit)) {
+    radio.addEventListener("change", () => { setTimed(radio.value === "ms"); changed(); });
+  }
   addButton.addEventListener("click", () => {
     const n = rows.children.length;
-    const prev = rows.lastElementChild ? read().workload.requests[n - 1] : {};
-    addRow({ id: `R${n + 1}`, prompt: "Tell me a fact.", max_new_tokens: prev.max_new_tokens || 4, arrival: 0 });
+    const prev = rows.lastElementChild ? readRequests([])[n - 1] : {};
+    addRow({ id: `R${n + 1}`, prompt: "Tell me a fact.", max_new_tokens: prev.max_new_tokens || 4 });
     addButton.disabled = rows.children.length >= limits.max_requests;
-    meta = { name: "custom", description: "" };
-    onChange();
+    changed();
   });
   rows.addEventListener("click", (event) => {
     const button = event.target.closest("button.remove");
@@ -170,14 +228,12 @@ export function createEditor(root, { onChange, onRun }) {
     button.closest("tr").remove();
     renumber();
     addButton.disabled = rows.children.length >= limits.max_requests;
-    meta = { name: "custom", description: "" };
-    onChange();
+    changed();
   });
   runButton.addEventListener("click", () => onRun());
-  /** Whether the editor has a field (or an error slot) of this name, e.g. "requests[2].prompt". */
-  function has(name) {
-    return Boolean(name && root.querySelector(`[data-field="${CSS.escape(name)}"], [data-error-for="${CSS.escape(name)}"]`));
-  }
 
-  return { load, read, showErrors, setLimits, has, get meta() { return meta; } };
+  return { load, read, showErrors, setLimits, fillRequests,
+    /** Whether the editor has a field (or an error slot) of this name, e.g. "requests[2].prompt". */
+    has: (name) => hasField(root, name),
+    get meta() { return meta; } };
 }

@@ -1,9 +1,11 @@
 /**
  * Exports, all built from the run's step records: the lanes as PNG, the records as JSON, the
  * metrics as CSV, and a Chrome trace-event file (open it in Perfetto or chrome://tracing) with one
- * process per lane and one thread per slot, each step a slice as long as it measured.
+ * process per lane and one thread per slot, each step a slice placed at its lane-clock start and as
+ * long as it lasted, plus a "lane" thread with the lane's waits for arrivals. Lanes are keyed by name.
  */
-import { METRIC_KEYS, cumulativeMs } from "./metrics.js";
+import { orderLanes } from "./laneconfig.js";
+import { METRIC_KEYS, laneTimes } from "./metrics.js";
 import { SlotState } from "./vocab.js";
 
 function download(filename, blob) {
@@ -51,21 +53,33 @@ export function exportCsv(run, metrics) {
   download(`${baseName(run)}-metrics.csv`, new Blob([metricsCsv(metrics)], { type: "text/csv" }));
 }
 
-/** Chrome trace-event JSON: pid = lane, tid = slot, "X" slices in microseconds, plus a KV counter. */
+/**
+ * Chrome trace-event JSON: pid = lane (in page order), tid = slot (tid 0: the lane's waits), "X" slices in
+ * microseconds, a KV counter.
+ */
 export function chromeTrace(run) {
   const events = [];
-  run.lanes.forEach((lane, li) => {
+  orderLanes(run.lanes, run.workload).forEach((lane, li) => {
     const pid = li + 1;
     const records = run.records[lane] || [];
-    const cum = cumulativeMs(records);
+    const { starts, ends } = laneTimes(records);
     events.push({ ph: "M", pid, name: "process_name", args: { name: `${lane} lane` } });
     events.push({ ph: "M", pid, name: "process_sort_index", args: { sort_index: li } });
     const slots = records.length ? records[0].slots.length : 0;
     for (let s = 0; s < slots; s += 1) {
       events.push({ ph: "M", pid, tid: s + 1, name: "thread_name", args: { name: `slot ${s + 1}` } });
     }
+    let waits = 0;  // a "waiting" thread only for a lane that waited
+    const wait = (from, to, step) => {
+      if (!waits++) events.push({ ph: "M", pid, tid: 0, name: "thread_name", args: { name: "waiting" } });
+      events.push({ ph: "X", pid, tid: 0, ts: from * 1000, dur: (to - from) * 1000, name: "waiting for arrivals",
+        cat: "waiting", args: { step } });
+    };
     records.forEach((r, i) => {
-      const ts = cum[i] * 1000;
+      const ts = starts[i] * 1000;
+      const prevEnd = i ? ends[i - 1] : 0;
+      if (starts[i] > prevEnd + 1e-6) wait(prevEnd, starts[i], r.step);  // the lane's clock jumped to an arrival
+      if (r.forward === "none") wait(starts[i], ends[i], r.step);         // a step that computed nothing
       r.slots.forEach((c, s) => {
         if (c.state === SlotState.IDLE) return;
         events.push({ ph: "X", pid, tid: s + 1, ts, dur: r.ms * 1000, name: `${c.request} ${c.state}`,

@@ -1,39 +1,47 @@
 /**
- * Where everything sits on the canvas, in CSS pixels: the time axis, each lane's title, grid and KV
- * bar, the legend row. Plain data (tests read it through window.__lanes) plus a few pure helpers
- * that map a (lane, step, row) to a rectangle and a point back to a cell. Knows nothing of colours.
+ * Where everything sits on the canvas, in CSS pixels: the time axis, each lane's title, arrival
+ * marks, grid and KV bar, the legend row. Plain data (tests read it through window.__lanes) plus a
+ * few pure helpers that map a (lane, step, row) to a rectangle and a point back to what is there.
+ * On the milliseconds clock a step spans its lane-clock start to its end, so a lane that waited for
+ * arrivals shows a gap. Knows nothing of colours.
  */
 
 const GUTTER = 116;  // left margin: slot or request labels, and a KV label like "KV 1687/1844 tok"
 const RIGHT = 20;
 const AXIS_H = 26;
-const TITLE_H = 28;
+const MARK_H = 11;   // the band of arrival marks above a lane's grid
 const KV_GAP = 6;
 const KV_H = 14;
-const LANE_GAP = 22;
-const LEGEND_H = 34;
+const LEGEND_H = 58;  // room for the legend to wrap onto a second row
 
-function rowHeight(view, rows) {
-  return view === "requests" ? Math.max(10, Math.min(22, Math.floor(300 / rows)))
-    : Math.max(12, Math.min(30, Math.floor(240 / rows)));
+/** Row height: lanes share a height budget, so four lanes still fit one screen. */
+function rowHeight(view, rows, laneCount) {
+  const share = (total, cap) => Math.min(cap, total / Math.max(1, laneCount));
+  return view === "requests" ? Math.max(10, Math.min(22, Math.floor(share(480, 300) / rows)))
+    : Math.max(12, Math.min(30, Math.floor(share(360, 240) / rows)));
 }
 
 /**
- * lanes: [{name, rows: [label...], cum: [ms...]}]; clock: "steps" | "ms"; domain: steps or ms the
- * x axis spans. Returns the layout object.
+ * lanes: [{name, rows: [label...], starts: [ms], ends: [ms], gaps: [{step, from, to}], arrivals:
+ * [{id, arrival, arrival_ms}] | null (no arrival marks)}]; clock: "steps" | "ms"; domain: steps or ms the x axis spans.
  */
 export function computeLayout(width, lanes, { view, clock, domain }) {
   const gridX = GUTTER;
   const gridW = Math.max(60, width - GUTTER - RIGHT);
   const pxPerUnit = gridW / Math.max(domain, 1e-9);
+  const compact = lanes.length > 2;
+  const titleH = compact ? 24 : 28;
+  const laneGap = compact ? 14 : 22;
   let y = AXIS_H;
   const placed = lanes.map((lane) => {
-    const rowH = rowHeight(view, Math.max(1, lane.rows.length));
-    const title = { x: 0, y, h: TITLE_H };
-    const grid = { x: gridX, y: y + TITLE_H, w: gridW, h: rowH * lane.rows.length };
+    const rowH = rowHeight(view, Math.max(1, lane.rows.length), lanes.length);
+    const title = { x: 0, y, h: titleH };
+    const markH = lane.arrivals ? MARK_H : 0;
+    const marks = { x: gridX, y: y + titleH, w: gridW, h: markH };
+    const grid = { x: gridX, y: marks.y + markH, w: gridW, h: rowH * lane.rows.length };
     const kv = { x: gridX, y: grid.y + grid.h + KV_GAP, w: gridW, h: KV_H };
-    y = kv.y + kv.h + LANE_GAP;
-    return { name: lane.name, rows: lane.rows, rowH, title, grid, kv, cum: lane.cum };
+    y = kv.y + kv.h + laneGap;
+    return { ...lane, rowH, title, marks, grid, kv };
   });
   const legend = { x: 0, y, w: width, h: LEGEND_H };
   return {
@@ -43,35 +51,61 @@ export function computeLayout(width, lanes, { view, clock, domain }) {
   };
 }
 
-/** x of the boundary after `step` steps of a lane (step 0: the grid's left edge). */
-export function stepX(layout, lane, step) {
-  const units = layout.clock === "steps" ? step : lane.cum[Math.min(step, lane.cum.length - 1)];
-  return lane.grid.x + units * layout.pxPerUnit;
-}
-
 /** x of a playhead at `t` (steps or ms). */
 export function timeX(layout, t) {
   return layout.axis.x + t * layout.pxPerUnit;
 }
 
+/** [x0, x1] of a lane's step (1-based): one unit on the step clock, its start to its end on the ms clock. */
+export function stepSpan(layout, lane, step) {
+  if (layout.clock === "steps") return [timeX(layout, step - 1), timeX(layout, step)];
+  return [timeX(layout, lane.starts[step - 1]), timeX(layout, lane.ends[step - 1])];
+}
+
 /** The rectangle of a lane's cell for `step` (1-based) and `row` (0-based). */
 export function cellRect(layout, lane, step, row) {
-  const x0 = stepX(layout, lane, step - 1);
-  const x1 = stepX(layout, lane, step);
+  const [x0, x1] = stepSpan(layout, lane, step);
   return { x: x0, y: lane.grid.y + row * lane.rowH, w: x1 - x0, h: lane.rowH };
 }
 
-/** The cell under a canvas point: {lane, step, row} or null. */
+/** The whole column of a step (every row), e.g. a step that computed nothing. */
+export function columnRect(layout, lane, step) {
+  const [x0, x1] = stepSpan(layout, lane, step);
+  return { x: x0, y: lane.grid.y, w: x1 - x0, h: lane.grid.h };
+}
+
+/** The rectangle of a gap (the lane waiting for arrivals) on the ms clock; null on the step clock, where it has no width. */
+export function gapRect(layout, lane, gap) {
+  if (layout.clock === "steps") return null;
+  const x0 = timeX(layout, gap.from);
+  return { x: x0, y: lane.grid.y, w: timeX(layout, gap.to) - x0, h: lane.grid.h };
+}
+
+/** x of a request's arrival mark: its ms on the ms clock, the start of the first step it could join on the step clock. */
+export function markX(layout, mark) {
+  return timeX(layout, layout.clock === "steps" ? mark.arrival : mark.arrival_ms);
+}
+
+/**
+ * What is under a canvas point: {lane, kind: "cell", step, row}, {lane, kind: "gap", gap},
+ * {lane, kind: "mark", marks: [...]} (arrival marks within 6 px), or null.
+ */
 export function hitTest(layout, x, y) {
   for (const lane of layout.lanes) {
+    const m = lane.marks;
+    if (m.h && y >= m.y && y < m.y + m.h) {
+      const near = (lane.arrivals || []).filter((k) => Math.abs(markX(layout, k) - x) <= 6);
+      return near.length ? { lane: lane.name, kind: "mark", marks: near } : null;
+    }
     const g = lane.grid;
     if (y < g.y || y >= g.y + g.h || x < g.x) continue;
     const row = Math.floor((y - g.y) / lane.rowH);
-    const steps = lane.cum.length - 1;
-    for (let s = 1; s <= steps; s += 1) {
-      if (x < stepX(layout, lane, s)) return { lane: lane.name, step: s, row };
+    for (let s = 1; s <= lane.ends.length; s += 1) {
+      const [x0, x1] = stepSpan(layout, lane, s);
+      if (x >= x0 && x < x1) return { lane: lane.name, kind: "cell", step: s, row };
     }
-    return null;
+    const gap = layout.clock === "ms" && lane.gaps.find((k) => x >= timeX(layout, k.from) && x < timeX(layout, k.to));
+    return gap ? { lane: lane.name, kind: "gap", gap } : null;
   }
   return null;
 }

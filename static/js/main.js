@@ -7,7 +7,7 @@
 import { Input, bindControls, syncControls } from "./controls.js";
 import { createEditor } from "./editor.js";
 import * as exporter from "./exports.js";
-import { computeLayout, hitTest, timeX } from "./layout.js";
+import { computeLayout, hitTest, markX, timeX } from "./layout.js";
 import { decodeHash, encodeMix, writeUrl } from "./mixurl.js";
 import { narrate } from "./narration.js";
 import { renderMetrics, renderRequests, setText, tooltipLines } from "./panels.js";
@@ -48,7 +48,8 @@ let canvasSize = "";
 let resizes = 0;
 
 const socket = connect(serverEvents);
-const editor = createEditor($("editor"), { onChange: () => push({ type: "mix-changed" }), onRun: () => push({ type: "run" }) });
+const editor = createEditor($("editor"), { onChange: () => push({ type: "mix-changed" }), onRun: () => push({ type: "run" }),
+  onGenerate: (spec) => push({ type: "generate", spec }) });
 dom.runMix = $("run-mix");
 bindControls(dom, push);
 dom.presetButtons.addEventListener("click", (e) => {
@@ -67,17 +68,17 @@ let clockMemo = { key: [], value: null };
 function clockInfo(derived) {
   const key = [derived, pb.clock];
   if (key.every((k, i) => k === clockMemo.key[i])) return clockMemo.value;
-  const lanes = derived.lanes.map((l) => ({ cum: l.timeline.cum, done: l.done }));
+  const lanes = derived.lanes.map((l) => ({ end: l.timeline.end, starts: l.timeline.starts, done: l.done }));
   clockMemo = { key, value: { limit: playback.extent(lanes, pb.clock), edges: playback.boundaries(lanes, pb.clock),
     finished: Boolean(derived.run && derived.run.status === RunStatus.FINISHED) } };
   return clockMemo.value;
 }
 
 function submit() {
-  const { workload, lanes, errors } = editor.read();
+  const { workload, errors } = editor.read();
   editor.showErrors(errors);
   if (errors.length) { dom.editorDetails.open = true; return; }
-  socket.submit(workload, lanes);
+  socket.submit(workload, workload.lanes);
   state = applyEvent(state, { type: Action.SUBMITTED, payload: null });
 }
 
@@ -91,8 +92,8 @@ function onServer(event) {
     pb = { ...pb, t: 0, playing: true };
     ui = { ...ui, requestLane: null };
     if (!run.own) {  // a shared link or a replay: show its mix in the editor
-      editor.load(run.workload, run.lanes);
-      writeUrl(location.pathname, encodeMix({ workload: run.workload, lanes: run.lanes }));
+      editor.load(run.workload);
+      writeUrl(location.pathname, encodeMix({ workload: run.workload }));
     }
     const path = `/runs/${encodeURIComponent(run.id)}`;  // a link that replays this run
     writeUrl(path, location.hash.slice(1));
@@ -109,10 +110,11 @@ function loadFromHash() {
   const found = decodeHash(location.hash);
   const preset = presets.find((p) => p.name === (found && found.preset)) || presets[0];
   if (found && found.mix) {
-    editor.load(found.mix.workload, found.mix.lanes);
+    const { workload, lanes, generate } = found.mix;
+    editor.load(workload.lanes || !lanes ? workload : { ...workload, lanes }, generate);
     ui = { ...ui, preset: null };
   } else if (preset) {
-    editor.load(preset, preset.lanes);
+    editor.load(preset, preset.generate);
     ui = { ...ui, preset: preset.name };
   }
 }
@@ -129,18 +131,23 @@ function onInput(a, derived) {
     case "preset": {
       const preset = presets.find((p) => p.name === a.name);
       if (!preset) break;
-      editor.load(preset, preset.lanes);
+      editor.load(preset, preset.generate);
       ui = { ...ui, preset: preset.name };
       writeUrl("/", `preset=${encodeURIComponent(preset.name)}`);
       submit();
       break;
     }
     case "mix-changed": {
-      const { workload, lanes } = editor.read();
+      const { workload, generate } = editor.read();
       ui = { ...ui, preset: null };
-      writeUrl("/", encodeMix({ workload, lanes }));
+      writeUrl("/", encodeMix({ workload, generate }));
       break;
     }
+    case "generate": generate(a.spec); break;
+    case "generated":
+      if (a.requests) editor.fillRequests(a.requests);
+      else editor.showErrors([{ field: a.field || "generate", message: a.message }]);
+      break;
     case "run": submit(); break;
     case "export": {
       const run = state.run;
@@ -187,7 +194,8 @@ function layoutOf(derived) {
   const width = dom.wrap.clientWidth;
   const key = [derived, width, ui.view, pb.clock, domain];
   if (key.every((k, i) => k === layoutMemo.key[i])) return layoutMemo.value;
-  const lanes = derived.lanes.map((l) => ({ name: l.name, rows: laneRows(l, ui.view, derived.run.workload), cum: l.timeline.cum }));
+  const lanes = derived.lanes.map((l) => ({ name: l.name, title: l.title, rows: laneRows(l, ui.view, derived.run.workload),
+    starts: l.timeline.starts, ends: l.timeline.ends, gaps: l.timeline.gaps, arrivals: derived.marks ? l.timeline.arrivals : null }));
   const span = !domain ? 1 : pb.clock === "steps" ? domain.steps : domain.ms;
   layoutMemo = { key, value: computeLayout(width, lanes, { view: ui.view, clock: pb.clock, domain: span }) };
   return layoutMemo.value;
@@ -205,13 +213,28 @@ function sizeCanvas(layout) {
   dom.canvas.getContext("2d").setTransform(dpr, 0, 0, dpr, 0, 0);
 }
 
+/** What the pointer is over, up to the playhead: {lane, hit, focus} for a cell, a wait or arrival marks; or null. */
 function hovered(layout, scene) {
   if (!ui.hover) return null;
   const hit = hitTest(layout, ui.hover.x, ui.hover.y);
   const lane = hit && scene.lanes.find((l) => l.name === hit.lane);
-  if (!lane || hit.step > lane.revealed || ui.hover.x > timeX(layout, scene.t)) return null;
+  if (!lane || ui.hover.x > timeX(layout, scene.t)) return null;
+  if (hit.kind === "mark") {
+    const marks = hit.marks.filter((m) => markX(layout, m) <= timeX(layout, scene.t));
+    return marks.length ? { lane, hit: { ...hit, marks }, focus: marks.length === 1 ? marks[0].id : null } : null;
+  }
+  if (hit.kind === "gap") return hit.gap.step <= lane.records.length ? { lane, hit, focus: null } : null;
+  if (hit.step > lane.revealed) return null;
   const what = cellAt(lane, scene.view, hit.step, hit.row);
-  return what ? { lane: lane.name, step: hit.step, what } : null;
+  return what ? { lane, hit: { ...hit, what }, focus: what.request } : null;
+}
+
+/** Ask the server for the requests an arrival process draws; the answer comes back through the input queue. */
+function generate(spec) {
+  fetch("/api/generate", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(spec) })
+    .then((r) => r.json().then((body) => push(r.ok ? { type: "generated", requests: body.requests || [] }
+      : { type: "generated", field: body.field, message: String(body.error || "could not generate") })))
+    .catch(() => push({ type: "generated", field: "generate", message: "could not reach the server" }));
 }
 
 function render() {
@@ -224,24 +247,25 @@ function render() {
   dom.empty.hidden = Boolean(derived.lanes.length);
   let scene = buildScene(derived, { view: ui.view, clock: pb.clock, t: shown, focus: null });
   const hover = hovered(layout, scene);
-  if (hover) scene = { ...scene, focus: hover.what.request };
+  if (hover && hover.focus) scene = { ...scene, focus: hover.focus };
   if (derived.lanes.length) {
     sizeCanvas(layout);
     draw(dom.canvas.getContext("2d"), scene, layout);
   }
   dom.tooltip.hidden = !hover;
   if (hover) {
-    dom.tooltip.textContent = tooltipLines(hover.lane, hover.step, hover.what, ui.view).join("\n");
+    dom.tooltip.textContent = tooltipLines(hover.lane, hover.hit, ui.view).join("\n");
     dom.tooltip.style.left = `${Math.min(ui.hover.x + 14, layout.width - 260)}px`;
     dom.tooltip.style.top = `${ui.hover.y + 16}px`;
   }
   const streaming = Boolean(state.run && state.run.status === RunStatus.RUNNING);
-  const narration = narrate(scene.lanes.map((l) => ({ name: l.name, records: l.records, step: l.step })), pb.clock, shown, streaming);
+  const narration = narrate(scene.lanes.map((l) => ({ name: l.name, policy: l.policy, records: l.records, step: l.step,
+    gap: l.gap, arrivals: l.timeline.arrivals })), pb.clock, shown, streaming, derived.timed);
   setText(dom.narration, narration);
   if (dom.narration.title !== narration) dom.narration.title = narration;
   syncControls(dom, pb, limit, derived.lanes.length > 0);
   dom.help.hidden = !ui.help;
-  renderStatus(dom, state, ui.preset, presets, editor.meta);
+  renderStatus(dom, state, ui.preset, presets, editor.meta, derived);
   for (const button of Object.values(dom.exports)) button.disabled = !derived.lanes.length;
   refreshPanels(derived, scene);
   exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas: dom.canvas });

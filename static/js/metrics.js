@@ -1,7 +1,8 @@
 /**
  * Every metric the page shows, computed from the step records alone (plus each request's arrival),
- * with the same definitions as engine/metrics.py — so the table cannot disagree with the canvas,
- * and `matchesServer` can check it against `run_finished.metrics` number by number.
+ * with the same definitions and the same arithmetic order as engine/metrics.py's lane_metrics — so
+ * the table cannot disagree with the canvas, and `mismatches` can check it against
+ * `run_finished.metrics` number by number. Times are on the lane's clock (`start_ms`, `ms`).
  */
 import { SlotState, StopReason } from "./vocab.js";
 
@@ -22,18 +23,54 @@ export function writtenText(cell) {
   return cell.token && cell.stop !== StopReason.EOS ? cell.token : "";
 }
 
-/** cum[s]: milliseconds spent in steps 1..s of one lane. */
-export function cumulativeMs(records) {
-  const cum = [0];
-  for (const r of records) cum.push(cum[cum.length - 1] + r.ms);
-  return cum;
+/**
+ * {starts, ends}: each step's start and end on the lane clock, in ms (engine/metrics.py lane_times).
+ * Records stored before lanes had clocks carry no `start_ms`: their steps follow each other without gaps.
+ */
+export function laneTimes(records) {
+  const starts = [];
+  const ends = [];
+  let t = 0;
+  for (const r of records) {
+    const start = r.start_ms ?? t;
+    t = start + r.ms;
+    starts.push(start);
+    ends.push(t);
+  }
+  return { starts, ends };
 }
 
-function requestFacts(records, workload) {
+/** Index of the first value >= x in a sorted array (Python's bisect_left). */
+export function bisectLeft(sorted, x) {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Whether a workload's arrivals are in milliseconds (`arrival_ms`) rather than steps. */
+export function isTimed(workload) {
+  return workload.requests.some((q) => q.arrival_ms !== undefined && q.arrival_ms !== null);
+}
+
+/** Where each request arrives on a lane: {arrival (steps started before it), arrival_ms}. */
+export function arrivalOf(spec, starts, end) {
+  if (spec.arrival_ms !== undefined && spec.arrival_ms !== null) {
+    return { arrival: bisectLeft(starts, spec.arrival_ms), arrival_ms: spec.arrival_ms };
+  }
+  const arrival = spec.arrival || 0;
+  return { arrival, arrival_ms: arrival < starts.length ? starts[arrival] : end[end.length - 1] };
+}
+
+function requestFacts(records, workload, starts, end) {
   const per = new Map();
   for (const spec of workload.requests) {
-    per.set(String(spec.id), { id: String(spec.id), arrival: spec.arrival || 0, first_token_step: null,
-      finish_step: null, return_step: null, token_ids: [], text: "", stop: null, preemptions: 0 });
+    per.set(String(spec.id), { id: String(spec.id), ...arrivalOf(spec, starts, end), first_token_step: null,
+      finish_step: null, return_step: null, token_ids: [], token_steps: [], text: "", stop: null, preemptions: 0 });
   }
   for (const r of records) {
     for (const cell of r.slots) {
@@ -42,6 +79,7 @@ function requestFacts(records, workload) {
       if (!q) continue;
       if (q.first_token_step === null) q.first_token_step = r.step;
       q.token_ids.push(cell.token_id);
+      q.token_steps.push(r.step);
       if (cell.stop) q.stop = cell.stop;
       q.text += writtenText(cell);
     }
@@ -56,26 +94,30 @@ function requestFacts(records, workload) {
 export function laneMetrics(records, workload) {
   const slots = records.length ? records[0].slots.length : workload.slots || 4;
   const steps = records.length;
-  const cum = cumulativeMs(records);
+  const { starts, ends } = laneTimes(records);
+  const end = [0, ...ends];  // end[s]: the lane clock when step s ended (end[0]: the lane's start)
   const simulated = Boolean(records.length && records[0].extra && records[0].extra.simulated);
-  const per = requestFacts(records, workload);
+  const per = requestFacts(records, workload, starts, end);
   const counts = Object.fromEntries(Object.values(SlotState).map((s) => [s, 0]));
   for (const r of records) for (const cell of r.slots) counts[cell.state] += 1;
+  const itl = [];  // every gap between two tokens of one request, in ms
   for (const q of per.values()) {
     const { arrival: a, first_token_step: first, finish_step: fin, return_step: ret } = q;
     q.tokens = q.token_ids.length;
     q.ttft_steps = first === null ? null : first - a;
     q.latency_steps = ret === null ? null : ret - a;
-    const timed = !simulated && ret !== null;
-    q.ttft_ms = timed ? cum[first] - cum[a] : null;
-    q.latency_ms = timed ? cum[ret] - cum[a] : null;
-    q.tpot_ms = timed && q.tokens > 1 ? (cum[fin] - cum[first]) / (q.tokens - 1) : null;
+    const done = ret !== null;
+    q.ttft_ms = done ? end[first] - q.arrival_ms : null;
+    q.latency_ms = done ? end[ret] - q.arrival_ms : null;
+    q.tpot_ms = done && q.tokens > 1 ? (end[fin] - end[first]) / (q.tokens - 1) : null;
+    if (done) for (let i = 1; i < q.token_steps.length; i += 1) itl.push(end[q.token_steps[i]] - end[q.token_steps[i - 1]]);
   }
   const all = [...per.values()];
   const stat = (key) => all.map((q) => q[key]).filter((v) => v !== null);
   const tokens = all.reduce((n, q) => n + q.tokens, 0);
-  const wallS = cum[cum.length - 1] / 1000;
-  return {
+  const wallS = end[end.length - 1] / 1000;
+  const returned = all.filter((q) => q.return_step !== null).length;
+  const out = {
     steps,
     tokens,
     tokens_per_step: steps ? tokens / steps : 0,
@@ -88,33 +130,35 @@ export function laneMetrics(records, workload) {
     mean_latency_steps: mean(stat("latency_steps")),
     p50_latency_steps: percentile(stat("latency_steps"), 50),
     p95_latency_steps: percentile(stat("latency_steps"), 95),
-    wall_s: simulated ? null : wallS,
-    tokens_per_s: !simulated && wallS > 0 ? tokens / wallS : null,
-    mean_ttft_ms: mean(stat("ttft_ms")),
-    p50_ttft_ms: percentile(stat("ttft_ms"), 50),
-    p95_ttft_ms: percentile(stat("ttft_ms"), 95),
-    mean_tpot_ms: mean(stat("tpot_ms")),
-    p50_tpot_ms: percentile(stat("tpot_ms"), 50),
-    p95_tpot_ms: percentile(stat("tpot_ms"), 95),
-    mean_latency_ms: mean(stat("latency_ms")),
-    p95_latency_ms: percentile(stat("latency_ms"), 95),
-    simulated,
-    requests: Object.fromEntries(all.map((q) => [q.id, q])),
+    wall_s: wallS,
+    tokens_per_s: wallS > 0 ? tokens / wallS : null,
+    requests_per_s: wallS > 0 ? returned / wallS : null,
   };
+  for (const [key, values] of [["ttft", stat("ttft_ms")], ["tpot", stat("tpot_ms")], ["itl", itl], ["latency", stat("latency_ms")]]) {
+    out[`mean_${key}_ms`] = mean(values);
+    for (const q of [50, 95, 99]) out[`p${q}_${key}_ms`] = percentile(values, q);
+  }
+  out.simulated = simulated;
+  out.requests = Object.fromEntries(all.map((q) => [q.id, q]));
+  return out;
 }
+
+const MS_KEYS = ["ttft", "tpot", "itl", "latency"].flatMap((k) => ["mean", "p50", "p95", "p99"].map((q) => `${q}_${k}_ms`));
 
 /** Every number of a lane's metrics (not its requests): what is checked against the server and exported as CSV. */
 export const METRIC_KEYS = Object.freeze(["steps", "tokens", "tokens_per_step", "slot_use", "mean_ttft_steps",
-  "mean_ttft_ms", "p50_ttft_ms", "p95_ttft_ms", "mean_tpot_ms", "p50_tpot_ms", "p95_tpot_ms", "mean_latency_steps",
-  "p50_latency_steps", "p95_latency_steps", "mean_latency_ms", "p95_latency_ms", "wall_s", "tokens_per_s",
-  "padding_slot_steps", "idle_slot_steps", "prefill_slot_steps", "preemptions"]);
+  "mean_latency_steps", "p50_latency_steps", "p95_latency_steps", "wall_s", "tokens_per_s", "requests_per_s",
+  ...MS_KEYS, "padding_slot_steps", "idle_slot_steps", "prefill_slot_steps", "preemptions"]);
 
 function close(a, b) {
   if (a === null || a === undefined || b === null || b === undefined) return (a ?? null) === (b ?? null);
   return Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
 }
 
-/** The keys where the page's metrics differ from the server's (empty: they agree). */
+/**
+ * The keys where the page's metrics differ from the server's (empty: they agree). Every METRIC_KEYS key the
+ * server sent is compared; a run stored before a key existed is replayed without it.
+ */
 export function mismatches(mine, server) {
   const bad = [];
   for (const [lane, m] of Object.entries(mine)) {

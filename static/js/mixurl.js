@@ -1,6 +1,8 @@
 /**
  * The request mix in the URL, so a link reproduces it: `#preset=mixed` for an unchanged preset,
- * `#mix=<base64url JSON of {workload, lanes}>` for anything edited. Decoding trusts nothing: it
+ * `#mix=<base64url JSON of {workload, generate}>` for anything edited (the workload carries its lanes and
+ * its requests; `generate`, the arrival-process panel, only refills that panel; links from before lanes
+ * moved into the workload carry `lanes` beside it). Decoding trusts nothing: it
  * parses JSON (never evaluates) and checks the shape; the editor shows the values only as form
  * values, and the server validates them again on submit.
  */
@@ -22,7 +24,7 @@ export function encodeMix(mix) {
   return `mix=${toBase64Url(JSON.stringify(mix))}`;
 }
 
-/** `{preset}` or `{mix: {workload, lanes}}` from a location hash, or null when it holds neither. */
+/** `{preset}` or `{mix: {workload, lanes?, generate?}}` from a location hash, or null when it holds neither. */
 export function decodeHash(hash) {
   const params = new URLSearchParams(String(hash || "").replace(/^#/, ""));
   if (params.has("preset")) return { preset: params.get("preset") };
@@ -30,7 +32,9 @@ export function decodeHash(hash) {
   try {
     const mix = JSON.parse(fromBase64Url(params.get("mix")));
     const ok = mix && typeof mix === "object" && mix.workload && typeof mix.workload === "object"
-      && Array.isArray(mix.workload.requests) && (mix.lanes === undefined || Array.isArray(mix.lanes));
+      && Array.isArray(mix.workload.requests) && (mix.lanes === undefined || Array.isArray(mix.lanes))
+      && (mix.workload.lanes === undefined || Array.isArray(mix.workload.lanes))
+      && (mix.generate === undefined || mix.generate === null || typeof mix.generate === "object");
     return ok ? { mix } : null;
   } catch (err) {
     return null;  // a damaged link: ignore it and keep the default mix

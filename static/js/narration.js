@@ -1,7 +1,9 @@
 /**
  * One line that says what happened at the playhead, lane by lane, from the step records alone:
  * "step 3 · static: R2 and R4 finished; 2 rows kept as padding · continuous: R5 and R6 take the
- * slots R2 and R4 freed". Pure: returns a string, which the page writes with textContent.
+ * slots R2 and R4 freed", or that a lane waits for arrivals. What a lane does depends on its
+ * policy (a "chunked 64" lane is a continuous one). Pure: returns a string, which the page writes
+ * with textContent.
  */
 import { Lane, SlotState, StopReason } from "./vocab.js";
 
@@ -21,18 +23,41 @@ function count(record, state) {
   return record.slots.filter((c) => c.state === state).length;
 }
 
+const seconds = (ms) => `${(ms / 1000).toFixed(2)} s`;
+
+/** A lane idle between two steps (ms clock): until when, and who arrives by then. */
+function gapFacts(lane) {
+  const { from, to } = lane.gap;
+  const coming = lane.arrivals.filter((a) => a.arrival_ms > from + 1e-6 && a.arrival_ms <= to + 1e-6).map((a) => a.id);
+  const who = coming.length ? `: ${listIds(coming)} ${coming.length === 1 ? "arrives" : "arrive"}` : "";
+  return [`idle, waits for arrivals until ${seconds(to)}${who}`];
+}
+
+/** A step that computed nothing: what the lane waited for. */
+function waitFacts(lane, r, timed) {
+  if (r.waiting.length) {
+    return [`computes nothing: ${listIds(r.waiting)} ${r.waiting.length === 1 ? "waits" : "wait"} for a fuller batch`];
+  }
+  const next = lane.arrivals.find((a) => a.arrival >= r.step);
+  if (!next) return ["computes nothing this step"];
+  return [`computes nothing: waits for ${next.id} (arrives ${timed ? `at ${seconds(next.arrival_ms)}` : `for step ${next.arrival + 1}`})`];
+}
+
 /** The facts of one lane's step, most telling first. */
-function laneFacts(name, records, step) {
+function laneFacts(lane, timed) {
+  const { records, step } = lane;
   const r = records[step - 1];
   if (!r) return [`done after ${plural(records.length, "step", "steps")}`];
+  if (lane.gap) return gapFacts(lane);
+  if (r.forward === "none") return waitFacts(lane, r, timed);
   const prev = records[step - 2];
   const facts = [];
   if (r.preempted && r.preempted.length) facts.push(`${listIds(r.preempted)} preempted to free KV memory`);
-  const grouped = name !== Lane.CONTINUOUS;  // static and dynamic lanes admit whole groups
+  const grouped = lane.policy !== Lane.CONTINUOUS;  // static and dynamic lanes admit whole groups
   if (r.admitted.length) {
     const freed = prev ? prev.returned.filter((id) => !r.slots.some((c) => c.request === id)) : [];
     const one = r.admitted.length === 1;
-    if (step === 1) facts.push(`starts ${listIds(r.admitted)}`);
+    if (!records.slice(0, step - 1).some((p) => p.admitted.length)) facts.push(`starts ${listIds(r.admitted)}`);
     else if (grouped) facts.push(`starts the next group: ${listIds(r.admitted)}`);
     else if (freed.length) {
       facts.push(`${listIds(r.admitted)} ${one ? "takes" : "take"} the ${freed.length === 1 ? "slot" : "slots"} ${listIds(freed)} freed`);
@@ -60,19 +85,20 @@ function laneFacts(name, records, step) {
 }
 
 /**
- * lanes: [{name, records, step}] where `step` is the lane's step under the playhead.
- * clock: "steps" | "ms"; t: the playhead.
+ * lanes: [{name, policy, records, step, gap, arrivals}] where `step` is the lane's step under the playhead,
+ * `gap` the wait it is in (ms clock) or null, `arrivals` its timeline's arrivals. clock: "steps" | "ms";
+ * t: the playhead; timed: arrivals are in ms.
  */
-export function narrate(lanes, clock, t, streaming) {
+export function narrate(lanes, clock, t, streaming, timed = false) {
   if (!lanes.length) return "Choose a preset or write a request mix, then press Run.";
   if (lanes.every((l) => l.step === 0)) {
     return streaming ? "The engine is computing the first step\u2026" : "Press play (Space) or step with \u2192.";
   }
   const where = clock === "steps" ? `Step ${Math.max(...lanes.map((l) => l.step))}` : `${(t / 1000).toFixed(2)} s`;
   const parts = lanes.map((l) => {
-    const facts = laneFacts(l.name, l.records, l.step).slice(0, 2).join("; ");
+    const facts = laneFacts(l, timed).slice(0, 2).join("; ");
     const done = l.step > l.records.length;
-    return clock === "steps" || done ? `${l.name}: ${facts}` : `${l.name} (step ${l.step}): ${facts}`;
+    return clock === "steps" || done || l.gap ? `${l.name}: ${facts}` : `${l.name} (step ${l.step}): ${facts}`;
   });
   return `${where} \u2014 ${parts.join(" \u00b7 ")}`;
 }

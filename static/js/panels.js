@@ -31,6 +31,7 @@ const METRIC_COLUMNS = [
   ["latency_steps_p50_p95", "latency steps p50 / p95", (m) => `${m.p50_latency_steps ?? dash} / ${m.p95_latency_steps ?? dash}`],
   ["wall_s", "wall time s", (m) => num(m.wall_s, 2)],
   ["tokens_per_s", "tokens/s", (m) => num(m.tokens_per_s, 1)],
+  ["requests_per_s", "requests/s", (m) => num(m.requests_per_s, 2)],
   ["padding_slot_steps", "padding cells", (m) => String(m.padding_slot_steps)],
   ["preemptions", "preempted", (m) => String(m.preemptions)],
 ];
@@ -60,7 +61,15 @@ function textUpTo(records, id, step) {
   return text;
 }
 
-/** The request panel for one lane at `step`: prompt, text so far, stop, TTFT / TPOT / latency once returned. */
+const seconds = (v) => `${(v / 1000).toFixed(2)} s`;
+
+/** When a request arrived: its ms (arrivals in ms) or the step it could first join. */
+function arrivalText(spec, q) {
+  if (spec.arrival_ms !== undefined && spec.arrival_ms !== null) return seconds(spec.arrival_ms);
+  return q && q.arrival_ms !== undefined ? `step ${(spec.arrival || 0) + 1} (${seconds(q.arrival_ms)})` : `step ${(spec.arrival || 0) + 1}`;
+}
+
+/** The request panel for one lane at `step`: prompt, arrival, text so far, stop, TTFT / TPOT / latency once returned. */
 export function renderRequests(tbody, workload, records, metrics, step) {
   const rows = workload.requests.map((spec) => {
     const id = String(spec.id);
@@ -71,6 +80,7 @@ export function renderRequests(tbody, workload, records, metrics, step) {
     return el("tr", { dataset: { request: id } }, [
       el("th", { text: id, scope: "row" }),
       el("td", { className: "prompt" }, [el("div", { text: spec.prompt, className: "clamp", title: spec.prompt })]),
+      el("td", { className: "arrival", text: arrivalText(spec, q) }),
       el("td", { text: textUpTo(records, id, step), className: writing ? "written writing" : "written" }),
       el("td", { text: back ? (eos ? `EOS after ${q.tokens}` : `length ${q.tokens}`) : dash,
         className: back && eos ? "stop eos" : "stop" }),
@@ -81,21 +91,42 @@ export function renderRequests(tbody, workload, records, metrics, step) {
   tbody.replaceChildren(...rows);
 }
 
-/** The hover tooltip's lines for a cell (`what` from renderer.cellAt). */
-export function tooltipLines(laneName, step, what, view) {
+/** The lines of a cell's tooltip (`what` from renderer.cellAt); `lane` is the scene's lane. */
+function cellLines(lane, step, what, view) {
   const lines = [];
   const rec = what.record;
   const where = what.slot !== undefined && what.slot !== null ? what.slot : null;
   const slot = view === "slots" ? rec.slots.indexOf(what.cell) : where;
   const head = [what.request || "no request", slot !== null && slot >= 0 ? `slot ${slot + 1}` : null, `step ${step}`];
   lines.push(head.filter(Boolean).join(" \u00b7 "));
-  lines.push(`${laneName} lane \u00b7 ${what.kind}`);
+  lines.push(`${lane.name} lane${lane.name === lane.policy ? "" : ` (${lane.policy})`} \u00b7 ${what.kind}`);
+  const arrival = what.request && lane.timeline.arrivals.find((a) => a.id === what.request);
+  if (arrival) lines.push(`arrived at ${seconds(arrival.arrival_ms)} on this lane's clock`);
   const cell = what.cell;
   if (cell && cell.prefill) lines.push(`prompt tokens cached: ${cell.prefill[0]} of ${cell.prefill[1]}`);
   if (cell && cell.token !== null && cell.token !== undefined) lines.push(`token: ${JSON.stringify(cell.token)} (id ${cell.token_id})`);
   if (cell && cell.stop) lines.push(cell.stop === StopReason.EOS ? "stopped: the model wrote EOS" : "stopped: max_new_tokens reached");
-  lines.push(`step took ${rec.ms.toFixed(1)} ms (forward ${rec.forward_ms.toFixed(1)} ms, ${rec.forward})`);
+  const start = lane.timeline.starts[step - 1];
+  lines.push(`step ran ${seconds(start)} \u2192 ${seconds(lane.timeline.ends[step - 1])}: ${rec.ms.toFixed(1)} ms`);
+  if (rec.forward === "none") lines.push("computed nothing: the lane waited (a median step's time)");
+  else lines.push(`forward ${rec.forward_ms.toFixed(1)} ms (${rec.forward})`);
   return lines;
+}
+
+/** The hover tooltip's lines for what `layout.hitTest` found (a cell, a wait, arrival marks) on a scene lane. */
+export function tooltipLines(lane, hit, view) {
+  if (hit.kind === "gap") {
+    const { from, to } = hit.gap;
+    const coming = lane.timeline.arrivals.filter((a) => a.arrival_ms > from + 1e-6 && a.arrival_ms <= to + 1e-6);
+    return [`${lane.name} lane \u00b7 waiting for arrivals`, `idle ${seconds(from)} \u2192 ${seconds(to)} (${Math.round(to - from)} ms)`,
+      coming.length ? `arrivals meanwhile: ${coming.map((a) => `${a.id} at ${seconds(a.arrival_ms)}`).join(", ")}`
+        : "arrivals meanwhile: none (a wait deadline ends it)"];
+  }
+  if (hit.kind === "mark") {
+    return [`${lane.name} lane \u00b7 arrivals`, ...hit.marks.map((a) =>
+      `${a.id} arrives at ${seconds(a.arrival_ms)}; can join step ${a.arrival + 1}`)];
+  }
+  return cellLines(lane, hit.step, hit.what, view);
 }
 
 export function setText(node, text) {

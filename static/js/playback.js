@@ -2,7 +2,8 @@
  * The playback clock: where the shared playhead is, whether it moves and how fast. Time on the page
  * belongs to the client: the playhead advances by the frame's dt, never by what the server sends;
  * it only stops at the edge of what has arrived. On the step clock every step is one unit; on the
- * milliseconds clock each lane's steps last what they measured. All functions are pure.
+ * milliseconds clock each lane's steps last what they measured and its waits for arrivals what it waited.
+ * All functions are pure.
  */
 
 export const SPEEDS = Object.freeze([0.25, 0.5, 1, 2, 4, 8]);
@@ -13,19 +14,22 @@ export function createPlayback() {
   return { t: 0, playing: false, speed: 1, clock: "steps" };
 }
 
-/** How far the playhead may go: `lanes` = [{cum, done}]; an unfinished lane caps the ms clock at what it has measured. */
+/**
+ * How far the playhead may go: `lanes` = [{end, done}] with end[s] the lane clock at the end of step s
+ * (end[0] = 0); an unfinished lane caps the ms clock at what it has measured.
+ */
 export function extent(lanes, clock) {
   if (!lanes.length) return 0;
-  if (clock === "steps") return Math.max(...lanes.map((l) => l.cum.length - 1));
-  const totals = lanes.map((l) => l.cum[l.cum.length - 1]);
-  const open = lanes.filter((l) => !l.done).map((l) => l.cum[l.cum.length - 1]);
+  if (clock === "steps") return Math.max(...lanes.map((l) => l.end.length - 1));
+  const totals = lanes.map((l) => l.end[l.end.length - 1]);
+  const open = lanes.filter((l) => !l.done).map((l) => l.end[l.end.length - 1]);
   return open.length ? Math.min(...open) : Math.max(...totals);
 }
 
-/** Every step boundary on the current clock, sorted (where ±1 steps land). */
+/** Every step boundary on the current clock, sorted (where ±1 steps land): on the ms clock each step's start and end. */
 export function boundaries(lanes, clock) {
   if (clock === "steps") return Array.from({ length: extent(lanes, clock) + 1 }, (_, i) => i);
-  return [...new Set(lanes.flatMap((l) => l.cum))].sort((a, b) => a - b);
+  return [...new Set(lanes.flatMap((l) => [...l.end, ...l.starts]))].sort((a, b) => a - b);
 }
 
 export function advance(pb, dt, limit, finished) {
@@ -66,19 +70,24 @@ export function changeSpeed(pb, direction) {
   return { ...pb, speed: next };
 }
 
-/** Switch clocks keeping the playhead at the same moment of `reference` (the lane with the most steps). */
+/**
+ * Switch clocks keeping the playhead at the same moment of `reference` (the lane with the most steps):
+ * a fraction of a step maps to the same fraction of its measured time; a moment in a gap (the lane
+ * waiting for arrivals) maps to the boundary before the next step.
+ */
 export function switchClock(pb, clock, reference) {
   if (clock === pb.clock || !reference) return { ...pb, clock };
-  const cum = reference.cum;
-  const n = cum.length - 1;
+  const { starts, ends, end } = reference;
+  const n = ends.length;
   let t = 0;
   if (clock === "ms") {
     const s = Math.min(n, Math.floor(pb.t));
-    t = s >= n ? cum[n] : cum[s] + (pb.t - s) * (cum[s + 1] - cum[s]);
+    const f = pb.t - s;
+    t = s >= n ? end[n] : f > 0 ? starts[s] + f * (ends[s] - starts[s]) : end[s];
   } else {
-    let s = 0;
-    while (s < n && cum[s + 1] <= pb.t) s += 1;
-    t = s >= n ? n : s + (pb.t - cum[s]) / Math.max(1e-9, cum[s + 1] - cum[s]);
+    let s = 0;  // steps that ended at or before the playhead
+    while (s < n && ends[s] <= pb.t) s += 1;
+    t = s >= n || pb.t <= starts[s] ? s : s + (pb.t - starts[s]) / Math.max(1e-9, ends[s] - starts[s]);
   }
   return { ...pb, clock, t };
 }

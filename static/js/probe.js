@@ -1,25 +1,31 @@
 /**
  * window.__lanes: what the page shows, as data, for tests and for anyone curious in the console —
- * run status, per-lane metrics and KV series, the playhead, and the layout (where each lane, row
- * and step cell sits, in CSS pixels relative to the canvas). Tests wait on it, never on a sleep.
+ * run status, per-lane configuration, clock (step starts and ends, gaps, waits), arrivals, metrics
+ * and KV series, the playhead, and the layout (where each lane, row, step cell, wait and arrival mark
+ * sits, in CSS pixels relative to the canvas). Tests wait on it, never on a sleep.
  */
-import { cellRect } from "./layout.js";
+import { cellRect, columnRect, gapRect, markX } from "./layout.js";
 import { PALETTE } from "./renderer.js";
 
 function withoutRequests(m) {
   const { requests, ...rest } = m;
   return { ...rest, requests: Object.fromEntries(Object.entries(requests).map(([id, q]) => [id,
-    { ttft_steps: q.ttft_steps, latency_steps: q.latency_steps, tokens: q.tokens, stop: q.stop, text: q.text }])) };
+    { arrival: q.arrival, arrival_ms: q.arrival_ms, ttft_steps: q.ttft_steps, latency_steps: q.latency_steps,
+      ttft_ms: q.ttft_ms, tokens: q.tokens, stop: q.stop, text: q.text }])) };
 }
 
 export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas }) {
   const run = state.run;
   const lanes = {};
   for (const lane of derived.lanes) {
-    const kv = lane.timeline.kv;
+    const { kv, starts, ends, gaps, waits, arrivals } = lane.timeline;
     lanes[lane.name] = {
+      policy: lane.policy,
+      title: lane.title,
+      options: lane.config.options,
       steps: lane.records.length,
       done: lane.done,
+      starts, ends, gaps, waits: [...waits], arrivals,
       metrics: withoutRequests(derived.metrics[lane.name]),
       kv: { unit: kv.length ? kv[0].unit : null, used: kv.map((p) => p.used), total: kv.map((p) => p.total) },
       stepAtPlayhead: (scene.lanes.find((l) => l.name === lane.name) || {}).step,
@@ -36,13 +42,15 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
     ticks: run ? run.t : 0,
     playhead: pb.t, shown, playing: pb.playing, speed: pb.speed, clock: pb.clock, view: ui.view, limit,
     metricsCheck: derived.check,
+    order: derived.lanes.map((l) => l.name),
     lanes,
     narration,
     palette: PALETTE,
     layout: {
       width: layout.width, height: layout.height, dpr: window.devicePixelRatio || 1,
       canvas: { left: rect.left + window.scrollX, top: rect.top + window.scrollY },
-      lanes: layout.lanes.map((l) => ({ name: l.name, grid: l.grid, kv: l.kv, rowH: l.rowH, rows: l.rows.length })),
+      lanes: layout.lanes.map((l) => ({ name: l.name, title: l.title, marks: l.marks, grid: l.grid, kv: l.kv,
+        rowH: l.rowH, rows: l.rows.length })),
     },
     /** A cell's rectangle in canvas CSS pixels (step 1-based, row 0-based). */
     cellRect: (lane, step, row) => cellRect(layout, laneLayout(lane), step, row),
@@ -55,6 +63,26 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
         if (row >= 0) return { step: r.step, row, ...cellRect(layout, laneLayout(lane), r.step, row) };
       }
       return null;
+    },
+    /** A lane's widest wait for arrivals on the ms clock: {step, from, to, x, y, w, h}, or null. */
+    findGap(lane) {
+      const data = derived.lanes.find((l) => l.name === lane);
+      const gaps = data ? [...data.timeline.gaps].sort((a, b) => (b.to - b.from) - (a.to - a.from)) : [];
+      const r = gaps.length && gapRect(layout, laneLayout(lane), gaps[0]);
+      return r ? { ...gaps[0], ...r } : null;
+    },
+    /** The first step of a lane that computed nothing (drawn as waiting): {step, x, y, w, h}, or null. */
+    findWait(lane) {
+      const data = derived.lanes.find((l) => l.name === lane);
+      const step = data && Math.min(...data.timeline.waits);
+      return Number.isFinite(step) ? { step, ...columnRect(layout, laneLayout(lane), step) } : null;
+    },
+    /** A lane's arrival marks as drawn: [{id, arrival_ms, x, y, h}] (empty when the lane shows none). */
+    marks(lane) {
+      const l = laneLayout(lane);
+      const data = derived.lanes.find((d) => d.name === lane);
+      if (!l || !data || !l.marks.h) return [];
+      return data.timeline.arrivals.map((a) => ({ id: a.id, arrival_ms: a.arrival_ms, x: markX(layout, a), y: l.marks.y, h: l.marks.h }));
     },
   };
 }

@@ -1,10 +1,11 @@
 /**
  * Draws a frame: `draw(ctx, scene, layout)` paints the time axis, every lane's grid up to the
- * playhead, the KV memory bars, the shared playhead and the legend. It reads the scene and the
- * layout and changes neither. Every cell kind differs by more than colour: prefill carries a "P",
- * padding is hatched, idle is an outline, preempted carries a cross, queued a dashed outline.
+ * playhead (with its waits for arrivals and the arrival marks), the KV memory bars, the shared
+ * playhead and the legend. It reads the scene and the layout and changes neither. Every cell kind
+ * differs by more than colour: prefill carries a "P", padding is hatched, idle is an outline,
+ * preempted carries a cross, queued a dashed outline, waiting a dotted tint with a "waiting" label.
  */
-import { axisTicks, cellRect, stepX, timeX } from "./layout.js";
+import { axisTicks, cellRect, columnRect, gapRect, markX, stepSpan, timeX } from "./layout.js";
 import { Phase, SlotState, StopReason } from "./vocab.js";
 
 /** Okabe–Ito based: safe for the common colour-vision deficiencies. */
@@ -19,11 +20,14 @@ export const PALETTE = Object.freeze({
   idle: "#ffffff", idleLine: "#b9bfc8",
   preempted: "#d55e00", preemptedText: "#ffffff",
   queued: "#f1f2f4", queuedLine: "#8f97a3",
+  waiting: "#f6eaa6", waitingMark: "#8a7400", waitingText: "#4d4100",
+  arrival: "#009e73",
   kv: "#cc79a7", kvTrack: "#f4ecf1", kvBudget: "#6b3a57",
   playhead: "#1d2330",
   focus: "#1d2330",
 });
 
+const ARRIVAL = "arrival";  // the legend's arrival mark (not a cell kind)
 const FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
 
 function fitText(ctx, options, maxW) {
@@ -44,6 +48,42 @@ function hatch(ctx, r) {
   }
   ctx.stroke();
   ctx.restore();
+}
+
+/** Waiting (the lane computes nothing): a yellow tint with rows of dashes, and "waiting" when it fits. */
+function drawWaiting(ctx, rect, text = "waiting for arrivals") {
+  const r = { x: rect.x + 1, y: rect.y + 1, w: rect.w - 2, h: rect.h - 2 };
+  if (r.w <= 0 || r.h <= 0) return;
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(r.x, r.y, r.w, r.h);
+  ctx.clip();
+  ctx.fillStyle = PALETTE.waiting;
+  ctx.fillRect(r.x, r.y, r.w, r.h);
+  ctx.fillStyle = PALETTE.waitingMark;
+  for (let y = r.y + 3, odd = 0; y < r.y + r.h - 1; y += 6, odd ^= 1) {
+    for (let x = r.x + (odd ? 5 : 1); x < r.x + r.w; x += 10) ctx.fillRect(x, y, 5, 2);
+  }
+  ctx.font = `600 12px ${FONT}`;
+  const fit = r.h >= 16 && fitText(ctx, text ? [text, "waiting"] : [], r.w - 12);
+  if (fit) {
+    const w = ctx.measureText(fit).width + 10;
+    ctx.fillStyle = PALETTE.waiting;
+    ctx.fillRect(r.x + (r.w - w) / 2, r.y + r.h / 2 - 8, w, 16);
+    ctx.fillStyle = PALETTE.waitingText;
+    label(ctx, fit, r);
+  }
+  ctx.restore();
+}
+
+/** A request's arrival: a small downward triangle above the lane's grid. */
+function drawMark(ctx, x, band) {
+  ctx.fillStyle = PALETTE.arrival;
+  ctx.beginPath();
+  ctx.moveTo(x - 4.5, band.y + 1);
+  ctx.lineTo(x + 4.5, band.y + 1);
+  ctx.lineTo(x, band.y + band.h - 1);
+  ctx.fill();
 }
 
 function label(ctx, text, r, yFrac = 0.5) {
@@ -105,7 +145,7 @@ function drawCell(ctx, rect, kind, info = {}) {
     if (text) label(ctx, text, r);
   } else if (kind === Phase.QUEUED) {
     ctx.fillStyle = PALETTE.queued;
-    ctx.fillRect(r.x, r.y, r.w, r.h);
+    if (!info.outline) ctx.fillRect(r.x, r.y, r.w, r.h);
     ctx.setLineDash([3, 2]);
     ctx.strokeStyle = PALETTE.queuedLine;
     ctx.strokeRect(r.x + 0.5, r.y + 0.5, r.w - 1, r.h - 1);
@@ -160,8 +200,36 @@ function drawAxis(ctx, layout, scene) {
   }
 }
 
+function drawFocus(ctx, rect, kind) {
+  ctx.strokeStyle = PALETTE.focus;
+  ctx.lineWidth = 2;
+  if (kind === Phase.QUEUED) ctx.setLineDash([4, 3]);
+  ctx.strokeRect(rect.x + 1, rect.y + 1, rect.w - 2, rect.h - 2);
+  ctx.setLineDash([]);
+  ctx.lineWidth = 1;
+}
+
+/** One step's cells; a step that computed nothing is one waiting column (queued requests still outlined). */
+function drawStep(ctx, layout, lane, data, scene, s) {
+  const waits = data.timeline.waits.has(s);
+  if (waits) drawWaiting(ctx, columnRect(layout, lane, s), "waiting");
+  for (let row = 0; row < lane.rows.length; row += 1) {
+    const what = cellAt(data, scene.view, s, row);
+    if (!what) continue;
+    const rect = cellRect(layout, lane, s, row);
+    if (!waits) drawCell(ctx, rect, what.kind, what.info);
+    else if (what.kind === Phase.QUEUED) drawCell(ctx, rect, what.kind, { ...what.info, outline: true });
+    if (scene.focus && what.request === scene.focus && what.kind !== Phase.DONE) drawFocus(ctx, rect, what.kind);
+  }
+  const point = data.timeline.kv[s - 1];
+  const frac = point.total > 0 ? Math.min(1, Math.max(0, point.used / point.total)) : 0;
+  const [x0, x1] = stepSpan(layout, lane, s);
+  ctx.fillStyle = PALETTE.kv;
+  ctx.fillRect(x0, lane.kv.y + lane.kv.h * (1 - frac), Math.max(1, x1 - x0 - 1), lane.kv.h * frac);
+}
+
 function drawLane(ctx, layout, lane, scene) {
-  const { grid, kv } = lane;
+  const { grid, kv, marks } = lane;
   const data = scene.lanes.find((l) => l.name === lane.name);
   ctx.textBaseline = "middle";
   ctx.fillStyle = PALETTE.muted;
@@ -172,6 +240,10 @@ function drawLane(ctx, layout, lane, scene) {
     ctx.fillText(text, grid.x - 8, grid.y + row * lane.rowH + lane.rowH / 2);
   });
   ctx.fillText(data.kvLabel, grid.x - 8, kv.y + kv.h / 2);
+  if (marks.h) {
+    ctx.font = `10px ${FONT}`;
+    ctx.fillText("arrivals", grid.x - 8, marks.y + marks.h / 2);
+  }
   ctx.fillStyle = PALETTE.kvTrack;
   ctx.fillRect(kv.x, kv.y, kv.w, kv.h);
   // Everything the playhead has reached, clipped at the playhead so a step appears as it is swept.
@@ -179,30 +251,14 @@ function drawLane(ctx, layout, lane, scene) {
   const steps = Math.min(data.records.length, data.revealed);
   ctx.save();
   ctx.beginPath();
-  ctx.rect(grid.x, grid.y, Math.max(0, xPlay - grid.x), kv.y + kv.h - grid.y);
+  ctx.rect(grid.x, marks.y, Math.max(0, xPlay - grid.x), kv.y + kv.h - marks.y);
   ctx.clip();
-  for (let s = 1; s <= steps; s += 1) {
-    for (let row = 0; row < lane.rows.length; row += 1) {
-      const what = cellAt(data, scene.view, s, row);
-      if (!what) continue;
-      const rect = cellRect(layout, lane, s, row);
-      drawCell(ctx, rect, what.kind, what.info);
-      if (scene.focus && what.request === scene.focus && what.kind !== Phase.DONE) {
-        ctx.strokeStyle = PALETTE.focus;
-        ctx.lineWidth = 2;
-        if (what.kind === Phase.QUEUED) ctx.setLineDash([4, 3]);
-        ctx.strokeRect(rect.x + 1, rect.y + 1, rect.w - 2, rect.h - 2);
-        ctx.setLineDash([]);
-        ctx.lineWidth = 1;
-      }
-    }
-    const point = data.timeline.kv[s - 1];
-    const frac = point.total > 0 ? Math.min(1, Math.max(0, point.used / point.total)) : 0;
-    const x0 = stepX(layout, lane, s - 1);
-    const x1 = stepX(layout, lane, s);
-    ctx.fillStyle = PALETTE.kv;
-    ctx.fillRect(x0, kv.y + kv.h * (1 - frac), Math.max(1, x1 - x0 - 1), kv.h * frac);
+  for (const gap of data.timeline.gaps) {
+    const rect = gap.step <= data.records.length && gapRect(layout, lane, gap);
+    if (rect) drawWaiting(ctx, rect);
   }
+  for (let s = 1; s <= steps; s += 1) drawStep(ctx, layout, lane, data, scene, s);
+  if (marks.h) for (const a of data.timeline.arrivals) drawMark(ctx, markX(layout, a), marks);
   ctx.restore();
   ctx.strokeStyle = PALETTE.kvBudget;
   ctx.setLineDash([4, 3]);
@@ -219,42 +275,62 @@ const LEGEND = [
   [Phase.PADDING, "padding: finished, still computed", {}],
   [SlotState.IDLE, "idle slot", {}],
   [Phase.QUEUED, "queued", {}],
+  [Phase.WAITING, "waiting for arrivals", {}],
   [Phase.PREEMPTED, "preempted: KV memory full", { label: "" }],
   [Phase.DECODE, "last token (\u25cf at EOS)", { label: "", stop: StopReason.EOS }],
+  [ARRIVAL, "request arrives", {}],
 ];
+
+function shown(kind, scene) {
+  if (kind === Phase.QUEUED) return scene.view === "requests";
+  if (kind === SlotState.IDLE) return scene.view !== "requests";
+  if (kind === Phase.PREEMPTED) return scene.preemption;
+  if (kind === Phase.WAITING) return scene.waiting;
+  if (kind === ARRIVAL) return scene.marks;
+  return true;
+}
 
 function drawLegend(ctx, layout, scene) {
   let x = layout.axis.x;
-  const y = layout.legend.y + 8;
+  let y = layout.legend.y + 8;
   ctx.font = `12px ${FONT}`;
   for (const [kind, label, info] of LEGEND) {
-    if (kind === Phase.QUEUED && scene.view !== "requests") continue;
-    if (kind === SlotState.IDLE && scene.view === "requests") continue;
-    if (kind === Phase.PREEMPTED && !scene.preemption) continue;
+    if (!shown(kind, scene)) continue;
     const w = ctx.measureText(label).width;
-    if (x + 30 + w > layout.width) break;
-    drawCell(ctx, { x, y, w: 26, h: 18 }, kind, info);
+    const box = kind === ARRIVAL ? 12 : 26;
+    if (x + box + 5 + w > layout.width) {  // wrap onto the next row
+      x = layout.axis.x;
+      y += 24;
+      if (y + 18 > layout.legend.y + layout.legend.h) break;
+    }
+    if (kind === Phase.WAITING) drawWaiting(ctx, { x, y, w: 26, h: 18 }, "");
+    else if (kind === ARRIVAL) drawMark(ctx, x + 6, { y: y + 4, h: 10 });
+    else drawCell(ctx, { x, y, w: 26, h: 18 }, kind, info);
     ctx.fillStyle = PALETTE.text;
     ctx.textAlign = "left";
     ctx.textBaseline = "middle";
     ctx.font = `12px ${FONT}`;
-    ctx.fillText(label, x + 31, y + 9);
-    x += 31 + w + 18;
+    ctx.fillText(label, x + box + 5, y + 9);
+    x += box + 5 + w + 18;
   }
 }
 
-/** A lane's name and caption, on a background of their own so the playhead passes behind them. */
-function drawTitle(ctx, lane, scene) {
+/** A lane's title and caption, on a background of their own so the playhead passes behind them; shortened to fit. */
+function drawTitle(ctx, layout, lane, scene) {
   const { grid, title } = lane;
-  const caption = scene.lanes.find((l) => l.name === lane.name).caption;
-  const name = `${lane.name[0].toUpperCase()}${lane.name.slice(1)} batching`;
+  const data = scene.lanes.find((l) => l.name === lane.name);
   const y = title.y + title.h / 2;
+  const room = layout.width - grid.x - 4;
   ctx.textBaseline = "middle";
   ctx.textAlign = "left";
   ctx.font = `600 14px ${FONT}`;
+  const name = fitText(ctx, [data.title, data.title.split(" \u2014 ")[0]], room) || data.name;
   const nameW = ctx.measureText(name).width;
   ctx.font = `12px ${FONT}`;
-  const width = nameW + 12 + ctx.measureText(caption).width;
+  const parts = data.caption.split(" \u00b7 ");
+  const options = parts.map((_, i) => parts.slice(0, parts.length - i).join(" \u00b7 "));
+  const caption = fitText(ctx, options, room - nameW - 12) || "";
+  const width = nameW + (caption ? 12 + ctx.measureText(caption).width : 0);
   ctx.fillStyle = PALETTE.background;
   ctx.fillRect(grid.x - 2, title.y + 4, width + 8, title.h - 8);
   ctx.fillStyle = PALETTE.muted;
@@ -286,6 +362,6 @@ export function draw(ctx, scene, layout) {
     ctx.lineTo(x, layout.axis.h - 2);
     ctx.fill();
   }
-  for (const lane of layout.lanes) drawTitle(ctx, lane, scene);
+  for (const lane of layout.lanes) drawTitle(ctx, layout, lane, scene);
   drawLegend(ctx, layout, scene);
 }

@@ -1,29 +1,35 @@
 /**
- * From a run to what one frame shows: the lanes in page order with their derived timelines and
- * metrics (memoized per records array), the x-axis domain (which only grows while a run streams, so
- * cells do not shrink every tick), each lane's step under the playhead, and the scene the renderer
- * draws. Pure functions of their inputs, apart from the memo caches.
+ * From a run to what one frame shows: the lanes in page order (by policy, then as given) with their
+ * configurations, derived timelines and metrics (memoized per records array), the x-axis domain
+ * (which only grows while a run streams, so cells do not shrink every tick), each lane's step under
+ * the playhead (and the gap it waits in, if any), and the scene the renderer draws. Pure functions of
+ * their inputs, apart from the memo caches.
  */
-import { laneMetrics, mismatches } from "./metrics.js";
-import { estimateSteps, laneTimeline, perRecords, stepAt } from "./timeline.js";
-import { LANE_ORDER, RunStatus } from "./vocab.js";
+import { configOf, laneTitle, orderLanes } from "./laneconfig.js";
+import { isTimed, laneMetrics, mismatches } from "./metrics.js";
+import { estimateSteps, gapAt, laneTimeline, perRecords, stepAt, stepCount } from "./timeline.js";
+import { RunStatus } from "./vocab.js";
 
 const metricsOf = perRecords(laneMetrics);
 
 let last = { run: undefined, value: null };
 
-/** {run, lanes: [{name, records, done, timeline}], metrics: {lane: m}, check: "" | "ok" | "a, b"}; once per run object. */
+/**
+ * {run, lanes: [{name, policy, config, title, records, done, timeline}], metrics: {lane: m}, check: "" | "ok" |
+ * "a, b", timed, marks}; once per run object. `marks`: whether lanes show request arrivals.
+ */
 export function deriveRun(run) {
   if (run !== last.run) last = { run, value: derive(run) };
   return last.value;
 }
 
 function derive(run) {
-  if (!run || !run.workload) return { run, lanes: [], metrics: {}, check: "" };
-  const names = [...run.lanes].sort((a, b) => LANE_ORDER.indexOf(a) - LANE_ORDER.indexOf(b));
-  const lanes = names.map((name) => {
+  if (!run || !run.workload) return { run, lanes: [], metrics: {}, check: "", timed: false, marks: false };
+  const lanes = orderLanes(run.lanes, run.workload).map((name) => {
     const records = run.records[name] || [];
-    return { name, records, done: Boolean(run.done[name]), timeline: laneTimeline(records, run.workload) };
+    const config = configOf(run.workload, name);
+    return { name, policy: config.policy, config, title: laneTitle(config), records, done: Boolean(run.done[name]),
+      timeline: laneTimeline(records, run.workload) };
   });
   const metrics = Object.fromEntries(lanes.map((l) => [l.name, metricsOf(l.records, run.workload)]));
   let check = "";
@@ -31,7 +37,13 @@ function derive(run) {
     const bad = mismatches(metrics, run.serverMetrics);
     check = bad.length ? bad.join(", ") : "ok";
   }
-  return { run, lanes, metrics, check };
+  const timed = isTimed(run.workload);
+  const marks = timed || run.workload.requests.some((q) => (q.arrival || 0) > 0);
+  return { run, lanes, metrics, check, timed, marks };
+}
+
+function lastEnd(lane) {
+  return lane.timeline.end[stepCount(lane.timeline)];
 }
 
 /** The x-axis span for both clocks; `previous` is last frame's (same run) or null. */
@@ -39,11 +51,15 @@ export function nextDomain(derived, previous) {
   const run = derived.run;
   if (!run || !derived.lanes.length) return { runId: null, steps: 1, ms: 1 };
   const steps = Math.max(...derived.lanes.map((l) => l.records.length));
-  const ms = Math.max(...derived.lanes.map((l) => l.timeline.cum[l.timeline.cum.length - 1]));
+  const ms = Math.max(...derived.lanes.map(lastEnd));
   if (run.status === RunStatus.FINISHED) return { runId: run.id, steps: Math.max(1, steps), ms: Math.max(1, ms) };
   const d = previous && previous.runId === run.id ? { ...previous } : { runId: run.id, steps: estimateSteps(run.workload), ms: 0 };
   if (steps > d.steps) d.steps = Math.ceil(steps * 1.25);
-  if (!d.ms && steps) d.ms = (ms / steps) * d.steps * 1.1;  // a guess from the steps so far
+  if (!d.ms && steps) {  // a guess from the steps so far; no lane ends before its last request arrives
+    const lastArrival = Math.max(0, ...run.workload.requests.map((q) => q.arrival_ms || 0));
+    const perStep = Math.max(...derived.lanes.map((l) => (l.records.length ? (lastEnd(l) - l.timeline.starts[0]) / l.records.length : 0)));
+    d.ms = Math.max((ms / steps) * d.steps, lastArrival + perStep * 8) * 1.1;
+  }
   if (ms > d.ms) d.ms = ms * 1.25;
   return { ...d, ms: Math.max(1, d.ms) };
 }
@@ -51,7 +67,7 @@ export function nextDomain(derived, previous) {
 /** A lane's step under the playhead; one past its last step once it is done and the playhead has passed its end. */
 function laneStep(lane, clock, t) {
   const n = lane.records.length;
-  const end = clock === "steps" ? n : lane.timeline.cum[n];
+  const end = clock === "steps" ? n : lastEnd(lane);
   if (lane.done && t > end + 1e-9) return n + 1;
   return stepAt(lane.timeline, clock, t);
 }
@@ -59,7 +75,7 @@ function laneStep(lane, clock, t) {
 /** Row labels of a lane: its slots, or its requests in the request view. */
 export function laneRows(lane, view, workload) {
   if (view === "requests") return lane.timeline.ids;
-  const slots = lane.records.length ? lane.records[0].slots.length : workload.slots || 4;
+  const slots = lane.records.length ? lane.records[0].slots.length : (lane.config.options.slots || workload.slots || 4);
   return Array.from({ length: slots }, (_, i) => `slot ${i + 1}`);
 }
 
@@ -82,10 +98,13 @@ function kvLabel(lane, step) {
 export function buildScene(derived, { view, clock, t, focus }) {
   const lanes = derived.lanes.map((lane) => {
     const step = laneStep(lane, clock, t);
-    return { ...lane, step, revealed: Math.min(step, lane.records.length),
-      caption: caption(lane, derived.metrics[lane.name], clock), kvLabel: kvLabel(lane, step) };
+    const gap = clock === "ms" && step <= lane.records.length ? gapAt(lane.timeline, t) : null;
+    return { ...lane, step, gap, revealed: Math.min(step, lane.records.length),
+      caption: caption(lane, derived.metrics[lane.name], clock), kvLabel: kvLabel(lane, gap ? step - 1 : step) };
   });
   const preemption = Boolean(derived.run && derived.run.workload && derived.run.workload.kv_budget)
-    || Object.values(derived.metrics).some((m) => m.preemptions > 0);
-  return { lanes, view, clock, t, focus, preemption };
+    || derived.lanes.some((l) => l.config.options.kv_budget) || Object.values(derived.metrics).some((m) => m.preemptions > 0);
+  // The legend explains waiting when some lane shows it on this clock.
+  const waiting = derived.lanes.some((l) => l.timeline.waits.size || (clock === "ms" && l.timeline.gaps.length));
+  return { lanes, view, clock, t, focus, preemption, waiting, marks: derived.marks, timed: derived.timed };
 }

@@ -1,9 +1,10 @@
 /**
  * The status around the lanes: the model-loading bar (from model_status), the run line (queued at
  * position N, running, finished, an error, a lost connection), the preset buttons and the lesson of
- * the chosen preset. Text only through textContent.
+ * the chosen preset, its placeholders filled from the run as it streams. Text only through textContent.
  */
 import { el } from "./dom.js";
+import { fillLesson } from "./lesson.js";
 import { RunStatus } from "./vocab.js";
 
 export function renderPresets(container, presets) {
@@ -29,7 +30,15 @@ function runLine(state) {
   }
 }
 
-export function renderStatus(dom, state, presetName, presets, mix) {
+/** The preset a lesson comes from: the chosen one, or the one a replayed run's mix was (its description may be clipped). */
+function lessonPreset(presets, presetName, mix) {
+  const chosen = presets.find((p) => p.name === presetName);
+  if (chosen) return chosen;
+  const start = String(mix.description || "").replace(/\u2026$/, "");
+  return presets.find((p) => p.name === mix.name && start && String(p.description || "").startsWith(start)) || null;
+}
+
+export function renderStatus(dom, state, presetName, presets, mix, derived) {
   const m = state.model;
   const ready = Boolean(m.ready);
   dom.modelStatus.dataset.ready = String(ready);
@@ -61,8 +70,9 @@ export function renderStatus(dom, state, presetName, presets, mix) {
     : !ready ? "The model is loading. Pick a preset once it is ready; its steps stream in here as they are computed."
       : "Pick a preset above to run it on the real model, or write your own mix in the editor below.";
   if (dom.empty.textContent !== empty) dom.empty.textContent = empty;
-  const preset = presets.find((p) => p.name === presetName);
-  const lesson = preset ? String(preset.description || "")
+  const preset = lessonPreset(presets, presetName, mix);
+  const source = preset ? String(preset.description || "")
     : mix.description || (mix.name !== "custom" ? mix.name : "Your own mix, from the editor below.");
+  const lesson = fillLesson(source, preset ? preset.name : mix.name, derived);
   if (dom.lesson.textContent !== lesson) dom.lesson.textContent = lesson;
 }

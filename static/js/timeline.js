@@ -1,11 +1,15 @@
 /**
  * Per-lane views derived from the step records, computed once per records array (memoized on its
- * identity, which changes only when a tick arrives): cumulative milliseconds, each request's phase
- * in every step (the request view), the KV series for the memory bar, and which requests were
- * prefilled in chunks. Pure: it reads records and never changes them.
+ * identity, which changes only when a tick arrives): the lane clock (each step's start and end in
+ * ms, the gaps where the lane waited for arrivals, the steps that computed nothing), where each
+ * request arrives on this lane, each request's phase in every step (the request view), the KV series
+ * for the memory bar, and which requests were prefilled in chunks. Pure: it reads records and never
+ * changes them.
  */
-import { cumulativeMs } from "./metrics.js";
+import { arrivalOf, laneTimes } from "./metrics.js";
 import { Phase, SlotState } from "./vocab.js";
+
+const EPS = 1e-6;
 
 function kvPoint(r) {
   // A block budget when the lane has one; otherwise KV tokens against the lane's capacity.
@@ -13,8 +17,7 @@ function kvPoint(r) {
   return { used: r.kv_used, total: r.kv_capacity, unit: "tokens" };
 }
 
-function build(records, workload) {
-  const ids = workload.requests.map((q) => String(q.id));
+function phasesOf(records, ids) {
   const phases = new Map(ids.map((id) => [id, []]));   // id -> phase per step (index s - 1), null: not arrived
   const slotOf = new Map(ids.map((id) => [id, []]));    // id -> slot index per step, null: in no slot
   const prefillSteps = new Map(ids.map((id) => [id, 0]));
@@ -40,8 +43,23 @@ function build(records, workload) {
     for (const id of r.returned) returned.add(id);
   });
   const chunked = new Set([...prefillSteps].filter(([, n]) => n > 1).map(([id]) => id));
-  const kv = records.map(kvPoint);
-  return { ids, cum: cumulativeMs(records), phases, slotOf, chunked, kv };
+  return { phases, slotOf, chunked };
+}
+
+function build(records, workload) {
+  const ids = workload.requests.map((q) => String(q.id));
+  const { starts, ends } = laneTimes(records);
+  const end = [0, ...ends];  // end[s]: the lane clock when step s ended (end[0]: the lane's start)
+  // A gap: the lane had nothing to compute and its clock jumped to the next arrival before step `step`.
+  const gaps = [];
+  starts.forEach((start, i) => {
+    if (start > end[i] + EPS) gaps.push({ step: i + 1, from: end[i], to: start });
+  });
+  // Steps that computed nothing (forward "none"): the lane waited a step's time for its queue or arrivals.
+  const waits = new Set(records.filter((r) => r.forward === "none").map((r) => r.step));
+  const arrivals = workload.requests.map((q) => ({ id: String(q.id), ...arrivalOf(q, starts, end) }))
+    .sort((a, b) => a.arrival_ms - b.arrival_ms);
+  return { ids, starts, ends, end, gaps, waits, arrivals, ...phasesOf(records, ids), kv: records.map(kvPoint) };
 }
 
 /** `fn(records, workload)` computed once per records array and workload (a tick replaces a lane's array). */
@@ -60,13 +78,23 @@ export function perRecords(fn) {
 /** The derived view of one lane's records. */
 export const laneTimeline = perRecords(build);
 
-/** The step of a lane under a playhead at `t` (in the clock's unit): 0 before its first step. */
+/** How many steps a lane has recorded. */
+export function stepCount(timeline) {
+  return timeline.end.length - 1;
+}
+
+/** The step of a lane under a playhead at `t` (in the clock's unit): 0 before its first step; in a gap, the step after it. */
 export function stepAt(timeline, clock, t) {
-  const n = timeline.cum.length - 1;
+  const n = stepCount(timeline);
   if (clock === "steps") return Math.min(n, Math.max(0, Math.ceil(t - 1e-9)));
   let s = 0;
-  while (s < n && timeline.cum[s] < t - 1e-9) s += 1;
+  while (s < n && timeline.end[s] < t - 1e-9) s += 1;
   return s;
+}
+
+/** The gap the lane waits in at `t` ms (after its previous step ended, before the next starts), or null. */
+export function gapAt(timeline, t) {
+  return timeline.gaps.find((g) => g.from < t - 1e-9 && t <= g.to + 1e-9) || null;
 }
 
 /** How many steps a static lane needs at most: groups of `slots` in arrival order, each as long as its longest. */

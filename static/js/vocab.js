@@ -19,7 +19,7 @@ export const StopReason = Object.freeze({
   LENGTH: "length",
 });
 
-/** A request's phase in one step, for the request view: the slot states plus two of its own. */
+/** A request's phase in one step, for the request view: the slot states plus three of its own. */
 export const Phase = Object.freeze({
   QUEUED: "queued",      // arrived, waiting for a slot
   PREFILL: SlotState.PREFILL,
@@ -27,6 +27,7 @@ export const Phase = Object.freeze({
   PADDING: SlotState.PADDING,
   PREEMPTED: SlotState.PREEMPTED,
   DONE: "done",          // its response went back to the client
+  WAITING: "waiting",    // the whole lane computes nothing: it waits for arrivals (drawn over every row)
 });
 
 /** Batching policies, one lane each, in the order the page stacks them. */

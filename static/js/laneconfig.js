@@ -1,0 +1,62 @@
+/**
+ * Lanes as configurations: a lane of a run is a bare policy name ("static") or
+ * `{name, policy, ...its own options}` (run.workload.lanes, in run order). This module answers what a
+ * lane's policy is, in which order the page stacks lanes (by policy, then as given) and how a lane
+ * is titled ("chunked 64 — continuous, chunk 64"). Pure; knows nothing of records or the canvas.
+ */
+import { LANE_ORDER } from "./vocab.js";
+
+/** The options a lane may set, with how a title writes each. */
+const OPTION_TEXT = Object.freeze({
+  slots: (v) => `${v} slots`,
+  chunk_size: (v) => `chunk ${v}`,
+  max_batch_tokens: (v) => `${v} tokens/step`,
+  kv_budget: (v) => `KV ${v}`,
+  kv_block_size: (v) => `KV blocks of ${v}`,
+  max_wait: (v) => `max wait ${v} ${v === 1 ? "step" : "steps"}`,
+  max_wait_ms: (v) => `max wait ${v} ms`,
+  scheduling_policy: (v) => v,
+  fused: (v) => (v ? "fused" : "split"),
+});
+
+/** {name, policy, options} of one entry of workload.lanes. */
+export function laneConfig(entry) {
+  if (typeof entry === "string") return { name: entry, policy: entry, options: {} };
+  const { name, policy, ...options } = entry || {};
+  return { name: String(name ?? policy), policy: String(policy), options };
+}
+
+/** Every lane configuration of a workload, by lane name. */
+export function laneConfigs(workload) {
+  const entries = (workload && Array.isArray(workload.lanes)) ? workload.lanes : [];
+  return new Map(entries.map((e) => laneConfig(e)).map((c) => [c.name, c]));
+}
+
+/** A lane's configuration; a name the workload does not list is taken as a bare policy name. */
+export function configOf(workload, name) {
+  return laneConfigs(workload).get(name) || { name, policy: name, options: {} };
+}
+
+/** Lane names in page order: by policy (static, dynamic, continuous), keeping the given order within one. */
+export function orderLanes(names, workload) {
+  const configs = laneConfigs(workload);
+  const rank = (name) => {
+    const i = LANE_ORDER.indexOf((configs.get(name) || { policy: name }).policy);
+    return i < 0 ? LANE_ORDER.length : i;
+  };
+  return names.map((name, i) => [name, i]).sort((a, b) => rank(a[0]) - rank(b[0]) || a[1] - b[1]).map(([name]) => name);
+}
+
+/** "continuous, chunk 64" — the policy and the lane's own options ("" for a plain lane). */
+export function laneSummary(config) {
+  const opts = Object.entries(config.options).filter(([k]) => OPTION_TEXT[k]).map(([k, v]) => OPTION_TEXT[k](v));
+  if (config.name === config.policy) return opts.join(", ");
+  return [config.policy, ...opts].join(", ");
+}
+
+/** A lane's title: "Static batching", "Dynamic batching — max wait 500 ms", "chunked 64 — continuous, chunk 64". */
+export function laneTitle(config) {
+  const summary = laneSummary(config);
+  const head = config.name === config.policy ? `${config.policy[0].toUpperCase()}${config.policy.slice(1)} batching` : config.name;
+  return summary ? `${head} \u2014 ${summary}` : head;
+}

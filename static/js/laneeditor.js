@@ -1,0 +1,164 @@
+/**
+ * The editor's lanes: up to `max_lanes` rows, each a lane configuration — a name, a batching policy
+ * and the options that policy allows (slots, KV budget; max wait for dynamic; scheduling policy,
+ * chunk size, max batch tokens for continuous). An empty option inherits the workload's default. A
+ * row reads back as a bare policy name when it is a plain lane, else `{name, policy, ...options}`,
+ * the shape the server's `lanes` takes; its fields are named `lanes[i].chunk_size` like the server's
+ * errors. Knows nothing of requests or the socket.
+ */
+import { el } from "./dom.js";
+import { laneConfig } from "./laneconfig.js";
+import { checkInt, checkNumber, errorSlot, field, numberInput, select, textInput } from "./fields.js";
+import { LANE_ORDER, Lane, Policy } from "./vocab.js";
+
+/** Which policies may set an option (engine/config.py POLICY_OPTIONS); the rest apply to every lane. */
+const ONLY_FOR = Object.freeze({ max_wait: Lane.DYNAMIC, scheduling_policy: Lane.CONTINUOUS,
+  chunk_size: Lane.CONTINUOUS, max_batch_tokens: Lane.CONTINUOUS });
+const KEPT = ["kv_block_size", "fused"];  // lane options without a field here: carried through unchanged
+
+export function createLaneList(container, { onChange }) {
+  let limits = { max_lanes: 4, max_slots: 16, max_kv_budget: 65536, max_wait: 100, max_arrival_ms: 600000, max_id_chars: 32 };
+  let timed = false;
+  const kept = new WeakMap();  // row -> options it carries without a field
+  const rows = el("div", { className: "lane-rows" });
+  const addButton = el("button", { type: "button", className: "secondary", id: "add-lane", text: "+ Add lane" });
+  container.append(rows, el("div", { className: "lane-actions" }, [addButton, errorSlot("lanes")]));
+
+  const waitKey = () => (timed ? "max_wait_ms" : "max_wait");
+  const inputs = (row) => Object.fromEntries([...row.querySelectorAll("[data-field]")].map((n) => [n.dataset.key, n]));
+
+  function sync(row) {  // show the options the row's policy allows
+    const policy = inputs(row).policy.value;
+    row.querySelectorAll("[data-only-for]").forEach((label) => { label.hidden = label.dataset.onlyFor !== policy; });
+  }
+
+  function addRow(entry) {
+    const i = rows.children.length;
+    const c = laneConfig(entry);
+    const o = c.options;
+    const at = (key) => `lanes[${i}].${key}`;
+    const make = {
+      name: () => field(at("name"), "name", textInput(c.name, limits.max_id_chars)),
+      policy: () => field(at("policy"), "policy", select(LANE_ORDER.map((p) => [p, p]), c.policy)),
+      slots: () => field(at("slots"), "slots", numberInput(o.slots, 1, limits.max_slots, "default")),
+      kv_budget: () => field(at("kv_budget"), "KV budget", numberInput(o.kv_budget, 1, limits.max_kv_budget, "default")),
+      max_wait: () => field(at(waitKey()), timed ? "max wait ms" : "max wait steps",
+        numberInput(o.max_wait ?? o.max_wait_ms, 0, timed ? limits.max_arrival_ms : limits.max_wait, "default", timed ? "any" : "1")),
+      scheduling_policy: () => field(at("scheduling_policy"), "scheduling",
+        select([["", "default"], ...Object.values(Policy).map((p) => [p, p])], o.scheduling_policy ?? "")),
+      chunk_size: () => field(at("chunk_size"), "chunk size", numberInput(o.chunk_size, 1, limits.max_kv_budget, "off")),
+      max_batch_tokens: () => field(at("max_batch_tokens"), "max batch tokens", numberInput(o.max_batch_tokens, 1, limits.max_kv_budget, "off")),
+    };
+    const labels = Object.entries(make).map(([key, build]) => {
+      const label = build();
+      label.querySelector("[data-field]").dataset.key = key;
+      if (ONLY_FOR[key]) label.dataset.onlyFor = ONLY_FOR[key];
+      return label;
+    });
+    const remove = el("button", { type: "button", className: "remove", text: "\u00d7", title: "remove this lane" });
+    remove.setAttribute("aria-label", "remove this lane");
+    const row = el("div", { className: "lane-row", dataset: { lane: String(i) } }, [...labels, remove, errorSlot(`lanes[${i}]`)]);
+    inputs(row).policy.dataset.was = c.policy;  // the policy before a change: a lane named after it follows it
+    kept.set(row, Object.fromEntries(KEPT.filter((k) => o[k] !== undefined).map((k) => [k, o[k]])));
+    rows.append(row);
+    sync(row);
+  }
+
+  function renumber() {  // keep data-field names in step with row positions after a removal
+    [...rows.children].forEach((row, i) => {
+      row.querySelectorAll("[data-field], [data-error-for]").forEach((node) => {
+        const key = node.dataset.field !== undefined ? "field" : "errorFor";
+        node.dataset[key] = node.dataset[key].replace(/^lanes\[\d+\]/, `lanes[${i}]`);
+      });
+    });
+  }
+
+  function refresh() {
+    addButton.disabled = rows.children.length >= limits.max_lanes;
+    const only = rows.children.length <= 1;
+    rows.querySelectorAll("button.remove").forEach((b) => { b.disabled = only; });
+  }
+
+  function load(lanes, isTimed) {
+    timed = isTimed;
+    rows.replaceChildren();
+    for (const entry of lanes && lanes.length ? lanes : [Lane.STATIC, Lane.CONTINUOUS]) addRow(entry);
+    refresh();
+  }
+
+  /** The lanes as the server takes them; problems go onto `errors`. */
+  function read(errors) {
+    const names = new Set();
+    const lanes = [...rows.children].map((row, i) => {
+      const f = inputs(row);
+      const policy = f.policy.value;
+      const name = f.name.value.trim() || policy;
+      if (names.has(name)) errors.push({ field: `lanes[${i}].name`, message: "another lane has this name" });
+      names.add(name);
+      const options = { ...kept.get(row) };
+      const int = (key, hi) => checkInt(f[key].value, f[key].dataset.field, 1, hi, errors, true);
+      const add = (key, value) => { if (value !== undefined) options[key] = value; };
+      add("slots", int("slots", limits.max_slots));
+      add("kv_budget", int("kv_budget", limits.max_kv_budget));
+      if (policy === Lane.DYNAMIC) {
+        add(waitKey(), timed ? checkNumber(f.max_wait.value, f.max_wait.dataset.field, 0, limits.max_arrival_ms, errors, true)
+          : checkInt(f.max_wait.value, f.max_wait.dataset.field, 0, limits.max_wait, errors, true));
+      }
+      if (policy === Lane.CONTINUOUS) {
+        if (f.scheduling_policy.value) options.scheduling_policy = f.scheduling_policy.value;
+        add("chunk_size", int("chunk_size", limits.max_kv_budget));
+        add("max_batch_tokens", int("max_batch_tokens", limits.max_kv_budget));
+      }
+      return name === policy && !Object.keys(options).length ? policy : { name, policy, ...options };
+    });
+    if (!lanes.length) errors.push({ field: "lanes", message: "add at least one lane" });
+    return lanes;
+  }
+
+  /** Arrivals switched between steps and ms: the max-wait fields change unit (and start empty). */
+  function setTimed(isTimed) {
+    if (isTimed === timed) return;
+    timed = isTimed;
+    rows.querySelectorAll('[data-key="max_wait"]').forEach((input) => {
+      input.value = "";
+      input.dataset.field = input.dataset.field.replace(/max_wait(_ms)?$/, waitKey());
+      input.step = timed ? "any" : "1";
+      input.closest("label").querySelector(".field-label").textContent = timed ? "max wait ms" : "max wait steps";
+      input.setAttribute("aria-label", timed ? "max wait ms" : "max wait steps");
+      input.parentElement.querySelector(".field-error").dataset.errorFor = input.dataset.field;
+    });
+  }
+
+  function setLimits(next) {
+    limits = { ...limits, ...next };
+    refresh();
+  }
+
+  addButton.addEventListener("click", () => {
+    const used = new Set([...rows.children].map((row) => inputs(row).name.value.trim()));
+    const policy = LANE_ORDER.find((p) => !used.has(p)) || Lane.CONTINUOUS;
+    let name = policy;
+    for (let k = 2; used.has(name); k += 1) name = `${policy} ${k}`;
+    addRow(name === policy ? policy : { name, policy });
+    refresh();
+    onChange();
+  });
+  rows.addEventListener("click", (event) => {
+    const button = event.target.closest("button.remove");
+    if (!button || rows.children.length <= 1) return;
+    button.closest(".lane-row").remove();
+    renumber();
+    refresh();
+    onChange();
+  });
+  rows.addEventListener("change", (event) => {
+    if (event.target.dataset.key !== "policy") return;
+    const row = event.target.closest(".lane-row");
+    const name = inputs(row).name;
+    if (!name.value.trim() || name.value.trim() === event.target.dataset.was) name.value = event.target.value;
+    event.target.dataset.was = event.target.value;
+    sync(row);
+  });
+
+  return { load, read, setTimed, setLimits };
+}

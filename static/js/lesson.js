@@ -1,0 +1,49 @@
+/**
+ * A preset's lesson with its placeholders filled from the run it describes: `{LONG.prompt_tokens}`
+ * (the prompt tokens of request LONG: the total of its first prefill cell in any lane),
+ * `{static.longest_step_share}` (the share of lane "static"'s wall time its longest step took),
+ * `{8 slots.wall_s}` (that lane's wall time, 2 decimals), or any other number of a lane's metrics.
+ * A value not known yet (the lane still runs, or no run of this mix) shows as "…"; a raw `{...}`
+ * never shows. Pure: returns a string, which the page writes with textContent.
+ */
+
+const PLACEHOLDER = /\{([^{}]+)\.([A-Za-z_0-9]+)\}/g;
+const UNKNOWN = "\u2026";
+
+function promptTokens(lanes, id) {
+  for (const lane of lanes) {
+    for (const r of lane.records) {
+      const cell = r.slots.find((c) => c.request === id && c.prefill);
+      if (cell) return String(cell.prefill[1]);
+    }
+  }
+  return null;
+}
+
+function laneValue(lane, m, key) {
+  if (!lane.done || !m) return null;
+  if (key === "longest_step_share") {
+    const longest = Math.max(0, ...lane.records.map((r) => r.ms));
+    return m.wall_s > 0 ? `${Math.round((longest / (m.wall_s * 1000)) * 100)}%` : null;
+  }
+  const v = m[key];
+  if (typeof v !== "number") return null;
+  return Number.isInteger(v) ? String(v) : v.toFixed(2);
+}
+
+/**
+ * `text` with every placeholder replaced. `derived` ({run, lanes, metrics}, scene.js) fills them only when
+ * its run is of the mix named `name`; otherwise, or while unknown, they show "…".
+ */
+export function fillLesson(text, name, derived) {
+  const run = derived && derived.run;
+  const ours = Boolean(run && run.workload && run.workload.name === name);
+  const filled = String(text).replace(PLACEHOLDER, (_, subject, key) => {
+    if (!ours) return UNKNOWN;
+    const lane = derived.lanes.find((l) => l.name === subject);
+    const value = lane ? laneValue(lane, derived.metrics[subject], key)
+      : key === "prompt_tokens" ? promptTokens(derived.lanes, subject) : null;
+    return value ?? UNKNOWN;
+  });
+  return filled.replace(/\{[^}]*(\}|$)/g, UNKNOWN);  // a placeholder cut short (or unknown shape) never shows raw
+}
