@@ -5,43 +5,23 @@ sleep. Without /usr/bin/chromium these tests skip, unless BATCH_LANES_REQUIRE_BR
 they fail. Screenshots go to artifacts/ (git-ignored).
 """
 import json
-import os
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
+from browser_kit import ARTIFACTS, ROOT, chromium
 from live_server import live_server
 
-ROOT = Path(__file__).resolve().parent.parent
-ARTIFACTS = ROOT / "artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 RUN_TIMEOUT_MS = 300_000  # a run on the real model on a busy 2-core machine
 XSS_PROMPT = '<img src=x onerror="window.__pwned=1">'
 XSS_ID = "<script>__pwned=2</script>"
 
 
-def _need(condition: bool, reason: str) -> None:
-    if condition:
-        return
-    if os.environ.get("BATCH_LANES_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"{reason} (BATCH_LANES_REQUIRE_BROWSER=1)")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def browser():
-    _need(Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _need(False, "the playwright package is not installed (pip install -r requirements-dev.txt)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
