@@ -101,7 +101,8 @@ def live_server(*args: str, env: dict | None = None, data_dir: str | os.PathLike
 class EventClient:
     """A python-socketio client that records (name, payload) of every event, in order of arrival, and
     when each arrived (`arrived_at`, wall-clock seconds, to compare with a tick's `sent_at`)."""
-    EVENTS = ("model_status", "run_queued", "run_started", "tick", "run_finished", "run_error")
+    EVENTS = ("model_status", "run_queued", "run_started", "tick", "run_finished", "run_error", "sweep_started",
+              "sweep_progress", "sweep_point", "sweep_finished")
 
     def __init__(self, url: str, **connect_kwargs):
         self.events: list[tuple[str, dict]] = []

@@ -12,9 +12,19 @@ from live_server import EventClient, live_server
 
 MIXED = json.loads((Path(__file__).resolve().parent.parent / "demos" / "mixed.json").read_text())
 SECRET = "zebra-violet-7731"  # a prompt word that must never reach the log
+SMALL_SWEEP = {"name": "s", "slots": 2, "generate": {"n": 3, "rate": 1, "output_tokens": [2], "prompt_words": [3]}}
 
 
-def test_eventlet_mode_completes_a_run_and_healthz_answers_within_200_ms_while_it_computes():
+def wait_second_queued(client: EventClient, timeout: float = 60) -> str:
+    """The run id of the second `run_queued` the client got (its first run was queued first)."""
+    deadline = time.monotonic() + timeout
+    while len(client.named("run_queued")) < 2:
+        assert time.monotonic() < deadline, "the sweep was never queued"
+        time.sleep(0.05)
+    return client.named("run_queued")[-1]["run_id"]
+
+
+def test_eventlet_mode_completes_a_run_and_a_sweep_and_healthz_answers_within_200_ms_while_it_computes():
     with live_server("--async-mode", "eventlet") as url:
         client = EventClient(url)
         client.emit("submit", {"workload": MIXED})
@@ -31,8 +41,13 @@ def test_eventlet_mode_completes_a_run_and_healthz_answers_within_200_ms_while_i
                 timings.append(elapsed)
             time.sleep(0.1)
         finished = client.wait_for("run_finished", run_id)
+        client.emit("sweep", {"workload": SMALL_SWEEP, "rates": [2, 8]})  # a sweep ticks through tpool too
+        sweep_id = wait_second_queued(client)
+        swept = client.wait_for("sweep_finished", sweep_id)
         client.close()
         log = url.log()
+    assert [p["rate"] for p in swept["points"]] == [2.0, 8.0]
+    assert all(s["completed"] == 3 for p in swept["points"] for s in p["lanes"].values())
     assert timings, "the run ended before /healthz could be asked while it computed"
     assert max(timings) < 0.2, f"/healthz took {[round(t * 1000) for t in timings]} ms while a run computed"
     assert [t["t"] for t in client.named("tick", run_id)] == list(range(1, 16))
