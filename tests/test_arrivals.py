@@ -102,8 +102,12 @@ def test_sweep_cli_on_the_simulator_reports_vllm_bench_serve_numbers_per_rate_an
         for lane, s in point["lanes"].items():
             assert keys <= set(s) and s["completed"] == 12
             assert s["request_goodput"] <= s["request_throughput"]
-    # more load means a queue: the p95 TTFT at 16/s is above the one at 0.5/s on both lanes
     first, last = out["points"][0]["lanes"], out["points"][-1]["lanes"]
-    assert all(last[lane]["p95_ttft_ms"] > first[lane]["p95_ttft_ms"] for lane in ("static", "continuous"))
+    # more load: more requests per second done, and for continuous a queue (its p95 TTFT rises) ...
+    assert all(last[lane]["request_throughput"] > first[lane]["request_throughput"] for lane in ("static", "continuous"))
+    assert last["continuous"]["p95_ttft_ms"] > first["continuous"]["p95_ttft_ms"]
+    # ... while at a low rate static's TTFT is its wait for a full group of four
+    assert first["static"]["p95_ttft_ms"] > 4 * first["continuous"]["p95_ttft_ms"]
+    assert [round(p["offered_rate"] / p["rate"], 1) for p in out["points"]] == [1.0, 1.0, 1.0]  # seed 0 draws true
     table = cli("sweep", "demos/poisson.json", "--backend", "sim", "--rates", "1,4")
     assert "p95 TTFT above 2 s from:" in table and "SIMULATED" in table

@@ -68,7 +68,8 @@ function options(chart, lanes, slo, width, rates) {
     scales: { x: logScale(rates) ? { time: false, distr: 3, log: 2, range: (u, min, max) => [min / 1.3, max * 1.3] }
       : { time: false, range: (u, min, max) => padded(min, max) },
       y: { range: (u, min, max) => [0, max === null || max <= 0 ? 1 : max * 1.12] } },
-    axes: [{ ...axis, label: "request rate (req/s)", labelSize: 24 },
+    axes: [{ ...axis, label: "request rate (req/s)", labelSize: 24, splits: () => rates,
+      values: (u, splits) => splits.map((v) => String(v)) },  // a tick at every rate swept, nowhere else
       { ...axis, label: chart.yLabel, labelSize: 24, size: 64 }],
     cursor: { drag: { x: false, y: false, setScale: false }, focus: { prox: 24 } },
     focus: { alpha: 0.35 },
