@@ -32,6 +32,7 @@ def load_sweep(lm, size: dict, records: Records | None = None) -> dict:
                        slo_tpot_ms=200, on_point=progress)
     return {"requests": size["sweep_requests"], "output_tokens": size["sweep_output"], "slots": 4,
             "slo_ttft_ms": 2000, "slo_tpot_ms": 200,
-            "points": [{"rate": p["rate"], "lanes": {lane: {k: s[k] for k in KEEP} for lane, s in p["lanes"].items()}}
+            "points": [{"rate": p["rate"], "offered_rate": p["offered_rate"],
+                        "lanes": {lane: {k: s[k] for k in KEEP} for lane, s in p["lanes"].items()}}
                        for p in result["points"]],
             "p95_ttft_over_2s_from_rate": {lane: crossing_rate(result, lane) for lane in result["lanes"]}}
