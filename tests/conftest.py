@@ -42,6 +42,15 @@ def solo_generate(lm: LoadedModel, prompt_ids, max_new_tokens: int, eos_ids=()) 
     return out[0, x.shape[1]:].tolist()
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian Chromium through Playwright, one per test module (tests/browser_kit.py: a skip, or under
+    BATCH_LANES_REQUIRE_BROWSER=1 a failure, when it is missing)."""
+    from browser_kit import chromium
+    with chromium() as b:
+        yield b
+
+
 # --- the server (app/): apps whose engine worker is stopped after each test, and socket test clients ---
 
 class SocketProbe:

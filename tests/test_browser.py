@@ -10,18 +10,12 @@ from urllib.parse import urlparse
 
 import pytest
 
-from browser_kit import ARTIFACTS, ROOT, chromium
+from browser_kit import ARTIFACTS, ROOT
 from live_server import live_server
 
 RUN_TIMEOUT_MS = 300_000  # a run on the real model on a busy 2-core machine
 XSS_PROMPT = '<img src=x onerror="window.__pwned=1">'
 XSS_ID = "<script>__pwned=2</script>"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

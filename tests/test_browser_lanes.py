@@ -12,7 +12,7 @@ from urllib.request import urlopen
 
 import pytest
 
-from test_browser import ARTIFACTS, RUN_TIMEOUT_MS, browser, lanes, open_page, pixels, rgb, server, share, tab, \
+from test_browser import ARTIFACTS, RUN_TIMEOUT_MS, lanes, open_page, pixels, rgb, server, share, tab, \
     wait_finished  # noqa: F401 (fixtures)
 
 FOUR = ["static", "dynamic", "continuous", "chunked 32"]

@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from browser_kit import ARTIFACTS, ROOT, chromium
+from browser_kit import ARTIFACTS, ROOT
 from live_server import live_server
 
 SWEEP_TIMEOUT_MS = 540_000  # a sweep on the real model on a busy 2-core machine
@@ -18,12 +18,6 @@ LANES = ["static", "continuous"]
 # the page's CSP violations, recorded from the first script on (Chromium also logs each one as a console error)
 CSP_WATCH = ("window.__csp = []; document.addEventListener('securitypolicyviolation', "
              "(e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")
