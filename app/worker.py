@@ -244,9 +244,9 @@ class EngineWorker:
             raise Rejected("storage", f"the run store cannot be read: {e}", run_id=run_id) from None
 
     def knows(self, run_id: str) -> bool:
-        """Whether a page for `run_id` has something to show: a run in memory or in the store."""
+        """Whether a page for `run_id` has something to show: a run (not a sweep) in memory or in the store."""
         with self.lock:
-            if run_id in self.runs:
+            if isinstance(self.runs.get(run_id), LiveRun):
                 return True
         return self._read_store(self.store.has, run_id)
 

@@ -53,6 +53,7 @@ def test_a_sweep_sends_one_point_per_rate_whose_run_replays(make_app, connect):
         assert arrivals[0] == 0 and arrivals == sorted(arrivals) and len(arrivals) == 6
     fractions = [p["fraction"] for p in probe.named("sweep_progress", sweep_id)]
     assert fractions == sorted(fractions) and all(0 <= f <= 1 for f in fractions)
+    assert app.test_client().get(f"/runs/{sweep_id}").status_code == 404  # a sweep is no run to replay
     # a second client watching the finished sweep gets its points again
     late = connect(app)
     late.emit("watch", {"run_id": sweep_id})
