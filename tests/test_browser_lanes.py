@@ -101,8 +101,11 @@ def test_four_lane_configurations_from_the_editor_run_on_one_clock(tab, server):
 
 def test_arrivals_preset_on_the_ms_clock_draws_waits_and_arrival_marks(tab, server):
     open_page(tab, server)
+    assert lanes(tab, "clock") == "steps"
     tab.click('button[data-preset="arrivals"]')
     wait_finished(tab)
+    assert lanes(tab, "clock") == "ms"  # a run with arrivals in ms opens on the milliseconds clock
+    assert tab.is_checked("input[name=clock][value=ms]")
     assert lanes(tab, "metricsCheck") == "ok"
     workload_arrivals = {a["id"]: a["arrival_ms"] for a in lanes(tab, "lanes.static.arrivals")}
     assert len(workload_arrivals) == 8

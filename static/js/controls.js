@@ -80,5 +80,8 @@ export function syncControls(dom, pb, limit, hasRun) {
   const text = `${fmtTime(pb.clock, pb.t)} ${total}`;
   if (dom.readout.textContent !== text) dom.readout.textContent = text;
   if (dom.speed.value !== String(pb.speed)) dom.speed.value = String(pb.speed);
+  document.querySelectorAll('input[name="clock"]').forEach((radio) => {  // the page may switch clocks too
+    if (radio.checked !== (radio.value === pb.clock)) radio.checked = radio.value === pb.clock;
+  });
   for (const node of [dom.btnStart, dom.btnBack, dom.btnPlay, dom.btnFwd, dom.btnEnd, dom.scrub]) node.disabled = !hasRun;
 }

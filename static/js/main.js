@@ -9,6 +9,7 @@ import { createEditor } from "./editor.js";
 import * as exporter from "./exports.js";
 import { computeLayout, hitTest, markX, timeX } from "./layout.js";
 import { decodeHash, encodeMix, writeUrl } from "./mixurl.js";
+import { isTimed } from "./metrics.js";
 import { narrate } from "./narration.js";
 import { renderMetrics, renderRequests, setText, tooltipLines } from "./panels.js";
 import * as playback from "./playback.js";
@@ -89,7 +90,8 @@ function onServer(event) {
   if (event.type === ConnectionEvent.CONNECTED && run && run.id
       && run.status !== RunStatus.FINISHED && run.status !== RunStatus.ERROR) socket.watch(run.id);  // rejoin
   if (event.type === ServerEvent.RUN_STARTED && (!before || before.id !== run.id || !before.workload)) {
-    pb = { ...pb, t: 0, playing: true };
+    // arrivals in ms happen on the lanes' clocks: the steps clock would hide every wait, so such a run opens on ms
+    pb = { ...pb, t: 0, playing: true, clock: isTimed(run.workload) ? "ms" : pb.clock };
     ui = { ...ui, requestLane: null };
     if (!run.own) {  // a shared link or a replay: show its mix in the editor
       editor.load(run.workload);
