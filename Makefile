@@ -7,7 +7,7 @@ PORT   ?= 5000
 # idle OpenMP threads sleep rather than spin: on 2 shared cores spinning made decode steps ~50x slower
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: setup run test bench clean
+.PHONY: setup run test bench clean browser
 
 VENDOR := static/vendor/socket.io.min.js static/vendor/uPlot.iife.min.js static/vendor/uPlot.min.css
 
@@ -37,8 +37,12 @@ static/vendor/uPlot.%: node_modules/.ci-done
 run: setup
 	$(PY) -m app --host $(HOST) --port $(PORT)
 
-test: setup
-	$(PY) -m pytest
+# the browser tests never skip here: Chromium is installed where it may be, else make stops with the command to run
+test: setup browser
+	BATCH_LANES_REQUIRE_BROWSER=1 $(PY) -m pytest
+
+browser:
+	@scripts/need_browser.sh
 
 bench: setup
 	$(PY) scripts/bench.py

@@ -2,16 +2,19 @@
 
     GET /                 the page                       GET /api/presets   the demo workloads
     GET /runs/<id>        the page, replaying a run      GET /api/limits    the limits every submit is checked against
-    GET /sweep[/<id>]     the load-sweep view
+    GET /sweep[/<id>]     the load-sweep view            GET /runs/<id>/qr.svg  a QR code of the run's link
+    GET /compare/<a>/<b>  two stored runs on one clock   POST /api/tokens   prompt token counts (the editor's)
     GET /healthz          {status, ready, model, device} GET /api/runs/<id> a finished run: workload, records, metrics
                                                          POST /api/generate  requests drawn from an arrival process
 
 This module reads from the worker and the store; it never starts, changes or computes a run.
 """
+import io
 import json
 from dataclasses import asdict
 
-from flask import Blueprint, current_app, jsonify, render_template, request
+import segno
+from flask import Blueprint, Response, current_app, jsonify, render_template, request
 
 from engine.arrivals import generate_requests
 from engine.config import LANES, POLICIES
@@ -41,15 +44,64 @@ def index():
     return render_template("index.html", run_id=None)
 
 
+def _known(run_id: str) -> bool:
+    """Whether `run_id` names a run the page can show; `Rejected` (storage) if the store cannot be read."""
+    return RUN_ID.fullmatch(run_id) is not None and _worker().knows(run_id)
+
+
 @bp.get("/runs/<run_id>")
 def run_page(run_id: str):
+    """The page replaying a run; for an unknown id the page itself says so (status 404), not raw JSON."""
     try:
-        known = RUN_ID.fullmatch(run_id) is not None and _worker().knows(run_id)
+        known = _known(run_id)
+    except Rejected as r:
+        return _error(503, r.message)
+    if not known:
+        return render_template("index.html", run_id=None, missing_run=run_id[:64]), 404
+    return render_template("index.html", run_id=run_id)
+
+
+@bp.get("/runs/<run_id>/qr.svg")
+def run_qr(run_id: str):
+    """A QR code (SVG, drawn here by segno) of the link to a run, for students' phones. It encodes the address the
+    page was opened by, so a class reaches it when the server listens on the room's network (HOST=0.0.0.0)."""
+    try:
+        known = _known(run_id)
     except Rejected as r:
         return _error(503, r.message)
     if not known:
         return _error(404, "no run with this id")
-    return render_template("index.html", run_id=run_id)
+    out = io.BytesIO()
+    segno.make(f"{request.host_url}runs/{run_id}", error="m").save(out, kind="svg", scale=8, border=2,
+                                                                     xmldecl=False, dark="#1d2330")
+    return Response(out.getvalue(), mimetype="image/svg+xml", headers={"Cache-Control": "max-age=3600"})
+
+
+@bp.get("/compare/<first>/<second>")
+def compare_page(first: str, second: str):
+    """Two stored runs side by side on one clock (each fetched from /api/runs/<id> by the page)."""
+    try:
+        missing = [run_id[:64] for run_id in (first, second) if not _known(run_id)]
+    except Rejected as r:
+        return _error(503, r.message)
+    return render_template("compare.html", runs=[first, second], missing=missing), 404 if missing else 200
+
+
+@bp.post("/api/tokens")
+def tokens():
+    """{"prompts": [str, ...]} -> {"tokens": [chat-templated prompt tokens of each]}: the editor's live count, with
+    the server's own tokenizer (the simulator's estimate when it runs without a model)."""
+    body = request.get_json(silent=True)
+    limits = _worker().limits
+    prompts = body.get("prompts") if isinstance(body, dict) else None
+    if not isinstance(prompts, list) or len(prompts) > limits.max_requests or not all(
+            isinstance(p, str) and len(p) <= limits.max_prompt_chars for p in prompts):
+        return jsonify({"error": f"send {{\"prompts\": [...]}}: at most {limits.max_requests} strings of at most "
+                                 f"{limits.max_prompt_chars} characters", "field": "prompts"}), 400
+    try:
+        return jsonify({"tokens": _worker().count_tokens(prompts)})
+    except Rejected as r:
+        return _error(503, r.message)
 
 
 @bp.get("/sweep")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from engine import Engine
 from engine.metrics import run_metrics
+from engine.runner import estimate_prompt_tokens
 from engine.sweep import prepare_sweep
 from engine.model import DEFAULT_GGUF
 from engine.workload import Workload
@@ -135,6 +136,16 @@ class EngineWorker:
         """Tokenize and check token limits (raises WorkloadError); off the eventlet hub in eventlet mode."""
         with self.prepare_lock:
             return self.offload(self.engine.prepare, workload)
+
+    def count_tokens(self, prompts: list[str]) -> list[int]:
+        """Chat-templated prompt tokens of each prompt (the simulator's estimate without a model); `Rejected` while
+        the model loads."""
+        if not self.ready:
+            raise Rejected("loading", "the model is still loading; token counts come when it is ready")
+        lm = self.engine.lm
+        with self.prepare_lock:
+            return self.offload(lambda: [estimate_prompt_tokens(p) if lm is None else len(lm.encode_prompt(p))
+                                         for p in prompts])
 
     def prepare_sweep(self, obj: dict, rates: list[float], lanes, burstiness: float | None) -> list:
         """Every rate's workload, tokenized and checked (raises WorkloadError); off the eventlet hub."""

@@ -37,12 +37,43 @@ def test_the_page_and_every_response_carry_the_content_security_policy(app):
         assert response.headers["X-Content-Type-Options"] == "nosniff"
 
 
-def test_unknown_runs_and_paths_are_json_404s(app):
+def test_unknown_runs_are_a_page_saying_so_and_the_api_keeps_json_404s(app):
     http = app.test_client()
-    for path in ("/runs/nosuchrun", "/runs/bad%20id!", "/api/runs/nosuchrun", "/api/runs/" + "x" * 65, "/nope"):
+    for path in ("/api/runs/nosuchrun", "/api/runs/" + "x" * 65, "/nope", "/runs/nosuchrun/qr.svg"):
         response = http.get(path)
         assert response.status_code == 404 and response.is_json and "error" in response.get_json(), path
+    for path, shown in (("/runs/nosuchrun", "nosuchrun"), ("/runs/bad%20id!", "bad id!"),
+                        ("/compare/nosuchrun/other", "nosuchrun")):
+        page = http.get(path)
+        assert page.status_code == 404 and page.mimetype == "text/html", path
+        assert 'data-missing' in page.get_data(as_text=True) and shown in page.get_data(as_text=True), path
     assert http.post("/api/presets").status_code == 405
+
+
+def test_a_finished_run_has_a_qr_code_of_its_link(app, connect):
+    import segno
+    probe = connect(app)
+    probe.emit("submit", {"workload": {"requests": [{"id": "A", "prompt": "Hi.", "max_new_tokens": 1}]}})
+    run_id = probe.wait_for("run_queued")["run_id"]
+    probe.wait_for("run_finished", run_id)
+    response = app.test_client().get(f"/runs/{run_id}/qr.svg", base_url="http://class.example:5000")
+    assert response.status_code == 200 and response.mimetype == "image/svg+xml"
+    # the symbol encodes the address the page was opened by: the same matrix segno makes for that link
+    expected = segno.make(f"http://class.example:5000/runs/{run_id}", error="m")
+    import io
+    out = io.BytesIO()
+    expected.save(out, kind="svg", scale=8, border=2, xmldecl=False, dark="#1d2330")
+    assert response.get_data() == out.getvalue()
+
+
+def test_prompt_token_counts_use_the_servers_tokenizer(app, smol):
+    http = app.test_client()
+    prompts = ["What is the capital of France?", "x" * 300, ""]
+    body = http.post("/api/tokens", json={"prompts": prompts}).get_json()
+    assert body["tokens"] == [len(smol.encode_prompt(p)) for p in prompts]
+    for bad in ({"prompts": "hi"}, {"prompts": [1]}, {"prompts": ["x"] * 33}, [], {"prompts": ["x" * 4001]}):
+        response = http.post("/api/tokens", json=bad)
+        assert response.status_code == 400 and response.get_json()["field"] == "prompts", bad
 
 
 def test_a_run_page_exists_for_a_live_run(app, connect):

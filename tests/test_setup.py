@@ -1,0 +1,33 @@
+"""The README's test command is the whole set-up: `make test` installs Chromium for the browser tests where it may,
+or stops at once with the one command to run, and never lets them skip."""
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "need_browser.sh"
+
+
+def need_browser(**env):
+    return subprocess.run([str(SCRIPT)], capture_output=True, text=True, timeout=60, env={**os.environ, **env})
+
+
+def test_a_machine_with_chromium_goes_on_quietly():
+    done = need_browser(CHROMIUM="/bin/sh")  # any executable stands for the browser here
+    assert done.returncode == 0 and done.stdout == done.stderr == ""
+
+
+def test_without_chromium_and_no_way_to_install_it_make_stops_with_the_command_to_run(tmp_path):
+    failing_apt = tmp_path / "apt-get"
+    failing_apt.write_text("#!/bin/sh\nexit 100\n")
+    failing_apt.chmod(0o755)
+    done = need_browser(CHROMIUM=str(tmp_path / "no-chromium"), APT_GET=str(failing_apt))
+    assert done.returncode == 1
+    assert "sudo apt-get install -y chromium" in done.stderr and str(tmp_path / "no-chromium") in done.stderr
+
+
+def test_make_test_requires_the_browser_and_forbids_skipping_it():
+    plan = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
+    assert "scripts/need_browser.sh" in plan
+    assert "BATCH_LANES_REQUIRE_BROWSER=1" in plan and "-m pytest" in plan
+    assert plan.index("need_browser.sh") < plan.index("-m pytest")
