@@ -91,7 +91,8 @@ class Lane:
                 token_id=token,
                 token=texts.get(row.slot),
                 stop=r.stop if row.wants_token and r.finish_step == out.step else None,
-                prefill=(r.num_prefilled, len(r.prefill_ids)) if row.state is SlotState.PREFILL else None)
+                prefill=(r.num_prefilled, len(r.prefill_ids)) if row.state is SlotState.PREFILL else None,
+                special=token is not None and self.runner.is_special(token))
         return StepRecord(
             lane=self.name, step=out.step, slots=tuple(cells),
             waiting=tuple(r.id for r in s.waiting),

@@ -5,6 +5,7 @@ as safetensors under a user cache folder (keyed by the GGUF's path, size and mti
 loads them in well under a second. Errors come out as one `ModelLoadError` line, never a traceback.
 This module knows nothing of scheduling: it gives the runner a model, a tokenizer and the EOS ids.
 """
+import functools
 import hashlib
 import importlib.util
 import os
@@ -34,6 +35,11 @@ class LoadedModel:
     dtype: torch.dtype
     eos_ids: frozenset[int]
     pad_id: int
+
+    @functools.cached_property
+    def special_ids(self) -> frozenset[int]:
+        """Ids of the tokenizer's special tokens (<|im_end|>, <|im_start|>, ...): markup, not text."""
+        return frozenset(getattr(self.tokenizer, "all_special_ids", ()) or ())
 
     @property
     def max_context(self) -> int:

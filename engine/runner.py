@@ -215,6 +215,9 @@ class ModelRunner:
         visible = torch.arange(kv_len, device=pos.device) <= pos[:, :, None]  # (B, Q, kv_len): key k visible to query q
         return additive_mask(visible, self.lm.dtype)[:, None]
 
+    def is_special(self, token_id: int) -> bool:
+        return token_id in self.lm.special_ids
+
     def reference_ms(self) -> float:
         """A one-row decode step of this model, in ms (timed once per model, with the runner's own linears): what a
         step that computes nothing lasts on a lane that has not measured a step of its own yet."""
@@ -276,6 +279,9 @@ class SimRunner:
 
     def reference_ms(self) -> float:
         return SIM_CALL_MS + SIM_TOKEN_MS
+
+    def is_special(self, token_id: int) -> bool:
+        return False
 
     def text_delta(self, request: Request) -> str | None:
         return None

@@ -30,11 +30,14 @@ class SlotRecord:
     token: str | None = None         # its text as it extends the response
     stop: StopReason | None = None   # set on the request's last token
     prefill: tuple[int, int] | None = None  # (prompt tokens cached after this step, prompt tokens in all)
+    special: bool = False            # the token is a special token of the tokenizer (<|im_end|>, ...), not text
 
     def to_dict(self) -> dict:
         d = {"state": self.state.value, "request": self.request, "token_id": self.token_id, "token": self.token}
         if self.stop is not None:
             d["stop"] = self.stop.value
+        if self.special:
+            d["special"] = True
         if self.prefill is not None:
             d["prefill"] = list(self.prefill)
         return d

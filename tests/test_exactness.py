@@ -100,6 +100,16 @@ def test_smollm2_text_is_the_decoded_tokens(smol):
     assert streamed == smol.decode(req.output_ids)
 
 
+def test_special_tokens_are_marked_as_tokens_not_text(smol):
+    """With ignore_eos the model writes on past <|im_end|>: those cells say `special`, the words around them don't."""
+    run = run_lanes(smol, [{"id": "A", "prompt": "What is the capital of France?", "max_new_tokens": 14,
+                            "ignore_eos": True}], slots=1, lanes=("continuous",))
+    cells = [c for r in run.lanes["continuous"].records for c in r.slots if c.token_id is not None]
+    assert {c.token for c in cells if c.special} >= {"<|im_end|>"}
+    assert all(c.special == (c.token_id in smol.special_ids) for c in cells) and not cells[0].special
+    assert any(c.to_dict().get("special") is True for c in cells) and "special" not in cells[0].to_dict()
+
+
 def count_preemptions_and_chunks(run) -> tuple[int, int]:
     recs = run.lanes["continuous"].records
     preempted = sum(len(r.preempted) for r in recs)
