@@ -88,6 +88,9 @@ def test_mixed_preset_shows_the_classroom_table_cells_and_keyboard_playback(tab,
     wait_finished(tab)
 
     # 1) the metrics table, computed in the page from the records, is the classroom table and the server's numbers
+    # (the table follows the playhead: at the end it shows the run's final numbers)
+    tab.keyboard.press("End")
+    tab.wait_for_function("() => window.__lanes.shown === window.__lanes.limit")
     assert lanes(tab, "metricsCheck") == "ok"
     assert (metric(tab, "static", "steps"), metric(tab, "continuous", "steps")) == ("15", "9")
     assert (metric(tab, "static", "slot_use"), metric(tab, "continuous", "slot_use")) == ("48%", "81%")

@@ -7,6 +7,7 @@
  */
 import { el } from "./dom.js";
 import { checkInt, checkNumber, errorSlot, field, numberInput, textInput } from "./fields.js";
+import { count } from "./words.js";
 
 const DEFAULTS = Object.freeze({ n: 12, rate: 2, burstiness: 1, seed: 0, output_tokens: { min: 8, max: 24 },
   prompt_words: { min: 8, max: 32 } });
@@ -61,7 +62,7 @@ export function createArrivalPanel(container, { onGenerate }) {
     f.seed.value = String(seed ?? DEFAULTS.seed);
     f.output_tokens.value = formatLengths(out ?? DEFAULTS.output_tokens);
     f.prompt_words.value = kept.prompts ? "" : formatLengths(words ?? DEFAULTS.prompt_words);
-    f.prompt_words.placeholder = kept.prompts ? `${kept.prompts.length} prompts of your own` : "8-32";
+    f.prompt_words.placeholder = kept.prompts ? `${count(kept.prompts.length, "prompt")} of your own` : "8-32";
   }
 
   /** The panel as a `generate` spec; problems go onto `errors`. */

@@ -1,12 +1,14 @@
 /**
  * Playback controls and the keyboard: DOM listeners that only push small input actions onto the
  * queue main.js drains each frame (`{type: "play"}`, `{type: "step", delta: 1}` …), and `syncControls`,
- * which writes the playback state back into the buttons, scrubber and readout.
+ * which writes the playback state back into the buttons, scrubber and readout. A mouse click on the
+ * canvas seeks; a tap asks for the tooltip of what it touched.
  */
 
 export const Input = Object.freeze({
   PLAY: "play", STEP: "step", START: "start", END: "end", SEEK: "seek", SPEED: "speed", SET_SPEED: "set-speed",
   CLOCK: "clock", VIEW: "view", HELP: "help", HOVER: "hover", RESIZE: "resize", REQUEST_LANE: "request-lane",
+  TAP: "tap",  // a touch on the canvas: the tooltip of what is under it (on the time axis: seek there)
 });
 
 const TEXT_ENTRY = new Set(["INPUT", "TEXTAREA", "SELECT"]);
@@ -46,7 +48,11 @@ export function bindControls(dom, push) {
     radio.addEventListener("change", () => push({ type: Input.VIEW, view: radio.value })));
   dom.canvas.addEventListener("mousemove", (e) => push({ type: Input.HOVER, x: e.offsetX, y: e.offsetY }));
   dom.canvas.addEventListener("mouseleave", () => push({ type: Input.HOVER, x: null, y: null }));
-  dom.canvas.addEventListener("click", (e) => push({ type: Input.SEEK, x: e.offsetX }));
+  // A mouse click seeks; a tap (touch or pen) only shows what it touched, so reading a cell never moves the playhead.
+  let pointer = "mouse";
+  dom.canvas.addEventListener("pointerdown", (e) => { pointer = e.pointerType || "mouse"; });
+  dom.canvas.addEventListener("click", (e) => push(pointer === "mouse" ? { type: Input.SEEK, x: e.offsetX }
+    : { type: Input.TAP, x: e.offsetX, y: e.offsetY }));
   new ResizeObserver(() => push({ type: Input.RESIZE })).observe(dom.wrap);
   window.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey) return;

@@ -215,10 +215,18 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
   for (const radio of Object.values(unit)) {
     radio.addEventListener("change", () => { setTimed(radio.value === "ms"); changed(); });
   }
+  /** The lowest "R<n>" no row uses yet (after a removal, the gap it left). */
+  function freeId() {
+    const taken = new Set([...rows.children].map((tr, i) => tr.querySelector(`[data-field="requests[${i}].id"]`).value));
+    let n = 1;
+    while (taken.has(`R${n}`)) n += 1;
+    return `R${n}`;
+  }
+
   addButton.addEventListener("click", () => {
     const n = rows.children.length;
     const prev = rows.lastElementChild ? readRequests([])[n - 1] : {};
-    addRow({ id: `R${n + 1}`, prompt: "Tell me a fact.", max_new_tokens: prev.max_new_tokens || 4 });
+    addRow({ id: freeId(), prompt: "Tell me a fact.", max_new_tokens: prev.max_new_tokens || 4 });
     addButton.disabled = rows.children.length >= limits.max_requests;
     changed();
   });

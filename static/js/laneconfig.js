@@ -5,15 +5,16 @@
  * is titled ("chunked 64 — continuous, chunk 64"). Pure; knows nothing of records or the canvas.
  */
 import { LANE_ORDER } from "./vocab.js";
+import { count } from "./words.js";
 
 /** The options a lane may set, with how a title writes each. */
 const OPTION_TEXT = Object.freeze({
-  slots: (v) => `${v} slots`,
+  slots: (v) => count(v, "slot"),
   chunk_size: (v) => `chunk ${v}`,
   max_batch_tokens: (v) => `${v} tokens/step`,
   kv_budget: (v) => `KV ${v}`,
-  kv_block_size: (v) => `KV blocks of ${v}`,
-  max_wait: (v) => `max wait ${v} ${v === 1 ? "step" : "steps"}`,
+  kv_block_size: (v) => `KV blocks of ${count(v, "token")}`,
+  max_wait: (v) => `max wait ${count(v, "step")}`,
   max_wait_ms: (v) => `max wait ${v} ms`,
   scheduling_policy: (v) => v,
   fused: (v) => (v ? "fused" : "split"),

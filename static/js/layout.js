@@ -3,7 +3,8 @@
  * marks, grid and KV bar, the legend row. Plain data (tests read it through window.__lanes) plus a
  * few pure helpers that map a (lane, step, row) to a rectangle and a point back to what is there.
  * On the milliseconds clock a step spans its lane-clock start to its end, so a lane that waited for
- * arrivals shows a gap. Knows nothing of colours.
+ * arrivals shows a gap. The legend's items are placed here too, wrapped onto as many rows as the width
+ * needs (given a function that measures a label). Knows nothing of colours.
  */
 
 const GUTTER = 116;  // left margin: slot or request labels, and a KV label like "KV 1687/1844 tok"
@@ -12,7 +13,31 @@ const AXIS_H = 26;
 const MARK_H = 11;   // the band of arrival marks above a lane's grid
 const KV_GAP = 6;
 const KV_H = 14;
-const LEGEND_H = 58;  // room for the legend to wrap onto a second row
+const LEGEND_H = 58;  // room for the legend to wrap onto a second row (when its items are not placed here)
+const LEGEND_ROW = 24;
+const LEGEND_ITEM_H = 18;
+const NARROW = 560;  // below this canvas width the legend starts at the left edge, not under the grid
+
+/**
+ * The legend's items in rows that fit `width`: entries [{label, swatch}] (swatch: its width in px), `measure(label)`
+ * the label's width. Returns {items: [{...entry, x, y, w, h}] (y from the legend's top), h}.
+ */
+export function placeLegend(entries, measure, width, gridX = GUTTER) {
+  const x0 = width < NARROW ? 4 : gridX;
+  const items = [];
+  let x = x0;
+  let y = 8;
+  for (const entry of entries) {
+    const w = entry.swatch + 5 + measure(entry.label);
+    if (x > x0 && x + w > width - 4) {
+      x = x0;
+      y += LEGEND_ROW;
+    }
+    items.push({ ...entry, x, y, w, h: LEGEND_ITEM_H });
+    x += w + 18;
+  }
+  return { items, h: items.length ? y + LEGEND_ITEM_H + 12 : 8 };
+}
 
 /** Row height: lanes share a height budget, so four lanes still fit one screen. */
 function rowHeight(view, rows, laneCount) {
@@ -23,9 +48,10 @@ function rowHeight(view, rows, laneCount) {
 
 /**
  * lanes: [{name, rows: [label...], starts: [ms], ends: [ms], gaps: [{step, from, to}], arrivals:
- * [{id, arrival, arrival_ms}] | null (no arrival marks)}]; clock: "steps" | "ms"; domain: steps or ms the x axis spans.
+ * [{id, arrival, arrival_ms}] | null (no arrival marks)}]; clock: "steps" | "ms"; domain: steps or ms the x axis spans;
+ * legend (optional): {entries, measure} to place the legend's items (see placeLegend), else a fixed band.
  */
-export function computeLayout(width, lanes, { view, clock, domain }) {
+export function computeLayout(width, lanes, { view, clock, domain, legend: legendSpec = null }) {
   const gridX = GUTTER;
   const gridW = Math.max(60, width - GUTTER - RIGHT);
   const pxPerUnit = gridW / Math.max(domain, 1e-9);
@@ -43,9 +69,10 @@ export function computeLayout(width, lanes, { view, clock, domain }) {
     y = kv.y + kv.h + laneGap;
     return { ...lane, rowH, title, marks, grid, kv };
   });
-  const legend = { x: 0, y, w: width, h: LEGEND_H };
+  const key = legendSpec ? placeLegend(legendSpec.entries, legendSpec.measure, width, gridX) : { items: null, h: LEGEND_H };
+  const legend = { x: 0, y, w: width, h: key.h, items: key.items };
   return {
-    width, height: Math.ceil(y + LEGEND_H), view, clock, domain, pxPerUnit,
+    width, height: Math.ceil(y + legend.h), view, clock, domain, pxPerUnit,
     axis: { x: gridX, y: 0, w: gridW, h: AXIS_H },
     lanes: placed, legend,
   };

@@ -6,6 +6,7 @@
  * with textContent.
  */
 import { Lane, SlotState, StopReason } from "./vocab.js";
+import { count as plural } from "./words.js";
 
 /** "R5", "R5 and R6", "R5, R6 and R7", or "R5, R6 … R9 (5)" for long lists. */
 function listIds(ids) {
@@ -13,10 +14,6 @@ function listIds(ids) {
   if (list.length <= 1) return list.join("");
   if (list.length > 4) return `${list[0]}, ${list[1]} \u2026 ${list[list.length - 1]} (${list.length})`;
   return `${list.slice(0, -1).join(", ")} and ${list[list.length - 1]}`;
-}
-
-function plural(n, one, many) {
-  return `${n} ${n === 1 ? one : many}`;
 }
 
 function count(record, state) {
@@ -90,7 +87,7 @@ function laneFacts(lane, timed) {
  * t: the playhead; timed: arrivals are in ms.
  */
 export function narrate(lanes, clock, t, streaming, timed = false) {
-  if (!lanes.length) return "Choose a preset or write a request mix, then press Run.";
+  if (!lanes.length) return "Pick a preset above to run it on the real model, or open the request mix editor below to write your own.";
   if (lanes.every((l) => l.step === 0)) {
     return streaming ? "The engine is computing the first step\u2026" : "Press play (Space) or step with \u2192.";
   }
@@ -101,4 +98,16 @@ export function narrate(lanes, clock, t, streaming, timed = false) {
     return clock === "steps" || done || l.gap ? `${l.name}: ${facts}` : `${l.name} (step ${l.step}): ${facts}`;
   });
   return `${where} \u2014 ${parts.join(" \u00b7 ")}`;
+}
+
+/**
+ * The line before a run has lanes to show: an unknown run id (`missingRun`), or a link's mix (`linkMix`, its name)
+ * that runs by itself once the model is ready — a shared link is meant to be watched; null otherwise.
+ */
+export function startLine({ missingRun = "", linkMix = null, ready = false }) {
+  if (missingRun) return `There is no run with id ${missingRun}. Pick a preset above to run one.`;
+  if (linkMix) {
+    return `This link runs \u201c${linkMix}\u201d ${ready ? "now" : "as soon as the model is ready"}: a shared link is meant to be watched; its steps stream in below.`;
+  }
+  return null;
 }

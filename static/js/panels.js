@@ -1,11 +1,13 @@
 /**
- * The DOM around the canvas: the metrics table, the request panel, the hover tooltip and the
- * status line. Every piece of user or model text goes in through textContent (never innerHTML),
- * so a prompt or a token that looks like markup shows literally.
+ * The DOM around the canvas: the metrics table (at the playhead), the request panel, the hover
+ * tooltip and the status line. Every piece of user or model text goes in through textContent (never
+ * innerHTML), so a prompt or a token that looks like markup shows literally; a special token of the
+ * tokenizer (`<|im_end|>`) shows as a token chip ("⟨im_end⟩", the raw text in its title), never as text.
  */
 import { el } from "./dom.js";
 import { writtenText } from "./metrics.js";
 import { StopReason } from "./vocab.js";
+import { chipText } from "./words.js";
 
 const dash = "\u2013";
 const num = (v, digits) => (v === null || v === undefined ? dash : v.toFixed(digits));
@@ -37,28 +39,46 @@ const METRIC_COLUMNS = [
 ];
 
 /**
- * Fill the metrics table: one row per lane. `done`: lane -> finished (a running lane's row says "so far");
- * `check`: "" (no server numbers yet), "ok", or a list of mismatches.
+ * Fill the metrics table: one row per lane, its numbers up to the playhead. `metrics`: lane -> metrics;
+ * `rowNote`: lane -> "" or what the row's numbers cover ("so far", "at step 2 of 15"); `check`: "" (no server
+ * numbers yet), "ok", or a list of mismatches (always on the full records); `at`: null when the playhead is at
+ * the end, else where it is ("step 2", "0.84 s").
  */
-export function renderMetrics(table, caption, metrics, done, check) {
+export function renderMetrics(table, caption, metrics, rowNote, check, at = null) {
   const head = el("tr", {}, [el("th", { text: "lane", scope: "col" }),
     ...METRIC_COLUMNS.map(([, label]) => el("th", { text: label, scope: "col" }))]);
   const body = el("tbody", {}, Object.entries(metrics).map(([lane, m]) => el("tr", { dataset: { lane } }, [
-    el("th", { text: done[lane] ? lane : `${lane} (so far)`, scope: "row" }),
+    el("th", { scope: "row" }, [lane, ...(rowNote[lane] ? [el("span", { className: "row-note", text: rowNote[lane] })] : [])]),
     ...METRIC_COLUMNS.map(([key, , fmt]) => el("td", { text: fmt(m), dataset: { lane, metric: key } }))])));
   table.replaceChildren(el("thead", {}, [head]), body);
-  caption.textContent = check === "ok" ? "Computed here from the step records \u2014 identical to the server's numbers."
-    : check ? `Computed here from the step records \u2014 differs from the server in: ${check}` : "Computed here from the step records so far.";
-  caption.dataset.check = check === "ok" ? "match" : check ? "mismatch" : "pending";
+  const source = "Computed here from the step records";
+  caption.textContent = at ? `At the playhead (${at}): ${source.toLowerCase()} up to it; the end shows the run's final numbers.`
+    : check === "ok" ? `${source} \u2014 identical to the server's numbers.`
+      : check ? `${source} \u2014 differs from the server in: ${check}` : `${source} so far.`;
+  caption.dataset.check = at ? "playhead" : check === "ok" ? "match" : check ? "mismatch" : "pending";
 }
 
-/** The text a request has written in `records` up to and including `step` (an EOS token writes nothing). */
-function textUpTo(records, id, step) {
-  let text = "";
-  for (const r of records.slice(0, step)) {
-    for (const c of r.slots) if (c.request === id) text += writtenText(c);
+/** A special token as a chip: "⟨im_end⟩" in a styled span, the raw token in its title. */
+export function tokenChip(token) {
+  return el("span", { className: "token-chip", text: chipText(token), title: `${token} \u2014 a special token of the tokenizer, not text` });
+}
+
+/** Text and chips for a run of cells: ordinary tokens as text (merged), special tokens as chips. */
+function written(cells) {
+  const parts = [];
+  for (const c of cells) {
+    const text = writtenText(c);
+    if (!text) continue;
+    if (c.special) parts.push(tokenChip(text));
+    else if (typeof parts[parts.length - 1] === "string") parts[parts.length - 1] += text;
+    else parts.push(text);
   }
-  return text;
+  return parts;
+}
+
+/** What a request has written in `records` up to and including `step` (an EOS token writes nothing), as parts. */
+function writtenUpTo(records, id, step) {
+  return written(records.slice(0, step).flatMap((r) => r.slots.filter((c) => c.request === id)));
 }
 
 const seconds = (v) => `${(v / 1000).toFixed(2)} s`;
@@ -81,7 +101,7 @@ export function renderRequests(tbody, workload, records, metrics, step) {
       el("th", { text: id, scope: "row" }),
       el("td", { className: "prompt" }, [el("div", { text: spec.prompt, className: "clamp", title: spec.prompt })]),
       el("td", { className: "arrival", text: arrivalText(spec, q) }),
-      el("td", { text: textUpTo(records, id, step), className: writing ? "written writing" : "written" }),
+      el("td", { className: writing ? "written writing" : "written" }, writtenUpTo(records, id, step)),
       el("td", { text: back ? (eos ? `EOS after ${q.tokens}` : `length ${q.tokens}`) : dash,
         className: back && eos ? "stop eos" : "stop" }),
       el("td", { text: back ? `${q.ttft_steps} / ${ms(q.ttft_ms)}` : dash }),
@@ -91,8 +111,29 @@ export function renderRequests(tbody, workload, records, metrics, step) {
   tbody.replaceChildren(...rows);
 }
 
-/** The lines of a cell's tooltip (`what` from renderer.cellAt); `lane` is the scene's lane. */
-function cellLines(lane, step, what, view) {
+/** What a token line says: ordinary text quoted, a special token as a chip and what it meant for this request. */
+function tokenLines(cell, spec) {
+  const id = `(id ${cell.token_id})`;
+  if (!cell.special) return [`token: ${JSON.stringify(cell.token)} ${id}`];
+  const lines = [["token: ", tokenChip(cell.token), ` ${id}, a special token`]];
+  if (spec && spec.ignore_eos !== false && cell.stop !== StopReason.EOS) {
+    lines.push(cell.stop ? "the request ignores EOS (fixed length): this token did not stop it"
+      : "the request ignores EOS (fixed length): it writes on past this token");
+  }
+  return lines;
+}
+
+function stopLine(cell, spec) {
+  if (cell.stop === StopReason.EOS) return "stopped: the model wrote EOS";
+  const most = spec && spec.max_new_tokens ? ` (${spec.max_new_tokens})` : "";
+  return `stopped at its length: max_new_tokens${most} reached`;
+}
+
+/**
+ * The lines of a cell's tooltip (`what` from renderer.cellAt); `lane` is the scene's lane, `workload` the run's.
+ * A line is a string or an array of strings and nodes (a token chip).
+ */
+function cellLines(lane, step, what, view, workload) {
   const lines = [];
   const rec = what.record;
   const where = what.slot !== undefined && what.slot !== null ? what.slot : null;
@@ -104,8 +145,9 @@ function cellLines(lane, step, what, view) {
   if (arrival) lines.push(`arrived at ${seconds(arrival.arrival_ms)} on this lane's clock`);
   const cell = what.cell;
   if (cell && cell.prefill) lines.push(`prompt tokens cached: ${cell.prefill[0]} of ${cell.prefill[1]}`);
-  if (cell && cell.token !== null && cell.token !== undefined) lines.push(`token: ${JSON.stringify(cell.token)} (id ${cell.token_id})`);
-  if (cell && cell.stop) lines.push(cell.stop === StopReason.EOS ? "stopped: the model wrote EOS" : "stopped: max_new_tokens reached");
+  const spec = workload && what.request && workload.requests.find((q) => String(q.id) === what.request);
+  if (cell && cell.token !== null && cell.token !== undefined) lines.push(...tokenLines(cell, spec));
+  if (cell && cell.stop) lines.push(stopLine(cell, spec));
   const start = lane.timeline.starts[step - 1];
   lines.push(`step ran ${seconds(start)} \u2192 ${seconds(lane.timeline.ends[step - 1])}: ${rec.ms.toFixed(1)} ms`);
   if (rec.forward === "none") lines.push("computed nothing: the lane waited (a median step's time)");
@@ -113,8 +155,12 @@ function cellLines(lane, step, what, view) {
   return lines;
 }
 
-/** The hover tooltip's lines for what `layout.hitTest` found (a cell, a wait, arrival marks) on a scene lane. */
-export function tooltipLines(lane, hit, view) {
+/**
+ * The hover tooltip's lines for what `layout.hitTest` found (a cell, a wait, arrival marks) on a scene lane: each a
+ * string or an array of strings and nodes (a special token's chip). `workload` (the run's) lets a token line say
+ * what a special token meant for its request.
+ */
+export function tooltipParts(lane, hit, view, workload = null) {
   if (hit.kind === "gap") {
     const { from, to } = hit.gap;
     const coming = lane.timeline.arrivals.filter((a) => a.arrival_ms > from + 1e-6 && a.arrival_ms <= to + 1e-6);
@@ -126,9 +172,50 @@ export function tooltipLines(lane, hit, view) {
     return [`${lane.name} lane \u00b7 arrivals`, ...hit.marks.map((a) =>
       `${a.id} arrives at ${seconds(a.arrival_ms)}; can join step ${a.arrival + 1}`)];
   }
-  return cellLines(lane, hit.step, hit.what, view);
+  return cellLines(lane, hit.step, hit.what, view, workload);
+}
+
+/** The tooltip as plain lines of text (a chip as its "⟨im_end⟩" text). */
+export function tooltipLines(lane, hit, view, workload = null) {
+  return tooltipParts(lane, hit, view, workload).map((line) => (Array.isArray(line)
+    ? line.map((part) => (typeof part === "string" ? part : part.textContent)).join("") : line));
+}
+
+/** Write tooltipParts lines into `node`: one div each, text through textContent, chips as their own spans. */
+export function renderTooltip(node, lines) {
+  node.replaceChildren(...lines.map((line) => el("div", {}, Array.isArray(line) ? line : [line])));
 }
 
 export function setText(node, text) {
   if (node.textContent !== text) node.textContent = text;
+}
+
+/** What a lane's row of the metrics table covers (a scene lane): "" (the whole run), "so far", or "at step 2 of 15". */
+export function rowNote(lane) {
+  const n = lane.records.length;
+  const shown = Math.min(lane.step, n);
+  if (shown < n) return `at step ${shown} of ${n}${lane.done ? "" : " so far"}`;
+  return lane.done ? "" : "so far";
+}
+
+const floors = new WeakMap();  // node -> {key, h}
+/**
+ * Let a box that wraps (the narration on a phone or a zoomed page) grow but not shrink while `key` stays the same
+ * (a run and a width): what is below it moves at most a few times a run, never every frame. Reads the box's height
+ * only when its text changed.
+ */
+export function holdHeight(node, key) {
+  let floor = floors.get(node);
+  if (floor && floor.key === key && floor.text === node.textContent) return;
+  if (!floor || floor.key !== key) {
+    floor = { key, text: "", h: 0 };
+    floors.set(node, floor);
+    node.style.minHeight = "";
+  }
+  floor.text = node.textContent;
+  const h = node.offsetHeight;
+  if (h > floor.h) {
+    floor.h = h;
+    node.style.minHeight = `${h}px`;
+  }
 }

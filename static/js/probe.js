@@ -1,8 +1,9 @@
 /**
  * window.__lanes: what the page shows, as data, for tests and for anyone curious in the console —
- * run status, per-lane configuration, clock (step starts and ends, gaps, waits), arrivals, metrics
- * and KV series, the playhead, and the layout (where each lane, row, step cell, wait and arrival mark
- * sits, in CSS pixels relative to the canvas). Tests wait on it, never on a sleep.
+ * run status (and whether the run is this page's own), per-lane configuration, clock (step starts and
+ * ends, gaps, waits), arrivals, metrics (the run's, and at the playhead) and KV series, the caption
+ * each lane shows, the playhead, and the layout (where each lane, row, step cell, wait, arrival mark
+ * and legend item sits, in CSS pixels relative to the canvas). Tests wait on it, never on a sleep.
  */
 import { cellRect, columnRect, gapRect, markX } from "./layout.js";
 import { PALETTE } from "./renderer.js";
@@ -19,6 +20,7 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
   const lanes = {};
   for (const lane of derived.lanes) {
     const { kv, starts, ends, gaps, waits, arrivals } = lane.timeline;
+    const shownLane = scene.lanes.find((l) => l.name === lane.name) || {};
     lanes[lane.name] = {
       policy: lane.policy,
       title: lane.title,
@@ -28,14 +30,19 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
       starts, ends, gaps, waits: [...waits], arrivals,
       metrics: withoutRequests(derived.metrics[lane.name]),
       kv: { unit: kv.length ? kv[0].unit : null, used: kv.map((p) => p.used), total: kv.map((p) => p.total) },
-      stepAtPlayhead: (scene.lanes.find((l) => l.name === lane.name) || {}).step,
+      stepAtPlayhead: shownLane.step,
+      metricsAtPlayhead: shownLane.metrics ? withoutRequests(shownLane.metrics) : null,
+      caption: shownLane.caption,
     };
   }
   const laneLayout = (name) => layout.lanes.find((l) => l.name === name);
   const rect = canvas.getBoundingClientRect();
   window.__lanes = {
-    status: run ? run.status : state.pending ? "submitting" : "idle",
+    // "submitting" while a mix waits to go (or its submit awaits an answer), even when an older run is on screen
+    status: state.pending || state.next ? "submitting" : run ? run.status : "idle",
     runId: run ? run.id : null,
+    own: Boolean(run && run.own),
+    mix: run && run.workload ? run.workload.name : null,
     connected: state.connected,
     model: { ...state.model },
     error: state.error,
@@ -52,6 +59,8 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
       lanes: layout.lanes.map((l) => ({ name: l.name, title: l.title, marks: l.marks, grid: l.grid, kv: l.kv,
         rowH: l.rowH, rows: l.rows.length })),
     },
+    /** The legend's items as drawn: [{label, x, y, w, h}] in canvas CSS pixels. */
+    legend: (layout.legend.items || []).map((i) => ({ label: i.label, x: i.x, y: layout.legend.y + i.y, w: i.w, h: i.h })),
     /** A cell's rectangle in canvas CSS pixels (step 1-based, row 0-based). */
     cellRect: (lane, step, row) => cellRect(layout, laneLayout(lane), step, row),
     /** The first cell of a lane in the slot view whose state is `slotState`: {step, row, x, y, w, h} or null. */

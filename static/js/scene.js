@@ -2,15 +2,29 @@
  * From a run to what one frame shows: the lanes in page order (by policy, then as given) with their
  * configurations, derived timelines and metrics (memoized per records array), the x-axis domain
  * (which only grows while a run streams, so cells do not shrink every tick), each lane's step under
- * the playhead (and the gap it waits in, if any), and the scene the renderer draws. Pure functions of
- * their inputs, apart from the memo caches.
+ * the playhead (and the gap it waits in, if any) with its metrics up to that step, and the scene the
+ * renderer draws. Pure functions of their inputs, apart from the memo caches.
  */
 import { configOf, laneTitle, orderLanes } from "./laneconfig.js";
 import { isTimed, laneMetrics, mismatches } from "./metrics.js";
 import { estimateSteps, gapAt, laneTimeline, perRecords, stepAt, stepCount } from "./timeline.js";
 import { RunStatus } from "./vocab.js";
+import { count } from "./words.js";
 
 const metricsOf = perRecords(laneMetrics);
+const partial = new WeakMap();  // records array -> Map(step -> metrics of records[0..step))
+
+/** A lane's metrics from its first `step` records (what happened up to the playhead); all of them: the run's. */
+export function metricsUpTo(lane, step, workload, whole) {
+  if (step >= lane.records.length) return whole;
+  let memo = partial.get(lane.records);
+  if (!memo || memo.workload !== workload) {
+    memo = { workload, byStep: new Map() };
+    partial.set(lane.records, memo);
+  }
+  if (!memo.byStep.has(step)) memo.byStep.set(step, laneMetrics(lane.records.slice(0, step), workload));
+  return memo.byStep.get(step);
+}
 
 let last = { run: undefined, value: null };
 
@@ -79,13 +93,19 @@ export function laneRows(lane, view, workload) {
   return Array.from({ length: slots }, (_, i) => `slot ${i + 1}`);
 }
 
-function caption(lane, m, clock) {
+/**
+ * A lane's caption at the playhead: its final numbers once the playhead has passed its last step ("15 steps ·
+ * 1.93 tokens/step · slot use 48%"), else the numbers so far ("step 2 of 15 · 2.00 tokens/step · slot use 50%").
+ */
+function caption(lane, shown, m, clock) {
   const n = lane.records.length;
-  if (!lane.done) return n ? `${n} steps so far` : "waiting for the first step";
-  const parts = [`${n} steps`, `${m.tokens_per_step.toFixed(2)} tokens/step`, `slot use ${Math.round(m.slot_use * 100)}%`];
-  if (clock === "ms" && m.wall_s !== null) parts.push(`${m.wall_s.toFixed(2)} s`);
-  if (m.preemptions) parts.push(`${m.preemptions} preempted`);
-  return parts.join(" \u00b7 ");
+  if (!n) return lane.done ? "no steps" : "waiting for the first step";
+  const numbers = [`${m.tokens_per_step.toFixed(2)} tokens/step`, `slot use ${Math.round(m.slot_use * 100)}%`];
+  if (clock === "ms" && m.wall_s !== null && shown > 0) numbers.push(`${m.wall_s.toFixed(2)} s`);
+  if (m.preemptions) numbers.push(`${m.preemptions} preempted`);
+  if (lane.done && shown >= n) return [count(n, "step"), ...numbers].join(" \u00b7 ");
+  const where = `step ${shown} of ${n}${lane.done ? "" : " so far"}`;
+  return shown > 0 ? [where, ...numbers].join(" \u00b7 ") : where;
 }
 
 function kvLabel(lane, step) {
@@ -94,17 +114,24 @@ function kvLabel(lane, step) {
   return `KV ${point.used}/${point.total} ${point.unit === "blocks" ? "blk" : "tok"}`;
 }
 
-/** What the renderer draws this frame. */
-export function buildScene(derived, { view, clock, t, focus }) {
-  const lanes = derived.lanes.map((lane) => {
-    const step = laneStep(lane, clock, t);
-    const gap = clock === "ms" && step <= lane.records.length ? gapAt(lane.timeline, t) : null;
-    return { ...lane, step, gap, revealed: Math.min(step, lane.records.length),
-      caption: caption(lane, derived.metrics[lane.name], clock), kvLabel: kvLabel(lane, gap ? step - 1 : step) };
-  });
+/** What the legend explains for a run on a clock and view: {view, preemption, waiting, marks}. */
+export function legendFlags(derived, { view, clock }) {
   const preemption = Boolean(derived.run && derived.run.workload && derived.run.workload.kv_budget)
     || derived.lanes.some((l) => l.config.options.kv_budget) || Object.values(derived.metrics).some((m) => m.preemptions > 0);
   // The legend explains waiting when some lane shows it on this clock.
   const waiting = derived.lanes.some((l) => l.timeline.waits.size || (clock === "ms" && l.timeline.gaps.length));
-  return { lanes, view, clock, t, focus, preemption, waiting, marks: derived.marks, timed: derived.timed };
+  return { view, preemption, waiting, marks: derived.marks };
+}
+
+/** What the renderer draws this frame; each lane carries `metrics`, its numbers up to its step at the playhead. */
+export function buildScene(derived, { view, clock, t, focus }) {
+  const lanes = derived.lanes.map((lane) => {
+    const step = laneStep(lane, clock, t);
+    const gap = clock === "ms" && step <= lane.records.length ? gapAt(lane.timeline, t) : null;
+    const shown = Math.min(step, lane.records.length);
+    const metrics = metricsUpTo(lane, shown, derived.run.workload, derived.metrics[lane.name]);
+    return { ...lane, step, gap, revealed: shown, metrics,
+      caption: caption(lane, shown, metrics, clock), kvLabel: kvLabel(lane, gap ? step - 1 : step) };
+  });
+  return { lanes, clock, t, focus, ...legendFlags(derived, { view, clock }), timed: derived.timed };
 }

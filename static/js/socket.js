@@ -1,7 +1,7 @@
 /**
  * The socket: connects to the page's own origin and pushes every server event onto a queue, as
  * `{type, payload}`. It never touches the state or the canvas; main.js drains the queue once a
- * frame. Sending is two thin wrappers over the protocol's client events.
+ * frame. Sending is three thin wrappers over the protocol's client events.
  */
 import { ClientEvent, ConnectionEvent, ServerEvent } from "./vocab.js";
 
@@ -19,5 +19,6 @@ export function connect(queue) {
   return {
     submit(workload, lanes) { socket.emit(ClientEvent.SUBMIT, { workload, lanes }); },
     watch(runId) { socket.emit(ClientEvent.WATCH, { run_id: runId }); },
+    cancel(runId) { socket.emit(ClientEvent.CANCEL, { run_id: runId }); },
   };
 }

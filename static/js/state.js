@@ -1,13 +1,21 @@
 /**
  * The page's run state: one plain object, changed only by pure functions that return a new object.
  * `applyEvent` folds a queued socket event (or a page action) in; `applyStep` folds one tick's step
- * records into a run. Nothing here knows about the canvas, the DOM or the playback clock.
+ * records into a run; `nextSend` says what the page must send next for its own run. Nothing here
+ * knows about the canvas, the DOM or the playback clock.
+ *
+ * Cancel and replace: the server runs one run per client. A mix asked for while your own run is
+ * queued or running waits in `next`; the page cancels that run and submits `next` once the server
+ * confirms (the cancelled run's run_error, or its run_finished when it ended first). So there is
+ * never more than one submit in flight and never one the server must refuse.
  */
 import { ConnectionEvent, RunStatus, ServerEvent } from "./vocab.js";
 
 /** Page actions that change the run state (next to the server's events). */
 export const Action = Object.freeze({
-  SUBMITTED: "submitted",   // the page sent a submit; the current run stays until the new one is queued
+  WANTED: "wanted",         // the reader asked to run a mix: {workload, lanes}; it waits in `next` until it can go
+  SUBMITTED: "submitted",   // the page sent `next` as a submit; the current run stays until the new one is queued
+  CANCELLING: "cancelling", // the page sent a cancel for its own run {run_id}, to replace it with `next`
   WATCHING: "watching",     // the page asked to watch a run by id
 });
 
@@ -16,8 +24,11 @@ export function createState() {
     connected: false,
     model: { ready: false, progress: 0, message: "connecting to the server", error: null, model: "", device: "" },
     pending: false,   // a submit awaits its run_queued / run_started / run_error
+    next: null,       // {workload, lanes}: a mix to submit as soon as no run of ours is live
+    cancelling: null, // id of our run a cancel was sent for, until the server confirms it ended
+    dropped: [],      // ids of runs we cancelled: their run_error is expected and never shown
     run: null,        // see newRun
-    error: null,      // the last run_error: {message, field, run_id}
+    error: null,      // the last run_error: {message, field, run_id, code}
   };
 }
 
@@ -37,6 +48,28 @@ function newRun(id, status) {
   };
 }
 
+/** Whether a run is still queued or running on the server. */
+export function isLive(run) {
+  return Boolean(run) && (run.status === RunStatus.QUEUED || run.status === RunStatus.RUNNING);
+}
+
+/** Our own run, while it is queued or running (the server refuses another submit until it ends), or null. */
+export function liveOwnRun(state) {
+  return state.run && state.run.own && isLive(state.run) ? state.run : null;
+}
+
+/**
+ * What the page must send now: `{type: "submit", workload, lanes}`, `{type: "cancel", runId}` (our live run stands
+ * in the way of `next`), or null (nothing wanted, or waiting for the server's answer).
+ */
+export function nextSend(state) {
+  if (!state.next || !state.connected || !state.model.ready) return null;
+  const own = liveOwnRun(state);
+  if (own) return state.cancelling === own.id ? null : { type: "cancel", runId: own.id };
+  if (state.pending) return null;  // its run_queued makes it our live run, which is then cancelled
+  return { type: "submit", workload: state.next.workload, lanes: state.next.lanes };
+}
+
 /** Fold one tick (`{t, lanes: {lane: record | null}}`) into a run; a tick already seen (a rejoin replays them) is ignored. */
 export function applyStep(run, tick) {
   if (tick.t <= run.t) return run;
@@ -53,6 +86,13 @@ function sameRun(state, runId) {
   return state.run !== null && state.run.id === runId;
 }
 
+/** A run_error for a run we cancelled: it ends that run quietly and frees us to submit `next`. */
+function dropped(state, p) {
+  const ends = sameRun(state, p.run_id) && isLive(state.run);
+  return { ...state, cancelling: state.cancelling === p.run_id ? null : state.cancelling,
+    run: ends ? { ...state.run, status: RunStatus.CANCELLED } : state.run };
+}
+
 /** Fold one queued event `{type, payload}` into the state. */
 export function applyEvent(state, event) {
   const p = event.payload;
@@ -63,35 +103,49 @@ export function applyEvent(state, event) {
       return { ...state, connected: false };
     case ServerEvent.MODEL_STATUS:
       return { ...state, model: { ...state.model, ...p } };
+    case Action.WANTED:
+      return { ...state, next: { workload: p.workload, lanes: p.lanes } };
     case Action.SUBMITTED:
-      return { ...state, pending: true, error: null };
+      return { ...state, pending: true, next: null, error: null };
+    case Action.CANCELLING:
+      return { ...state, cancelling: p.run_id, dropped: [...state.dropped.slice(-20), p.run_id] };
     case Action.WATCHING:
       return sameRun(state, p.run_id) ? state : { ...state, error: null, run: newRun(p.run_id, RunStatus.QUEUED) };
     case ServerEvent.RUN_QUEUED: {
-      const run = sameRun(state, p.run_id) ? state.run : newRun(p.run_id, RunStatus.QUEUED);
-      const own = run.own || state.pending;
-      return { ...state, pending: false, run: { ...run, own, status: RunStatus.QUEUED, position: p.position } };
+      if (sameRun(state, p.run_id)) return { ...state, run: { ...state.run, status: RunStatus.QUEUED, position: p.position } };
+      // A new id is the answer to our submit (sent to us before anything else of that run); without a submit in
+      // flight it is a position update of a run we watched once, which the page no longer shows.
+      if (!state.pending) return state;
+      const run = { ...newRun(p.run_id, RunStatus.QUEUED), own: true, position: p.position };
+      return { ...state, pending: false, error: null, run };  // the submit was taken: an older refusal no longer applies
     }
     case ServerEvent.RUN_STARTED: {
-      // A rejoin (same id) keeps what arrived so far; the replayed ticks are then skipped by `t`.
-      const base = sameRun(state, p.run_id) && state.run.workload ? state.run : newRun(p.run_id, RunStatus.RUNNING);
+      // Our run, or the run we watch, was made on run_queued or on watching: another id is a run we once watched.
+      // A rejoin keeps what arrived so far; the replayed ticks are then skipped by `t`.
+      if (!sameRun(state, p.run_id)) return state;
+      const base = state.run.workload ? state.run : { ...newRun(p.run_id, RunStatus.RUNNING), own: state.run.own };
       const run = { ...base, status: base.status === RunStatus.FINISHED ? base.status : RunStatus.RUNNING,
         position: null, lanes: [...p.lanes], workload: p.workload, model: p.model || "" };
-      return { ...state, pending: false, run };
+      const error = state.error && state.error.run_id !== p.run_id ? null : state.error;  // a new run started
+      return { ...state, error, run };
     }
     case ServerEvent.TICK:
       return sameRun(state, p.run_id) ? { ...state, run: applyStep(state.run, p) } : state;
     case ServerEvent.RUN_FINISHED: {
       if (!sameRun(state, p.run_id)) return state;
       const done = Object.fromEntries(state.run.lanes.map((lane) => [lane, true]));
-      return { ...state, run: { ...state.run, status: RunStatus.FINISHED, done, serverMetrics: p.metrics } };
+      const cancelling = state.cancelling === p.run_id ? null : state.cancelling;  // it ended before the cancel
+      return { ...state, cancelling, run: { ...state.run, status: RunStatus.FINISHED, done, serverMetrics: p.metrics } };
     }
     case ServerEvent.RUN_ERROR: {
-      const error = { message: String(p.message || "error"), field: p.field || null, run_id: p.run_id || null };
+      if (p.run_id && state.dropped.includes(p.run_id)) return dropped(state, p);
+      const error = { message: String(p.message || "error"), field: p.field || null, run_id: p.run_id || null,
+        code: p.code || null };
       // A finished run stays finished (e.g. it ran but could not be stored); a live or queued one ends here.
       const ends = p.run_id && sameRun(state, p.run_id) && state.run.status !== RunStatus.FINISHED;
       const run = ends ? { ...state.run, status: RunStatus.ERROR } : state.run;
-      return { ...state, pending: false, error, run };
+      const refusal = !p.run_id || p.code === "active_run";  // the answer to our pending submit
+      return { ...state, pending: refusal ? false : state.pending, error, run };
     }
     default:
       return state;

@@ -1,11 +1,28 @@
 /**
  * The status around the lanes: the model-loading bar (from model_status), the run line (queued at
- * position N, running, finished, an error, a lost connection), the preset buttons and the lesson of
- * the chosen preset, its placeholders filled from the run as it streams. Text only through textContent.
+ * position N, running, switching to another mix, finished, an error, a lost connection), the preset
+ * buttons (a click while your run is live stops it and runs the new mix: their titles say so) and the
+ * lesson of the chosen preset, its placeholders filled from the run as it streams; before anything is
+ * chosen, how to start. Text only through textContent.
  */
 import { el } from "./dom.js";
 import { fillLesson } from "./lesson.js";
+import { liveOwnRun } from "./state.js";
 import { RunStatus } from "./vocab.js";
+import { count } from "./words.js";
+
+const INTRO = "Pick a preset above to watch the real model batch its requests, each with a lesson \u2014 start with"
+  + " \u201cmixed\u201d \u2014 or open the request mix editor at the bottom of the page to write your own.";
+
+/** What the page says where the lanes would be when it has no run to show. */
+export function emptyText(state, missingRun) {
+  const m = state.model;
+  if (missingRun) return `There is no run with id ${missingRun}: it may never have existed, or this server has forgotten it. Pick a preset above to run one.`;
+  if (m.error) return "The model could not be loaded, so nothing can run; see the message at the top.";
+  if (state.next || state.pending) return "Its steps stream in here as the model computes them.";
+  if (!m.ready) return "The model is loading. Pick a preset once it is ready; its steps stream in here as they are computed.";
+  return "Pick a preset above to run it on the real model, or open the request mix editor below to write your own.";
+}
 
 export function renderPresets(container, presets) {
   container.replaceChildren(...presets.map((p) => el("button", { type: "button", className: "preset",
@@ -17,15 +34,20 @@ function runLine(state) {
   if (state.error && (state.error.run_id === null || (state.run && state.error.run_id === state.run.id))) {
     return [state.error.message, "error"];
   }
-  if (state.pending) return ["Sending the mix to the engine\u2026", ""];
   const run = state.run;
+  const name = state.next ? `\u201c${state.next.workload.name}\u201d` : "";
+  if (state.next && liveOwnRun(state)) return [`Stopping your current run to start ${name}\u2026`, "warn"];
+  if (state.next) return [state.model.ready ? `Starting ${name}\u2026` : `Waiting for the model: ${name} starts as soon as it is ready.`, ""];
+  if (state.pending) return ["Sending the mix to the engine\u2026", ""];
   if (!run) return ["", ""];
   switch (run.status) {
     case RunStatus.QUEUED:
       return [run.position ? `Queued: position ${run.position} in the engine's queue (1 = next); it starts when the runs ahead finish.`
         : "Joining the run\u2026", "warn"];
-    case RunStatus.RUNNING: return [`Running on ${run.model || "the model"}: step ${run.t} computed, streaming in.`, ""];
-    case RunStatus.FINISHED: return [`Finished on ${run.model || "the model"}: ${run.t} shared steps.`, "ok"];
+    case RunStatus.RUNNING: return [`Running on ${run.model || "the model"}: step ${run.t} computed, streaming in.`
+      + (run.own ? " Another preset or Run stops it and starts that mix." : ""), ""];
+    case RunStatus.FINISHED: return [`Finished on ${run.model || "the model"}: ${count(run.t, "shared step")}.`, "ok"];
+    case RunStatus.CANCELLED: return ["You stopped this run to start another.", ""];
     default: return ["", ""];
   }
 }
@@ -38,7 +60,8 @@ function lessonPreset(presets, presetName, mix) {
   return presets.find((p) => p.name === mix.name && start && String(p.description || "").startsWith(start)) || null;
 }
 
-export function renderStatus(dom, state, presetName, presets, mix, derived) {
+/** Everything above and around the lanes; `intro`: nothing chosen yet (no preset, no link, no edit, no run). */
+export function renderStatus(dom, state, { presetName, presets, mix, derived, intro, missingRun }) {
   const m = state.model;
   const ready = Boolean(m.ready);
   dom.modelStatus.dataset.ready = String(ready);
@@ -56,22 +79,20 @@ export function renderStatus(dom, state, presetName, presets, mix, derived) {
   for (const button of dom.presetButtons.children) {
     button.setAttribute("aria-pressed", String(button.dataset.preset === presetName));
   }
-  // The server takes a submit only once the model is ready, and one run per client at a time.
-  const run = state.run;
-  const mine = run && run.own && (run.status === RunStatus.QUEUED || run.status === RunStatus.RUNNING);
-  const why = !state.connected ? "not connected to the server" : !ready ? "the model is still loading"
-    : state.pending || mine ? "wait for your run to finish" : "";
+  // The server takes a submit only once the model is ready, and one run per client at a time: a click while our
+  // run is live stops it first (state.js, cancel and replace).
+  const why = !state.connected ? "not connected to the server" : !ready ? "the model is still loading" : "";
+  const switching = state.pending || state.next || liveOwnRun(state) ? " \u2014 switching stops your current run" : "";
   for (const button of [...dom.presetButtons.children, dom.runMix]) {
     if (!button) continue;
     button.disabled = Boolean(why);
-    button.title = why || (button.dataset.preset ? "run this preset" : "run the mix below");
+    const title = why || `${button.dataset.preset ? "run this preset" : "run the mix below"}${switching}`;
+    if (button.title !== title) button.title = title;
   }
-  const empty = m.error ? "The model could not be loaded, so nothing can run; see the message at the top."
-    : !ready ? "The model is loading. Pick a preset once it is ready; its steps stream in here as they are computed."
-      : "Pick a preset above to run it on the real model, or write your own mix in the editor below.";
+  const empty = emptyText(state, missingRun);
   if (dom.empty.textContent !== empty) dom.empty.textContent = empty;
   const preset = lessonPreset(presets, presetName, mix);
-  const source = preset ? String(preset.description || "")
+  const source = intro && !state.run ? INTRO : preset ? String(preset.description || "")
     : mix.description || (mix.name !== "custom" ? mix.name : "Your own mix, from the editor below.");
   const lesson = fillLesson(source, preset ? preset.name : mix.name, derived);
   if (dom.lesson.textContent !== lesson) dom.lesson.textContent = lesson;

@@ -55,6 +55,7 @@ export const ServerEvent = Object.freeze({
 export const ClientEvent = Object.freeze({
   SUBMIT: "submit",
   WATCH: "watch",
+  CANCEL: "cancel",       // stop your own queued or running run (it ends with run_error code "cancelled")
 });
 
 /** Connection changes socket.js queues next to the server's events (page-only names). */
@@ -70,4 +71,5 @@ export const RunStatus = Object.freeze({
   RUNNING: "running",
   FINISHED: "finished",
   ERROR: "error",
+  CANCELLED: "cancelled",  // you stopped it (to run another mix): not an error
 });

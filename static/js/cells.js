@@ -1,0 +1,182 @@
+/**
+ * How each kind of cell looks, and the colours of the lanes canvas: `PALETTE` (every colour the canvas
+ * draws, chosen for WCAG AA — text at least 4.5:1 on its fill, outlines, marks and the focus ring at
+ * least 3:1 against what they touch; tests/test_browser_classroom.py checks the pairs) and the painters
+ * of one cell, a wait, an arrival mark and a focus ring. Every cell kind differs by more than colour:
+ * prefill carries a "P", padding is hatched, idle is an outline, preempted carries a cross, queued a
+ * dashed outline, waiting a dotted tint with a "waiting" label. Reads its arguments, changes none.
+ */
+import { Phase, SlotState, StopReason } from "./vocab.js";
+
+/** Okabe–Ito based: safe for the common colour-vision deficiencies; darkened where AA contrast asked for it. */
+export const PALETTE = Object.freeze({
+  background: "#ffffff",
+  text: "#1d2330",
+  muted: "#5b6472",
+  rule: "#e3e6ea",
+  prefill: "#e69f00", prefillText: "#3a2600",
+  decode: "#56b4e9", decodeText: "#08263a",
+  padding: "#dadde2", hatch: "#6b737e", paddingText: "#4a525e",
+  idle: "#ffffff", idleLine: "#878f9b",
+  preempted: "#c05200", preemptedText: "#ffffff",
+  queued: "#f1f2f4", queuedLine: "#7b838f",
+  waiting: "#f6eaa6", waitingMark: "#8a7400", waitingText: "#4d4100",
+  arrival: "#009e73",
+  kv: "#b8619a", kvTrack: "#f4ecf1", kvBudget: "#6b3a57",
+  playhead: "#1d2330",
+  focus: "#1d2330",
+});
+
+export const FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
+
+export function fitText(ctx, options, maxW) {
+  return options.find((s) => s && ctx.measureText(s).width <= maxW) || null;
+}
+
+/** Padding's diagonal hatch, clipped to the cell. */
+function hatch(ctx, r) {
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(r.x, r.y, r.w, r.h);
+  ctx.clip();
+  ctx.strokeStyle = PALETTE.hatch;
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  for (let d = -r.h; d < r.w; d += 6) {
+    ctx.moveTo(r.x + d, r.y + r.h);
+    ctx.lineTo(r.x + d + r.h, r.y);
+  }
+  ctx.stroke();
+  ctx.restore();
+}
+
+
+/** Waiting (the lane computes nothing): a yellow tint with rows of dashes, and "waiting" when it fits. */
+export function drawWaiting(ctx, rect, text = "waiting for arrivals") {
+  const r = { x: rect.x + 1, y: rect.y + 1, w: rect.w - 2, h: rect.h - 2 };
+  if (r.w <= 0 || r.h <= 0) return;
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(r.x, r.y, r.w, r.h);
+  ctx.clip();
+  ctx.fillStyle = PALETTE.waiting;
+  ctx.fillRect(r.x, r.y, r.w, r.h);
+  ctx.fillStyle = PALETTE.waitingMark;
+  for (let y = r.y + 3, odd = 0; y < r.y + r.h - 1; y += 6, odd ^= 1) {
+    for (let x = r.x + (odd ? 5 : 1); x < r.x + r.w; x += 10) ctx.fillRect(x, y, 5, 2);
+  }
+  ctx.font = `600 12px ${FONT}`;
+  const fit = r.h >= 16 && fitText(ctx, text ? [text, "waiting"] : [], r.w - 12);
+  if (fit) {
+    const w = ctx.measureText(fit).width + 10;
+    ctx.fillStyle = PALETTE.waiting;
+    ctx.fillRect(r.x + (r.w - w) / 2, r.y + r.h / 2 - 8, w, 16);
+    ctx.fillStyle = PALETTE.waitingText;
+    label(ctx, fit, r);
+  }
+  ctx.restore();
+}
+
+
+/** A request's arrival: a small downward triangle above the lane's grid. */
+export function drawMark(ctx, x, band) {
+  ctx.fillStyle = PALETTE.arrival;
+  ctx.beginPath();
+  ctx.moveTo(x - 4.5, band.y + 1);
+  ctx.lineTo(x + 4.5, band.y + 1);
+  ctx.lineTo(x, band.y + band.h - 1);
+  ctx.fill();
+}
+
+/** Centred text in a rectangle, at `yFrac` of its height. */
+export function label(ctx, text, r, yFrac = 0.5) {
+  ctx.textBaseline = "middle";
+  ctx.textAlign = "center";
+  ctx.fillText(text, r.x + r.w / 2, r.y + r.h * yFrac + 0.5);
+}
+
+/** Prefill: a "P" with the request id, and for a chunked prompt how much of it is cached ("P 96/160"). */
+function drawPrefill(ctx, r, id, info) {
+  ctx.fillStyle = PALETTE.prefill;
+  ctx.fillRect(r.x, r.y, r.w, r.h);
+  ctx.fillStyle = PALETTE.prefillText;
+  const part = info.prefill && info.chunked ? `${info.prefill[0]}/${info.prefill[1]}` : null;
+  const oneLine = part ? [`P ${part} ${id}`, `P ${part}`] : [`P ${id}`, "P"];
+  const text = fitText(ctx, oneLine, r.w - 4);
+  if (text) return label(ctx, text, r);
+  const top = fitText(ctx, [`P ${id}`, "P"], r.w - 4);
+  if (part && top && r.h >= 22) {  // "P R3" over "96/160" when one line is too narrow
+    label(ctx, top, r, 0.3);
+    for (const px of [10, 9, 8]) {  // the fraction in the largest font that fits, else the cached count alone
+      ctx.font = `${Math.min(px, r.h / 2 - 2)}px ${FONT}`;
+      const bottom = fitText(ctx, [part, px === 8 ? String(info.prefill[0]) : null], r.w - 2);
+      if (bottom) return label(ctx, bottom, r, 0.72);
+    }
+    return undefined;
+  }
+  if (top) return label(ctx, top, r);
+  ctx.beginPath();  // too small for a letter: a corner notch still marks it
+  ctx.moveTo(r.x, r.y);
+  ctx.lineTo(r.x + Math.min(r.w, 6), r.y);
+  ctx.lineTo(r.x, r.y + Math.min(r.h, 6));
+  ctx.fill();
+  return undefined;
+}
+
+/** One cell. kind: a Phase; info: {label, prefill: [cached, total] | null, chunked, stop}. */
+export function drawCell(ctx, rect, kind, info = {}) {
+  const r = { x: rect.x + 1, y: rect.y + 1, w: Math.max(1, rect.w - 2), h: Math.max(1, rect.h - 2) };
+  const id = info.label || "";
+  ctx.font = `600 ${Math.min(12, Math.max(9, r.h - 8))}px ${FONT}`;
+  if (kind === Phase.PREFILL) {
+    drawPrefill(ctx, r, id, info);
+  } else if (kind === Phase.DECODE) {
+    ctx.fillStyle = PALETTE.decode;
+    ctx.fillRect(r.x, r.y, r.w, r.h);
+    ctx.fillStyle = PALETTE.decodeText;
+    const text = fitText(ctx, [id], r.w - 4);
+    if (text) label(ctx, text, r);
+  } else if (kind === Phase.PADDING) {
+    ctx.fillStyle = PALETTE.padding;
+    ctx.fillRect(r.x, r.y, r.w, r.h);
+    hatch(ctx, r);
+  } else if (kind === Phase.PREEMPTED) {
+    ctx.fillStyle = PALETTE.preempted;
+    ctx.fillRect(r.x, r.y, r.w, r.h);
+    ctx.fillStyle = PALETTE.preemptedText;
+    const text = fitText(ctx, [`\u00d7 ${id}`, "\u00d7"], r.w - 4);
+    if (text) label(ctx, text, r);
+  } else if (kind === Phase.QUEUED) {
+    ctx.fillStyle = PALETTE.queued;
+    if (!info.outline) ctx.fillRect(r.x, r.y, r.w, r.h);
+    ctx.setLineDash([3, 2]);
+    ctx.strokeStyle = PALETTE.queuedLine;
+    ctx.strokeRect(r.x + 0.5, r.y + 0.5, r.w - 1, r.h - 1);
+    ctx.setLineDash([]);
+  } else if (kind === SlotState.IDLE) {
+    ctx.fillStyle = PALETTE.idle;
+    ctx.fillRect(r.x, r.y, r.w, r.h);
+    ctx.strokeStyle = PALETTE.idleLine;
+    ctx.strokeRect(r.x + 0.5, r.y + 0.5, r.w - 1, r.h - 1);
+  }
+  if (info.stop) {  // the request's last token: a bar on the right edge, plus a dot when it was EOS
+    ctx.fillStyle = PALETTE.text;
+    ctx.fillRect(r.x + r.w - 3, r.y, 3, r.h);
+    if (info.stop === StopReason.EOS && r.w > 10) {
+      ctx.beginPath();
+      ctx.arc(r.x + r.w - 8, r.y + 5, 2.5, 0, 2 * Math.PI);
+      ctx.fill();
+    }
+  }
+}
+
+/** The cells of the request under the pointer: a 2 px ring inside the cell (dashed while it is queued). */
+export function drawFocus(ctx, rect, kind) {
+  ctx.strokeStyle = PALETTE.focus;
+  ctx.lineWidth = 2;
+  if (kind === Phase.QUEUED) ctx.setLineDash([4, 3]);
+  ctx.strokeRect(rect.x + 1, rect.y + 1, rect.w - 2, rect.h - 2);
+  ctx.setLineDash([]);
+  ctx.lineWidth = 1;
+}
+
