@@ -322,7 +322,7 @@ def test_on_a_phone_the_legend_wraps_the_narration_wraps_prompts_are_wide_and_a_
         # 1) every legend item inside the canvas
         width = lanes(page, "layout.width")
         legend = lanes(page, "legend")
-        assert len(legend) == 5, legend  # prefill, decode, padding, idle, last token
+        assert len(legend) == 6, legend  # prefill, decode, padding, idle, last token, the KV strip
         assert all(0 <= i["x"] and i["x"] + i["w"] <= width and i["y"] + i["h"] <= lanes(page, "layout.height")
                    for i in legend), (width, legend)
 

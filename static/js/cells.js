@@ -123,11 +123,13 @@ function drawPrefill(ctx, r, id, info) {
   return undefined;
 }
 
-/** One cell. kind: a Phase; info: {label, prefill: [cached, total] | null, chunked, stop}. */
+/** One cell. kind: a Phase; info: {label, prefill: [cached, total] | null, chunked, stop, maxPx (its largest font)}. */
 export function drawCell(ctx, rect, kind, info = {}) {
   const r = { x: rect.x + 1, y: rect.y + 1, w: Math.max(1, rect.w - 2), h: Math.max(1, rect.h - 2) };
   const id = info.label || "";
-  ctx.font = `600 ${Math.min(12, Math.max(9, r.h - 8))}px ${FONT}`;
+  const px = Math.min(info.maxPx || 12, Math.max(9, r.h - 8));
+  ctx.font = `600 ${px}px ${FONT}`;
+  if (px > 11 && ctx.measureText(id).width > r.w - 4) ctx.font = `600 11px ${FONT}`;  // large type: a narrow cell still says who
   if (kind === Phase.PREFILL) {
     drawPrefill(ctx, r, id, info);
   } else if (kind === Phase.DECODE) {
@@ -168,6 +170,23 @@ export function drawCell(ctx, rect, kind, info = {}) {
       ctx.fill();
     }
   }
+}
+
+/**
+ * A preemption, readable from the back of the room: a pill in the preempted colour with "× R3 preempted" in bold
+ * white, and a pole from it down to the row that lost its slot. `rects` = layout.flagRects.
+ */
+export function drawFlag(ctx, rects, text, px) {
+  const { pill, pole } = rects;
+  ctx.fillStyle = PALETTE.preempted;
+  if (pole.h > 0) ctx.fillRect(pole.x, pole.y, pole.w, pole.h);
+  ctx.beginPath();
+  ctx.roundRect(pill.x, pill.y, pill.w, pill.h, Math.min(6, pill.h / 2));
+  ctx.fill();
+  ctx.fillStyle = PALETTE.preemptedText;
+  ctx.font = `700 ${Math.max(9, Math.min(px, pill.h - 4))}px ${FONT}`;
+  const fit = fitText(ctx, [text, text.replace(" preempted", "")], pill.w - 6);
+  if (fit) label(ctx, fit, pill);
 }
 
 /** The cells of the request under the pointer: a 2 px ring inside the cell (dashed while it is queued). */

@@ -1,28 +1,42 @@
 /**
  * Where everything sits on the canvas, in CSS pixels: the time axis, each lane's title, arrival
- * marks, grid and KV bar, the legend row. Plain data (tests read it through window.__lanes) plus a
- * few pure helpers that map a (lane, step, row) to a rectangle and a point back to what is there.
- * On the milliseconds clock a step spans its lane-clock start to its end, so a lane that waited for
- * arrivals shows a gap. The legend's items are placed here too, wrapped onto as many rows as the width
- * needs (given a function that measures a label). Knows nothing of colours.
+ * marks, preemption flags, grid and KV bar, the legend row. Plain data (tests read it through
+ * window.__lanes) plus a few pure helpers that map a (lane, step, row) to a rectangle and a point back
+ * to what is there. On the milliseconds clock a step spans its lane-clock start to its end, so a lane
+ * that waited for arrivals shows a gap. The x-axis shows `domain` units from `from` (a zoom shows a
+ * part of the run); `maxHeight` shrinks rows (then KV bars) until the whole canvas fits a height
+ * budget (presenter mode on a projector); `present` picks the larger type scale. The legend's items
+ * are placed here too, wrapped onto as many rows as the width needs (given a function that measures a
+ * label). Knows nothing of colours.
  */
 
-const GUTTER = 116;  // left margin: slot or request labels, and a KV label like "KV 1687/1844 tok"
 const RIGHT = 20;
-const AXIS_H = 26;
 const MARK_H = 11;   // the band of arrival marks above a lane's grid
 const KV_GAP = 6;
-const KV_H = 14;
 const LEGEND_H = 58;  // room for the legend to wrap onto a second row (when its items are not placed here)
-const LEGEND_ROW = 24;
-const LEGEND_ITEM_H = 18;
 const NARROW = 560;  // below this canvas width the legend starts at the left edge, not under the grid
+const MIN_ROW = 6;    // the least a row shrinks to under a height budget
+const MIN_KV = 8;
+
+/** Font sizes (px) the renderer draws with: the page's, and presenter mode's for the back of the room. */
+export const TYPE = Object.freeze({
+  normal: Object.freeze({ axis: 11, label: 11, title: 14, caption: 12, legend: 12, cell: 12, flag: 12 }),
+  present: Object.freeze({ axis: 15, label: 15, title: 21, caption: 16, legend: 16, cell: 16, flag: 16 }),
+});
+
+/** Sizes (px) that follow the type: the label gutter, the axis, titles, KV bars (taller where a budget binds), flags. */
+const SIZE = Object.freeze({
+  normal: { gutter: 116, axisH: 26, titleH: 28, compactTitleH: 24, laneGap: 22, compactGap: 14, kvBudget: 22,
+    kvPlain: 16, flagH: 20, legendRow: 24, legendItem: 18, rows: [360, 240, 30, 12], reqRows: [480, 300, 22, 10] },
+  present: { gutter: 158, axisH: 30, titleH: 34, compactTitleH: 29, laneGap: 16, compactGap: 10, kvBudget: 28,
+    kvPlain: 18, flagH: 24, legendRow: 30, legendItem: 22, rows: [560, 400, 48, 12], reqRows: [620, 420, 34, 10] },
+});
 
 /**
  * The legend's items in rows that fit `width`: entries [{label, swatch}] (swatch: its width in px), `measure(label)`
  * the label's width. Returns {items: [{...entry, x, y, w, h}] (y from the legend's top), h}.
  */
-export function placeLegend(entries, measure, width, gridX = GUTTER) {
+export function placeLegend(entries, measure, width, gridX = SIZE.normal.gutter, size = SIZE.normal) {
   const x0 = width < NARROW ? 4 : gridX;
   const items = [];
   let x = x0;
@@ -31,56 +45,93 @@ export function placeLegend(entries, measure, width, gridX = GUTTER) {
     const w = entry.swatch + 5 + measure(entry.label);
     if (x > x0 && x + w > width - 4) {
       x = x0;
-      y += LEGEND_ROW;
+      y += size.legendRow;
     }
-    items.push({ ...entry, x, y, w, h: LEGEND_ITEM_H });
+    items.push({ ...entry, x, y, w, h: size.legendItem });
     x += w + 18;
   }
-  return { items, h: items.length ? y + LEGEND_ITEM_H + 12 : 8 };
+  return { items, h: items.length ? y + size.legendItem + 12 : 8 };
 }
 
 /** Row height: lanes share a height budget, so four lanes still fit one screen. */
-function rowHeight(view, rows, laneCount) {
-  const share = (total, cap) => Math.min(cap, total / Math.max(1, laneCount));
-  return view === "requests" ? Math.max(10, Math.min(22, Math.floor(share(480, 300) / rows)))
-    : Math.max(12, Math.min(30, Math.floor(share(360, 240) / rows)));
+function rowHeight(size, view, rows, laneCount) {
+  const [total, cap, most, least] = view === "requests" ? size.reqRows : size.rows;
+  const share = Math.min(cap, total / Math.max(1, laneCount));
+  return Math.max(least, Math.min(most, Math.floor(share / rows)));
+}
+
+/** Lanes stacked top to bottom with the given row and KV heights; `y` ends below the last lane. */
+function stack(lanes, rowHs, kvHs, { size, gridX, gridW, compact }) {
+  const titleH = compact ? size.compactTitleH : size.titleH;
+  const laneGap = compact ? size.compactGap : size.laneGap;
+  let y = size.axisH;
+  const placed = lanes.map((lane, i) => {
+    const rowH = rowHs[i];
+    const title = { x: 0, y, h: titleH };
+    const markH = lane.arrivals ? MARK_H : 0;
+    const marks = { x: gridX, y: y + titleH, w: gridW, h: markH };
+    const flags = { x: gridX, y: marks.y + markH, w: gridW, h: lane.preemptions ? size.flagH : 0 };
+    const grid = { x: gridX, y: flags.y + flags.h, w: gridW, h: rowH * lane.rows.length };
+    const kv = { x: gridX, y: grid.y + grid.h + KV_GAP, w: gridW, h: kvHs[i] };
+    y = kv.y + kv.h + laneGap;
+    return { ...lane, rowH, title, marks, flags, grid, kv };
+  });
+  return { placed, y };
 }
 
 /**
  * lanes: [{name, rows: [label...], starts: [ms], ends: [ms], gaps: [{step, from, to}], arrivals:
- * [{id, arrival, arrival_ms}] | null (no arrival marks)}]; clock: "steps" | "ms"; domain: steps or ms the x axis spans;
- * legend (optional): {entries, measure} to place the legend's items (see placeLegend), else a fixed band.
+ * [{id, arrival, arrival_ms}] | null (no arrival marks), kvBudget (optional: a KV budget binds, its bar is taller),
+ * preemptions (optional: [{step, id, slot}] for a lane that may preempt: a band of flags above its grid)}];
+ * clock: "steps" | "ms"; domain: steps or ms the x axis spans, from `from` (default 0); legend (optional):
+ * {entries, measure} to place the legend's items (see placeLegend), else a fixed band; maxHeight (optional): the
+ * canvas height to fit; present: presenter mode's larger type.
  */
-export function computeLayout(width, lanes, { view, clock, domain, legend: legendSpec = null }) {
-  const gridX = GUTTER;
-  const gridW = Math.max(60, width - GUTTER - RIGHT);
+export function computeLayout(width, lanes, { view, clock, domain, from = 0, legend: legendSpec = null,
+  maxHeight = null, present = false }) {
+  const size = present ? SIZE.present : SIZE.normal;
+  const gridX = size.gutter;
+  const gridW = Math.max(60, width - gridX - RIGHT);
   const pxPerUnit = gridW / Math.max(domain, 1e-9);
-  const compact = lanes.length > 2;
-  const titleH = compact ? 24 : 28;
-  const laneGap = compact ? 14 : 22;
-  let y = AXIS_H;
-  const placed = lanes.map((lane) => {
-    const rowH = rowHeight(view, Math.max(1, lane.rows.length), lanes.length);
-    const title = { x: 0, y, h: titleH };
-    const markH = lane.arrivals ? MARK_H : 0;
-    const marks = { x: gridX, y: y + titleH, w: gridW, h: markH };
-    const grid = { x: gridX, y: marks.y + markH, w: gridW, h: rowH * lane.rows.length };
-    const kv = { x: gridX, y: grid.y + grid.h + KV_GAP, w: gridW, h: KV_H };
-    y = kv.y + kv.h + laneGap;
-    return { ...lane, rowH, title, marks, grid, kv };
-  });
-  const key = legendSpec ? placeLegend(legendSpec.entries, legendSpec.measure, width, gridX) : { items: null, h: LEGEND_H };
+  const geometry = { size, gridX, gridW, compact: lanes.length > 2 };
+  const key = legendSpec ? placeLegend(legendSpec.entries, legendSpec.measure, width, gridX, size)
+    : { items: null, h: LEGEND_H };
+  let rowHs = lanes.map((lane) => rowHeight(size, view, Math.max(1, lane.rows.length), lanes.length));
+  let kvHs = lanes.map((lane) => (lane.kvBudget ? size.kvBudget : size.kvPlain));
+  let { placed, y } = stack(lanes, rowHs, kvHs, geometry);
+  if (maxHeight && y + key.h > maxHeight) {
+    // 1) KV bars without a budget (a lane's whole capacity: the least telling) go thin; 2) rows shrink in proportion,
+    // down to MIN_ROW; 3) then every KV bar, down to MIN_KV
+    kvHs = lanes.map((lane, i) => (lane.kvBudget ? kvHs[i] : MIN_KV + 2));
+    ({ placed, y } = stack(lanes, rowHs, kvHs, geometry));
+    const rowsH = placed.reduce((n, l) => n + l.grid.h, 0);
+    const room = Math.max(0, maxHeight - key.h - (y - rowsH));
+    rowHs = rowHs.map((h) => Math.max(MIN_ROW, Math.min(h, Math.floor(h * (room / rowsH)))));
+    ({ placed, y } = stack(lanes, rowHs, kvHs, geometry));
+    const over = y + key.h - maxHeight;
+    if (over > 0) {
+      const kvTotal = kvHs.reduce((a, b) => a + b, 0);
+      kvHs = kvHs.map((h) => Math.max(MIN_KV, Math.floor(h - (over * h) / kvTotal) - 1));
+      ({ placed, y } = stack(lanes, rowHs, kvHs, geometry));
+    }
+  }
   const legend = { x: 0, y, w: width, h: key.h, items: key.items };
   return {
-    width, height: Math.ceil(y + legend.h), view, clock, domain, pxPerUnit,
-    axis: { x: gridX, y: 0, w: gridW, h: AXIS_H },
+    width, height: Math.ceil(y + legend.h), view, clock, domain, origin: from, pxPerUnit,
+    type: present ? TYPE.present : TYPE.normal, present,
+    axis: { x: gridX, y: 0, w: gridW, h: size.axisH },
     lanes: placed, legend,
   };
 }
 
 /** x of a playhead at `t` (steps or ms). */
 export function timeX(layout, t) {
-  return layout.axis.x + t * layout.pxPerUnit;
+  return layout.axis.x + (t - (layout.origin || 0)) * layout.pxPerUnit;
+}
+
+/** The time (steps or ms) at canvas x: the inverse of timeX. */
+export function timeAt(layout, x) {
+  return (layout.origin || 0) + (x - layout.axis.x) / layout.pxPerUnit;
 }
 
 /** [x0, x1] of a lane's step (1-based): one unit on the step clock, its start to its end on the ms clock. */
@@ -113,11 +164,32 @@ export function markX(layout, mark) {
   return timeX(layout, layout.clock === "steps" ? mark.arrival : mark.arrival_ms);
 }
 
+/** A preemption flag's text. */
+export function flagText(p) {
+  return `\u00d7 ${p.id} preempted`;
+}
+
+/**
+ * A preemption's flag: `pill` (its label, in the lane's flag band, ending at the step's right edge, or starting at
+ * its left edge when there is no room before it) and `pole` (a line from the pill down to the preempted row).
+ */
+export function flagRects(layout, lane, p) {
+  const [x0, x1] = stepSpan(layout, lane, p.step);
+  const px = layout.type ? layout.type.flag : 12;
+  const w = Math.ceil(flagText(p).length * px * 0.66) + 14;  // bold text, estimated (layout measures no fonts)
+  const left = x1 - w >= lane.grid.x ? x1 - w : x0;
+  const pill = { x: left, y: lane.flags.y + 2, w, h: lane.flags.h - 4 };
+  const row = layout.view === "requests" ? Math.max(0, lane.rows.indexOf(p.id)) : p.slot;
+  const poleX = Math.max(x0, Math.min(x1, left === x0 ? x0 + 1 : x1 - 1)) - 1.5;
+  return { pill, pole: { x: poleX, y: pill.y + pill.h, w: 3, h: lane.grid.y + row * lane.rowH - (pill.y + pill.h) } };
+}
+
 /**
  * What is under a canvas point: {lane, kind: "cell", step, row}, {lane, kind: "gap", gap},
  * {lane, kind: "mark", marks: [...]} (arrival marks within 6 px), or null.
  */
 export function hitTest(layout, x, y) {
+  if (x < layout.axis.x || x > layout.axis.x + layout.axis.w) return null;
   for (const lane of layout.lanes) {
     const m = lane.marks;
     if (m.h && y >= m.y && y < m.y + m.h) {
@@ -137,13 +209,15 @@ export function hitTest(layout, x, y) {
   return null;
 }
 
-/** Axis ticks: [{x, label}] spaced at least `minGap` px apart. */
+/** Axis ticks: [{x, label}] spaced at least `minGap` px apart, over the part of the run the axis shows. */
 export function axisTicks(layout, minGap = 44) {
   const nice = layout.clock === "steps" ? [1, 2, 5, 10, 20, 50, 100, 200, 500]
     : [50, 100, 200, 250, 500, 1000, 2000, 5000, 10000, 20000, 60000];
-  const every = nice.find((n) => n * layout.pxPerUnit >= minGap) || nice[nice.length - 1];
+  const gap = Math.max(minGap, layout.type ? layout.type.axis * 4 : minGap);
+  const every = nice.find((n) => n * layout.pxPerUnit >= gap) || nice[nice.length - 1];
+  const origin = layout.origin || 0;
   const ticks = [];
-  for (let v = 0; v <= layout.domain + 1e-9; v += every) {
+  for (let v = Math.ceil(origin / every - 1e-9) * every; v <= origin + layout.domain + 1e-9; v += every) {
     const label = layout.clock === "steps" ? String(v) : `${(v / 1000).toFixed(every < 1000 ? 2 : 0)} s`;
     ticks.push({ x: timeX(layout, v), label, value: v });
   }

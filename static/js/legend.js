@@ -1,26 +1,29 @@
 /**
  * The canvas legend: which entries a scene needs (an idle slot in the slot view, queued in the request
- * view, preempted, waiting and arrival marks only when the run shows them), how wide a label is, and
- * drawing the entries where layout.js placed them (wrapped onto as many rows as the width needs). A
- * layout without placed items (one made without a legend spec) gets the entries laid out here, as
- * before. Reads the scene and the layout; changes neither.
+ * view, preempted, waiting and arrival marks only when the run shows them, and always the KV memory
+ * strip), how wide a label is, and drawing the entries where layout.js placed them (wrapped onto as
+ * many rows as the width needs). Each entry names its glossary term (glossary.js), which the page's
+ * focusable legend keys over the canvas explain. A layout without placed items (one made without a
+ * legend spec) gets the entries laid out here, as before. Reads the scene and the layout; changes neither.
  */
 import { FONT, PALETTE, drawCell, drawMark, drawWaiting } from "./cells.js";
 import { Phase, SlotState, StopReason } from "./vocab.js";
 
 const ARRIVAL = "arrival";  // the legend's arrival mark (not a cell kind)
-const LABEL_FONT = `12px ${FONT}`;
+const KV = "kv";            // the KV memory strip under each lane
 
+// [kind, label, cell info, glossary term, short label (presenter mode: one row; the glossary says the rest)]
 const LEGEND = [
-  [Phase.PREFILL, "prefill: reads the prompt", { label: "" }],
-  [Phase.DECODE, "decode: one more token", { label: "" }],
-  [Phase.PADDING, "padding: finished, still computed", {}],
-  [SlotState.IDLE, "idle slot", {}],
-  [Phase.QUEUED, "queued", {}],
-  [Phase.WAITING, "waiting for arrivals", {}],
-  [Phase.PREEMPTED, "preempted: KV memory full", { label: "" }],
-  [Phase.DECODE, "last token (\u25cf at EOS)", { label: "", stop: StopReason.EOS }],
-  [ARRIVAL, "request arrives", {}],
+  [Phase.PREFILL, "prefill: reads the prompt", { label: "" }, "prefill", "prefill"],
+  [Phase.DECODE, "decode: one more token", { label: "" }, "decode", "decode"],
+  [Phase.PADDING, "padding: finished, still computed", {}, "padding", "padding"],
+  [SlotState.IDLE, "idle slot", {}, "idle", "idle slot"],
+  [Phase.QUEUED, "queued", {}, "queued", "queued"],
+  [Phase.WAITING, "waiting for arrivals", {}, "waiting", "waiting"],
+  [Phase.PREEMPTED, "preempted: KV memory full", { label: "" }, "preempted", "preempted"],
+  [Phase.DECODE, "last token (\u25cf at EOS)", { label: "", stop: StopReason.EOS }, "last_token", "last token"],
+  [ARRIVAL, "request arrives", {}, "arrival", "arrives"],
+  [KV, "KV memory (- - budget)", {}, "kv", "KV memory"],
 ];
 
 function shown(kind, flags) {
@@ -32,40 +35,62 @@ function shown(kind, flags) {
   return true;
 }
 
-/** The entries a scene's legend shows, `flags` = {view, preemption, waiting, marks}: [{kind, label, info, swatch}]. */
-export function legendEntries(flags) {
-  return LEGEND.filter(([kind]) => shown(kind, flags))
-    .map(([kind, label, info]) => ({ kind, label, info, swatch: kind === ARRIVAL ? 12 : 26 }));
+/**
+ * The entries a scene's legend shows, `flags` = {view, preemption, waiting, marks}: [{kind, label, info, term, swatch}];
+ * `px`: the label font size (the swatches grow with it); `short`: the short labels (presenter mode).
+ */
+export function legendEntries(flags, px = 12, short = false) {
+  const cell = Math.round((26 * px) / 12);
+  return LEGEND.filter(([kind]) => shown(kind, flags)).map(([kind, label, info, term, brief]) => ({ kind,
+    label: short ? brief : label, info, term, swatch: kind === ARRIVAL ? 12 : cell }));
 }
 
 let measuring = null;
-/** A legend label's width in CSS pixels, in the font the legend draws it with. */
-export function legendTextWidth(text) {
+/** A legend label's width in CSS pixels, in the font the legend draws it with (`px`: its size). */
+export function legendTextWidth(text, px = 12) {
   measuring = measuring || document.createElement("canvas").getContext("2d");
-  measuring.font = LABEL_FONT;
+  measuring.font = `${px}px ${FONT}`;
   return measuring.measureText(text).width;
 }
 
-function drawEntry(ctx, entry, x, y) {
-  if (entry.kind === Phase.WAITING) drawWaiting(ctx, { x, y, w: 26, h: 18 }, "");
-  else if (entry.kind === ARRIVAL) drawMark(ctx, x + 6, { y: y + 4, h: 10 });
-  else drawCell(ctx, { x, y, w: 26, h: 18 }, entry.kind, entry.info);
+/** The KV strip's swatch: a track, a fill and the dashed budget line on top. */
+function drawKvSwatch(ctx, r) {
+  ctx.fillStyle = PALETTE.kvTrack;
+  ctx.fillRect(r.x, r.y, r.w, r.h);
+  ctx.fillStyle = PALETTE.kv;
+  ctx.fillRect(r.x, r.y + r.h * 0.35, r.w, r.h * 0.65);
+  ctx.strokeStyle = PALETTE.kvBudget;
+  ctx.setLineDash([4, 3]);
+  ctx.beginPath();
+  ctx.moveTo(r.x, r.y + 0.5);
+  ctx.lineTo(r.x + r.w, r.y + 0.5);
+  ctx.stroke();
+  ctx.setLineDash([]);
+}
+
+function drawEntry(ctx, entry, x, y, px, h = 18) {
+  const swatch = { x, y, w: entry.swatch, h };
+  if (entry.kind === Phase.WAITING) drawWaiting(ctx, swatch, "");
+  else if (entry.kind === ARRIVAL) drawMark(ctx, x + 6, { y: y + h / 2 - 5, h: 10 });
+  else if (entry.kind === KV) drawKvSwatch(ctx, swatch);
+  else drawCell(ctx, swatch, entry.kind, entry.info);
   ctx.fillStyle = PALETTE.text;
   ctx.textAlign = "left";
   ctx.textBaseline = "middle";
-  ctx.font = LABEL_FONT;
-  ctx.fillText(entry.label, x + entry.swatch + 5, y + 9);
+  ctx.font = `${px}px ${FONT}`;
+  ctx.fillText(entry.label, x + entry.swatch + 5, y + h / 2);
 }
 
 export function drawLegend(ctx, layout, scene) {
   const { legend } = layout;
+  const px = layout.type ? layout.type.legend : 12;
   if (legend.items) {
-    for (const item of legend.items) drawEntry(ctx, item, item.x, legend.y + item.y);
+    for (const item of legend.items) drawEntry(ctx, item, item.x, legend.y + item.y, px, item.h);
     return;
   }
   let x = layout.axis.x;  // no placed items: one or two rows from the grid's left edge
   let y = legend.y + 8;
-  ctx.font = LABEL_FONT;
+  ctx.font = `${px}px ${FONT}`;
   for (const entry of legendEntries(scene)) {
     const w = ctx.measureText(entry.label).width;
     if (x + entry.swatch + 5 + w > layout.width) {
@@ -73,7 +98,7 @@ export function drawLegend(ctx, layout, scene) {
       y += 24;
       if (y + 18 > legend.y + legend.h) break;
     }
-    drawEntry(ctx, entry, x, y);
+    drawEntry(ctx, entry, x, y, px);
     x += entry.swatch + 5 + w + 18;
   }
 }

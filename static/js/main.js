@@ -1,27 +1,37 @@
 /**
  * The page's one loop. socket.js and the DOM listeners only queue; each animation frame clamps dt,
- * drains both queues into the run state and the playback clock, sends what the state says must go
- * next (a submit, or a cancel that makes way for one: state.js), advances the clock, and — only when
- * something changed — lays out, draws the canvas and refreshes the panels. A link with a mix (#preset=,
- * #mix=) runs it once the model is ready. Tests read the result through window.__lanes (see probe.js).
+ * drains both queues into the run state, the playback clock and the view state (teach.js: presenter
+ * mode, predict-then-reveal, zoom), sends what the state says must go next (a submit, or a cancel that
+ * makes way for one: state.js), advances the clock, and — only when something changed — lays out,
+ * draws the canvas and refreshes the panels. A link with a mix (#preset=, #mix=) runs it once the
+ * model is ready. Widgets that never touch the run (the glossary's tips, sharing, the editor's token
+ * counts) keep their own listeners. Tests read the result through window.__lanes (see probe.js).
  */
 import { Input, bindControls, syncControls } from "./controls.js";
 import { createEditor } from "./editor.js";
 import * as exporter from "./exports.js";
-import { computeLayout, hitTest, markX, timeX } from "./layout.js";
+import { computeLayout, timeAt } from "./layout.js";
 import { legendEntries, legendTextWidth } from "./legend.js";
+import { placeLegendKeys } from "./legendkeys.js";
 import { decodeHash, encodeMix, writeUrl } from "./mixurl.js";
 import { isTimed } from "./metrics.js";
 import { narrate, startLine } from "./narration.js";
 import { holdHeight, renderMetrics, renderRequests, renderTooltip, rowNote, setText, tooltipParts } from "./panels.js";
 import * as playback from "./playback.js";
 import { exposeProbe } from "./probe.js";
-import { cellAt, draw } from "./renderer.js";
+import { draw } from "./renderer.js";
+import { allRevealed, laneRevealed, maskScene, revealSpan } from "./reveal.js";
 import { buildScene, deriveRun, laneRows, legendFlags, nextDomain } from "./scene.js";
+import { createShare } from "./share.js";
 import { connect } from "./socket.js";
+import { hovered, placeTooltip, placeZoomBand, presenterBudget, sizeCanvas } from "./stage.js";
 import { Action, applyEvent, createState, isLive, nextSend } from "./state.js";
 import { ConnectionEvent, RunStatus, ServerEvent } from "./vocab.js";
 import { renderPresets, renderStatus } from "./status.js";
+import { applyTeach, syncTeach } from "./teach.js";
+import { bindGlossary } from "./tips.js";
+import { createTokenCount } from "./tokencount.js";
+import { followZoom, viewOf } from "./zoom.js";
 
 const $ = (id) => document.getElementById(id);
 const dom = {
@@ -33,6 +43,9 @@ const dom = {
   lesson: $("lesson"), runStatus: $("run-status"), runLink: $("run-link"), modelStatus: $("model-status"),
   modelText: $("model-text"), modelProgress: $("model-progress"), stage: document.querySelector(".stage"),
   exports: { png: $("export-png"), json: $("export-json"), csv: $("export-csv"), trace: $("export-trace") },
+  btnPresent: $("btn-present"), reveal: $("reveal"), presetPick: $("preset-pick"), btnZoomIn: $("btn-zoom-in"),
+  btnZoomOut: $("btn-zoom-out"), btnZoomReset: $("btn-zoom-reset"), btnLive: $("btn-live"), legendKeys: $("legend-keys"),
+  zoomBand: $("zoom-band"),
 };
 
 const serverEvents = [];
@@ -42,10 +55,14 @@ const reducedMotion = matchMedia("(prefers-reduced-motion: reduce)");
 
 let state = createState();
 let pb = playback.createPlayback();
-// intro: nothing chosen yet (no preset, link, edit or run); link: the name of a link's mix that runs by itself
-let ui = { view: "slots", hover: null, help: false, requestLane: null, preset: null, intro: true, link: null };
+// intro: nothing chosen yet (no preset, link, edit or run); link: the name of a link's mix that runs by itself;
+// present, reveal, zoom, drag: teach.js
+let ui = { view: "slots", hover: null, help: false, requestLane: null, preset: null, intro: true, link: null,
+  present: false, reveal: false, zoom: null, drag: null };
 let presets = [];
 let domain = null;
+let shownAxis = { full: 1, from: 0, span: 1 };  // the x-axis the last frame drew (before and after any zoom)
+let shownLayout = null;
 let frameKey = [];
 let panelKey = [];
 let canvasSize = "";
@@ -62,6 +79,14 @@ dom.presetButtons.addEventListener("click", (e) => {
   const button = e.target.closest("button[data-preset]");
   if (button) push({ type: "preset", name: button.dataset.preset });
 });
+dom.presetPick.addEventListener("change", () => {
+  if (dom.presetPick.value) push({ type: "preset", name: dom.presetPick.value });
+  dom.presetPick.blur();  // the arrow keys step the run again, rather than pick another preset
+});
+const share = createShare({ link: dom.runLink, qrButton: $("btn-qr"), status: $("share-status"), popover: $("qr-popover"),
+  frame: $("qr-frame"), url: $("qr-url"), close: $("qr-close") });
+bindGlossary(document, $("glossary-tip"));
+createTokenCount($("editor"));
 for (const [kind, button] of Object.entries(dom.exports)) button.addEventListener("click", () => push({ type: "export", kind }));
 reducedMotion.addEventListener("change", () => push({ type: Input.RESIZE }));
 fetch("/api/presets").then((r) => r.json()).then((body) => push({ type: "presets", presets: body.presets || [] }))
@@ -116,9 +141,8 @@ function onServer(event) {
       editor.load(run.workload);
       writeUrl(location.pathname, encodeMix({ workload: run.workload }));
     }
-    const path = `/runs/${encodeURIComponent(run.id)}`;  // a link that replays this run
-    writeUrl(path, location.hash.slice(1));
-    dom.runLink.href = `${path}${location.hash}`;
+    writeUrl(`/runs/${encodeURIComponent(run.id)}`, location.hash.slice(1));  // the address replays this run
+    ui = { ...ui, zoom: null };
   }
   if (event.type === ServerEvent.RUN_ERROR && !state.next && !state.pending) ui = { ...ui, link: null };
   if (event.type === ServerEvent.RUN_ERROR && state.error) {
@@ -147,21 +171,21 @@ function loadFromHash(run) {
   }
 }
 
-/** The playhead for a click or tap at canvas x: the end of the step under it on the step clock. */
+/** The playhead for a click or tap at canvas x (on the layout on screen): the end of the step under it on the step clock. */
 function seekTo(x, derived, limit) {
-  if (!derived.lanes.length) return;
-  const layout = layoutOf(derived);
-  let t = (x - layout.axis.x) / layout.pxPerUnit;
+  if (!derived.lanes.length || !shownLayout) return;
+  let t = timeAt(shownLayout, x);
   if (pb.clock === "steps") t = Math.ceil(t);
   pb = playback.seek({ ...pb, playing: false }, t, limit);
 }
 
 function onInput(a, derived) {
   const { limit, edges, finished } = clockInfo(derived);
+  ui = applyTeach(ui, a, { clock: pb.clock, t: pb.t, layout: shownLayout, full: shownAxis.full });
   switch (a.type) {
     case "presets":
       presets = a.presets;
-      renderPresets(dom.presetButtons, presets);
+      renderPresets(dom.presetButtons, presets, dom.presetPick);
       if (!document.body.dataset.runId) loadFromHash(!missingRun);  // a /runs/<id> page shows its run's mix instead
       break;
     case "limits": editor.setLimits(a.limits); break;
@@ -199,7 +223,16 @@ function onInput(a, derived) {
       break;
     }
     case Input.PLAY: pb = playback.togglePlay(pb, limit, finished); break;
-    case Input.STEP: pb = playback.stepBy(pb, a.delta, edges); break;
+    case Input.STEP:
+      pb = playback.stepBy(pb, a.delta, edges);
+      ui = { ...ui, zoom: followZoom(ui.zoom, pb.clock, pb.t, shownAxis.full) };
+      break;
+    case Input.LIVE: pb = { ...pb, t: limit, playing: true }; break;
+    case Input.ESCAPE:  // close what is open, the innermost first; then leave presenter mode
+      if (share.open) share.close();
+      else if (ui.help) ui = { ...ui, help: false };
+      else if (ui.present) ui = { ...ui, present: false };
+      break;
     case Input.START: pb = { ...pb, playing: false, t: 0 }; break;
     case Input.END: pb = { ...pb, playing: false, t: limit }; break;
     case Input.SEEK:
@@ -207,17 +240,17 @@ function onInput(a, derived) {
       else pb = playback.seek({ ...pb, playing: false }, a.t, limit);
       break;
     case Input.TAP:  // a touch: the tooltip of what it touched; only the time axis seeks
-      if (derived.lanes.length && a.y < layoutOf(derived).axis.h) seekTo(a.x, derived, limit);
+      if (derived.lanes.length && shownLayout && a.y < shownLayout.axis.h) seekTo(a.x, derived, limit);
       else ui = { ...ui, hover: { x: a.x, y: a.y } };
       break;
     case Input.SPEED: pb = playback.changeSpeed(pb, a.delta); break;
     case Input.SET_SPEED: pb = { ...pb, speed: a.speed }; break;
-    case Input.CLOCK: {
+    case Input.CLOCK: {  // a key switches to the other clock
       const longest = derived.lanes.reduce((best, l) => (!best || l.records.length > best.records.length ? l : best), null);
-      pb = playback.switchClock(pb, a.clock, longest && longest.timeline);
+      pb = playback.switchClock(pb, a.clock || (pb.clock === "steps" ? "ms" : "steps"), longest && longest.timeline);
       break;
     }
-    case Input.VIEW: ui = { ...ui, view: a.view }; break;
+    case Input.VIEW: ui = { ...ui, view: a.view || (ui.view === "slots" ? "requests" : "slots") }; break;
     case Input.HELP: ui = { ...ui, help: a.close ? false : !ui.help }; break;
     case Input.HOVER: ui = { ...ui, hover: a.x === null ? null : { x: a.x, y: a.y } }; break;
     case Input.REQUEST_LANE: ui = { ...ui, requestLane: a.lane }; break;
@@ -227,44 +260,22 @@ function onInput(a, derived) {
 }
 
 let layoutMemo = { key: [], value: null };
-function layoutOf(derived) {
+/** The layout of the lanes over `axis` ({from, span}); `maxHeight`: presenter mode's budget (null: the page scrolls). */
+function layoutOf(derived, axis, maxHeight) {
   const width = dom.wrap.clientWidth;
-  const key = [derived, width, ui.view, pb.clock, domain];
+  const key = [derived, width, ui.view, pb.clock, axis.from, axis.span, maxHeight, ui.present, ui.reveal];
   if (key.every((k, i) => k === layoutMemo.key[i])) return layoutMemo.value;
-  const lanes = derived.lanes.map((l) => ({ name: l.name, title: l.title, rows: laneRows(l, ui.view, derived.run.workload),
-    starts: l.timeline.starts, ends: l.timeline.ends, gaps: l.timeline.gaps, arrivals: derived.marks ? l.timeline.arrivals : null }));
-  const span = !domain ? 1 : pb.clock === "steps" ? domain.steps : domain.ms;
-  const legend = { entries: legendEntries(legendFlags(derived, { view: ui.view, clock: pb.clock })), measure: legendTextWidth };
-  layoutMemo = { key, value: computeLayout(width, lanes, { view: ui.view, clock: pb.clock, domain: span, legend }) };
+  const workload = derived.run && derived.run.workload;
+  const lanes = derived.lanes.map((l) => ({ name: l.name, title: l.title, rows: laneRows(l, ui.view, workload),
+    starts: l.timeline.starts, ends: l.timeline.ends, gaps: l.timeline.gaps, arrivals: derived.marks ? l.timeline.arrivals : null,
+    kvBudget: l.kvBudget, preemptions: l.mayPreempt ? l.timeline.preemptions : null }));
+  const px = ui.present ? 16 : 12;  // layout.js TYPE.legend
+  const flags = legendFlags(derived, { view: ui.view, clock: pb.clock });  // predict-then-reveal: waits are possible, not seen
+  const legend = { entries: legendEntries(ui.reveal ? { ...flags, waiting: derived.marks } : flags, px, ui.present),
+    measure: (text) => legendTextWidth(text, px) };
+  layoutMemo = { key, value: computeLayout(width, lanes, { view: ui.view, clock: pb.clock, domain: axis.span, from: axis.from,
+    legend, maxHeight, present: ui.present }) };
   return layoutMemo.value;
-}
-
-function sizeCanvas(layout) {
-  const dpr = window.devicePixelRatio || 1;
-  const size = `${layout.width}x${layout.height}@${dpr}`;
-  if (size === canvasSize) return;
-  canvasSize = size;
-  dom.canvas.style.width = `${layout.width}px`;
-  dom.canvas.style.height = `${layout.height}px`;
-  dom.canvas.width = Math.round(layout.width * dpr);
-  dom.canvas.height = Math.round(layout.height * dpr);
-  dom.canvas.getContext("2d").setTransform(dpr, 0, 0, dpr, 0, 0);
-}
-
-/** What the pointer is over, up to the playhead: {lane, hit, focus} for a cell, a wait or arrival marks; or null. */
-function hovered(layout, scene) {
-  if (!ui.hover) return null;
-  const hit = hitTest(layout, ui.hover.x, ui.hover.y);
-  const lane = hit && scene.lanes.find((l) => l.name === hit.lane);
-  if (!lane || ui.hover.x > timeX(layout, scene.t)) return null;
-  if (hit.kind === "mark") {
-    const marks = hit.marks.filter((m) => markX(layout, m) <= timeX(layout, scene.t));
-    return marks.length ? { lane, hit: { ...hit, marks }, focus: marks.length === 1 ? marks[0].id : null } : null;
-  }
-  if (hit.kind === "gap") return hit.gap.step <= lane.records.length ? { lane, hit, focus: null } : null;
-  if (hit.step > lane.revealed) return null;
-  const what = cellAt(lane, scene.view, hit.step, hit.row);
-  return what ? { lane, hit: { ...hit, what }, focus: what.request } : null;
 }
 
 /** Ask the server for the requests an arrival process draws; the answer comes back through the input queue. */
@@ -280,30 +291,44 @@ function render() {
   domain = nextDomain(derived, domain);
   const { limit, edges } = clockInfo(derived);
   const shown = playback.shownTime(pb, reducedMotion.matches, edges);
-  const layout = layoutOf(derived);
+  const streaming = Boolean(state.run && state.run.status === RunStatus.RUNNING);
+  if (syncTeach(dom, ui, { zoomed: Boolean(ui.zoom), hasRun: derived.lanes.length > 0, live: streaming && pb.t < limit - 1e-6 })) {
+    window.scrollTo(0, 0);  // presenter mode: the stage fills the screen from the top
+  }
+  let scene = buildScene(derived, { view: ui.view, clock: pb.clock, t: shown, focus: null });
+  const revealed = !ui.reveal || allRevealed(scene);  // predict-then-reveal holds back what the playhead has not reached
+  if (ui.reveal) scene = maskScene(scene);
+  const whole = pb.clock === "steps" ? domain.steps : domain.ms;
+  const full = revealed ? whole : revealSpan(shown, whole, pb.clock, false);
+  shownAxis = { full, ...viewOf(ui.zoom, pb.clock, full) };
+  const layout = layoutOf(derived, shownAxis, ui.present && derived.lanes.length ? presenterBudget(dom.wrap, dom.stage) : null);
+  shownLayout = layout;
   dom.canvas.hidden = !derived.lanes.length;
   dom.empty.hidden = Boolean(derived.lanes.length);
-  let scene = buildScene(derived, { view: ui.view, clock: pb.clock, t: shown, focus: null });
-  const hover = hovered(layout, scene);
+  const hover = hovered(layout, scene, ui.hover);
   if (hover && hover.focus) scene = { ...scene, focus: hover.focus };
   if (derived.lanes.length) {
-    sizeCanvas(layout);
+    canvasSize = sizeCanvas(dom.canvas, layout, canvasSize);
     draw(dom.canvas.getContext("2d"), scene, layout);
   }
+  placeLegendKeys(dom.legendKeys, derived.lanes.length ? layout.legend.items || [] : [], layout.legend.y);
+  placeZoomBand(dom.zoomBand, ui.drag, layout);
+  dom.canvas.style.cursor = ui.drag || (ui.hover && ui.hover.y < layout.axis.h) ? "ew-resize" : "";  // drag the axis to zoom
   dom.tooltip.hidden = !hover;
   if (hover) showTooltip(hover, layout, derived);
-  const streaming = Boolean(state.run && state.run.status === RunStatus.RUNNING);
   const narration = (!derived.lanes.length && startLine({ missingRun, linkMix: ui.link, ready: state.model.ready }))
     || narrate(scene.lanes.map((l) => ({ name: l.name, policy: l.policy, records: l.records, step: l.step,
-      gap: l.gap, arrivals: l.timeline.arrivals })), pb.clock, shown, streaming, derived.timed);
+      gap: l.gap, arrivals: l.timeline.arrivals })), pb.clock, shown, streaming, derived.timed, !revealed);
   setText(dom.narration, narration);
-  holdHeight(dom.narration, `${state.run ? state.run.id : ""}|${dom.wrap.clientWidth}`);
-  syncControls(dom, pb, limit, derived.lanes.length > 0);
+  holdHeight(dom.narration, `${state.run ? state.run.id : ""}|${dom.wrap.clientWidth}|${ui.present}`);
+  syncControls(dom, pb, limit, derived.lanes.length > 0, { total: revealed, max: revealed ? limit : full });
   dom.help.hidden = !ui.help;
-  renderStatus(dom, state, { presetName: ui.preset, presets, mix: editor.meta, derived, intro: ui.intro, missingRun });
+  renderStatus(dom, state, { presetName: ui.preset, presets, mix: editor.meta, derived, intro: ui.intro, missingRun,
+    hide: !revealed, short: ui.present });
+  share.update(state.run && state.run.workload ? state.run.id : null);
   for (const button of Object.values(dom.exports)) button.disabled = !derived.lanes.length;
   refreshPanels(derived, scene, shown, limit);
-  exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas: dom.canvas });
+  exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas: dom.canvas, revealed, axis: shownAxis });
 }
 
 /** The tooltip of what the pointer (or a tap) is over; rebuilt and placed only when that or the pointer changes. */
@@ -314,10 +339,7 @@ function showTooltip(hover, layout, derived) {
   if (key === tooltipKey) return;
   tooltipKey = key;
   renderTooltip(dom.tooltip, tooltipParts(hover.lane, hit, ui.view, derived.run.workload));
-  dom.tooltip.style.left = `${Math.max(0, Math.min(ui.hover.x + 14, layout.width - 260))}px`;
-  const below = ui.hover.y + 16;
-  const h = dom.tooltip.offsetHeight;  // the canvas clips it: near the bottom it opens above the pointer
-  dom.tooltip.style.top = `${below + h > layout.height ? Math.max(0, ui.hover.y - h - 10) : below}px`;
+  placeTooltip(dom.tooltip, ui.hover, layout);
 }
 
 function refreshPanels(derived, scene, shown, limit) {
@@ -327,17 +349,18 @@ function refreshPanels(derived, scene, shown, limit) {
   // the playhead is "at the end" when every lane shows its last step so far: the table is then the run's numbers
   const atEnd = scene.lanes.every((l) => l.step >= l.records.length) && shown >= limit - 1e-9;
   const at = atEnd ? null : pb.clock === "steps" ? `step ${Math.ceil(shown - 1e-9)}` : `${(shown / 1000).toFixed(2)} s`;
-  const key = [derived.run, derived.check, lane, scene.lanes.map((l) => l.step).join(), at];
+  const hidden = Object.fromEntries(scene.lanes.map((l) => [l.name, Boolean(ui.reveal && !laneRevealed(l))]));
+  const key = [derived.run, derived.check, lane, scene.lanes.map((l) => l.step).join(), at, Object.values(hidden).join()];
   if (key.every((k, i) => k === panelKey[i])) return;
   panelKey = key;
   const metrics = Object.fromEntries(scene.lanes.map((l) => [l.name, l.metrics]));
-  const notes = Object.fromEntries(scene.lanes.map((l) => [l.name, rowNote(l)]));
-  renderMetrics(dom.metricsTable, dom.metricsCheck, metrics, notes, derived.check, at);
+  const notes = Object.fromEntries(scene.lanes.map((l) => [l.name, hidden[l.name] ? "predict first" : rowNote(l)]));
+  renderMetrics(dom.metricsTable, dom.metricsCheck, metrics, notes, derived.check, at, hidden);
   if (dom.requestLane.options.length !== lanes.length || [...dom.requestLane.options].some((o, i) => o.value !== lanes[i])) {
     dom.requestLane.replaceChildren(...lanes.map((name) => new Option(name, name)));
   }
   if (lane) dom.requestLane.value = lane;
-  if (current) renderRequests(dom.requestRows, derived.run.workload, current.records, derived.metrics[lane], current.step);
+  if (current) renderRequests(dom.requestRows, derived.run.workload, current.records, derived.metrics[lane], current.step, ui.reveal);
   else dom.requestRows.replaceChildren();
 }
 
@@ -351,6 +374,8 @@ function frame(now) {
   sendWhatIsNext();
   const { limit, finished } = clockInfo(derived);
   pb = playback.advance(pb, dt, limit, finished);
+  const zoom = pb.playing ? followZoom(ui.zoom, pb.clock, pb.t, shownAxis.full) : ui.zoom;  // a zoom pages along
+  if (zoom !== ui.zoom) ui = { ...ui, zoom };
   const key = [state, pb, ui, dom.wrap.clientWidth, resizes];
   if (!key.every((k, i) => k === frameKey[i])) {
     frameKey = key;

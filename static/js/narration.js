@@ -22,9 +22,10 @@ function count(record, state) {
 
 const seconds = (ms) => `${(ms / 1000).toFixed(2)} s`;
 
-/** A lane idle between two steps (ms clock): until when, and who arrives by then. */
-function gapFacts(lane) {
+/** A lane idle between two steps (ms clock): until when, and who arrives by then (`reveal`: not when it ends). */
+function gapFacts(lane, reveal) {
   const { from, to } = lane.gap;
+  if (reveal) return ["idle, waits for arrivals"];
   const coming = lane.arrivals.filter((a) => a.arrival_ms > from + 1e-6 && a.arrival_ms <= to + 1e-6).map((a) => a.id);
   const who = coming.length ? `: ${listIds(coming)} ${coming.length === 1 ? "arrives" : "arrive"}` : "";
   return [`idle, waits for arrivals until ${seconds(to)}${who}`];
@@ -41,11 +42,11 @@ function waitFacts(lane, r, timed) {
 }
 
 /** The facts of one lane's step, most telling first. */
-function laneFacts(lane, timed) {
+function laneFacts(lane, timed, reveal) {
   const { records, step } = lane;
   const r = records[step - 1];
   if (!r) return [`done after ${plural(records.length, "step", "steps")}`];
-  if (lane.gap) return gapFacts(lane);
+  if (lane.gap) return gapFacts(lane, reveal);
   if (r.forward === "none") return waitFacts(lane, r, timed);
   const prev = records[step - 2];
   const facts = [];
@@ -84,16 +85,16 @@ function laneFacts(lane, timed) {
 /**
  * lanes: [{name, policy, records, step, gap, arrivals}] where `step` is the lane's step under the playhead,
  * `gap` the wait it is in (ms clock) or null, `arrivals` its timeline's arrivals. clock: "steps" | "ms";
- * t: the playhead; timed: arrivals are in ms.
+ * t: the playhead; timed: arrivals are in ms; reveal (predict-then-reveal): say nothing of what comes later.
  */
-export function narrate(lanes, clock, t, streaming, timed = false) {
+export function narrate(lanes, clock, t, streaming, timed = false, reveal = false) {
   if (!lanes.length) return "Pick a preset above to run it on the real model, or open the request mix editor below to write your own.";
   if (lanes.every((l) => l.step === 0)) {
     return streaming ? "The engine is computing the first step\u2026" : "Press play (Space) or step with \u2192.";
   }
   const where = clock === "steps" ? `Step ${Math.max(...lanes.map((l) => l.step))}` : `${(t / 1000).toFixed(2)} s`;
   const parts = lanes.map((l) => {
-    const facts = laneFacts(l, timed).slice(0, 2).join("; ");
+    const facts = laneFacts(l, timed, reveal).slice(0, 2).join("; ");
     const done = l.step > l.records.length;
     return clock === "steps" || done || l.gap ? `${l.name}: ${facts}` : `${l.name} (step ${l.step}): ${facts}`;
   });

@@ -5,7 +5,9 @@
  * tokenizer (`<|im_end|>`) shows as a token chip ("⟨im_end⟩", the raw text in its title), never as text.
  */
 import { el } from "./dom.js";
+import { METRIC_TERMS } from "./glossary.js";
 import { writtenText } from "./metrics.js";
+import { termNode } from "./tips.js";
 import { StopReason } from "./vocab.js";
 import { chipText } from "./words.js";
 
@@ -30,6 +32,7 @@ const METRIC_COLUMNS = [
   ["mean_ttft_ms", "mean TTFT ms", (m) => ms(m.mean_ttft_ms)],
   ["ttft_ms_p50_p95", "TTFT ms p50 / p95", (m) => `${ms(m.p50_ttft_ms)} / ${ms(m.p95_ttft_ms)}`],
   ["mean_tpot_ms", "mean TPOT ms", (m) => ms(m.mean_tpot_ms)],
+  ["mean_itl_ms", "mean ITL ms", (m) => ms(m.mean_itl_ms)],
   ["latency_steps_p50_p95", "latency steps p50 / p95", (m) => `${m.p50_latency_steps ?? dash} / ${m.p95_latency_steps ?? dash}`],
   ["wall_s", "wall time s", (m) => num(m.wall_s, 2)],
   ["tokens_per_s", "tokens/s", (m) => num(m.tokens_per_s, 1)],
@@ -42,20 +45,27 @@ const METRIC_COLUMNS = [
  * Fill the metrics table: one row per lane, its numbers up to the playhead. `metrics`: lane -> metrics;
  * `rowNote`: lane -> "" or what the row's numbers cover ("so far", "at step 2 of 15"); `check`: "" (no server
  * numbers yet), "ok", or a list of mismatches (always on the full records); `at`: null when the playhead is at
- * the end, else where it is ("step 2", "0.84 s").
+ * the end, else where it is ("step 2", "0.84 s"); `hidden`: lane -> true for a row predict-then-reveal keeps
+ * back (its cells show "?"). The header row is built once, so a focused header keeps its focus.
  */
-export function renderMetrics(table, caption, metrics, rowNote, check, at = null) {
-  const head = el("tr", {}, [el("th", { text: "lane", scope: "col" }),
-    ...METRIC_COLUMNS.map(([, label]) => el("th", { text: label, scope: "col" }))]);
+export function renderMetrics(table, caption, metrics, rowNote, check, at = null, hidden = {}) {
+  if (!table.tHead) {
+    table.append(el("thead", {}, [el("tr", {}, [el("th", { text: "lane", scope: "col" }),
+      ...METRIC_COLUMNS.map(([key, label]) => el("th", { scope: "col" }, [termNode(METRIC_TERMS[key], label)]))])]));
+  }
   const body = el("tbody", {}, Object.entries(metrics).map(([lane, m]) => el("tr", { dataset: { lane } }, [
     el("th", { scope: "row" }, [lane, ...(rowNote[lane] ? [el("span", { className: "row-note", text: rowNote[lane] })] : [])]),
-    ...METRIC_COLUMNS.map(([key, , fmt]) => el("td", { text: fmt(m), dataset: { lane, metric: key } }))])));
-  table.replaceChildren(el("thead", {}, [head]), body);
+    ...METRIC_COLUMNS.map(([key, , fmt]) => el("td", { text: hidden[lane] ? "?" : fmt(m),
+      dataset: { lane, metric: key, ...(hidden[lane] ? { hidden: "true" } : {}) } }))])));
+  if (table.tBodies[0]) table.tBodies[0].replaceWith(body);
+  else table.append(body);
   const source = "Computed here from the step records";
-  caption.textContent = at ? `At the playhead (${at}): ${source.toLowerCase()} up to it; the end shows the run's final numbers.`
-    : check === "ok" ? `${source} \u2014 identical to the server's numbers.`
-      : check ? `${source} \u2014 differs from the server in: ${check}` : `${source} so far.`;
-  caption.dataset.check = at ? "playhead" : check === "ok" ? "match" : check ? "mismatch" : "pending";
+  const held = Object.values(hidden).some(Boolean);
+  caption.textContent = held ? "Predict, then reveal: a lane's numbers show when the playhead reaches its end (End jumps there)."
+    : at ? `At the playhead (${at}): ${source.toLowerCase()} up to it; the end shows the run's final numbers.`
+      : check === "ok" ? `${source} \u2014 identical to the server's numbers.`
+        : check ? `${source} \u2014 differs from the server in: ${check}` : `${source} so far.`;
+  caption.dataset.check = held ? "hidden" : at ? "playhead" : check === "ok" ? "match" : check ? "mismatch" : "pending";
 }
 
 /** A special token as a chip: "⟨im_end⟩" in a styled span, the raw token in its title. */
@@ -83,14 +93,21 @@ function writtenUpTo(records, id, step) {
 
 const seconds = (v) => `${(v / 1000).toFixed(2)} s`;
 
-/** When a request arrived: its ms (arrivals in ms) or the step it could first join. */
-function arrivalText(spec, q) {
+/**
+ * When a request arrived: its ms (arrivals in ms) or the step it could first join, with that step's start on the lane
+ * clock once the playhead (`step`) got there.
+ */
+function arrivalText(spec, q, step) {
   if (spec.arrival_ms !== undefined && spec.arrival_ms !== null) return seconds(spec.arrival_ms);
-  return q && q.arrival_ms !== undefined ? `step ${(spec.arrival || 0) + 1} (${seconds(q.arrival_ms)})` : `step ${(spec.arrival || 0) + 1}`;
+  const joins = (spec.arrival || 0) + 1;
+  return q && q.arrival_ms !== undefined && joins <= step ? `step ${joins} (${seconds(q.arrival_ms)})` : `step ${joins}`;
 }
 
-/** The request panel for one lane at `step`: prompt, arrival, text so far, stop, TTFT / TPOT / latency once returned. */
-export function renderRequests(tbody, workload, records, metrics, step) {
+/**
+ * The request panel for one lane at `step`: prompt, arrival, text so far, stop, TTFT / TPOT / latency once returned;
+ * `reveal` (predict-then-reveal): a step arrival's time on the lane clock only once the playhead got there.
+ */
+export function renderRequests(tbody, workload, records, metrics, step, reveal = false) {
   const rows = workload.requests.map((spec) => {
     const id = String(spec.id);
     const q = metrics.requests[id] || {};
@@ -100,7 +117,7 @@ export function renderRequests(tbody, workload, records, metrics, step) {
     return el("tr", { dataset: { request: id } }, [
       el("th", { text: id, scope: "row" }),
       el("td", { className: "prompt" }, [el("div", { text: spec.prompt, className: "clamp", title: spec.prompt })]),
-      el("td", { className: "arrival", text: arrivalText(spec, q) }),
+      el("td", { className: "arrival", text: arrivalText(spec, q, reveal ? step : Infinity) }),
       el("td", { className: writing ? "written writing" : "written" }, writtenUpTo(records, id, step)),
       el("td", { text: back ? (eos ? `EOS after ${q.tokens}` : `length ${q.tokens}`) : dash,
         className: back && eos ? "stop eos" : "stop" }),

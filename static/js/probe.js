@@ -3,9 +3,11 @@
  * run status (and whether the run is this page's own), per-lane configuration, clock (step starts and
  * ends, gaps, waits), arrivals, metrics (the run's, and at the playhead) and KV series, the caption
  * each lane shows, the playhead, and the layout (where each lane, row, step cell, wait, arrival mark
- * and legend item sits, in CSS pixels relative to the canvas). Tests wait on it, never on a sleep.
+ * and legend item sits, in CSS pixels relative to the canvas, with the type scale it draws in, the
+ * part of the run the x-axis shows, and each preemption's flag), and the teaching modes (presenter,
+ * predict-then-reveal, zoom). Tests wait on it, never on a sleep.
  */
-import { cellRect, columnRect, gapRect, markX } from "./layout.js";
+import { cellRect, columnRect, flagRects, gapRect, markX } from "./layout.js";
 import { PALETTE } from "./renderer.js";
 
 function withoutRequests(m) {
@@ -15,7 +17,8 @@ function withoutRequests(m) {
       ttft_ms: q.ttft_ms, tokens: q.tokens, stop: q.stop, text: q.text }])) };
 }
 
-export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas }) {
+export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas, revealed = true,
+  axis = null }) {
   const run = state.run;
   const lanes = {};
   for (const lane of derived.lanes) {
@@ -53,11 +56,23 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
     lanes,
     narration,
     palette: PALETTE,
+    present: Boolean(ui.present), reveal: Boolean(ui.reveal), revealed,
+    zoom: ui.zoom ? { ...ui.zoom } : null,
+    /** The x-axis: `full` the span before any zoom (under predict-then-reveal, one that grows with the playhead), `from`/`span` what it shows. */
+    axis: axis ? { ...axis } : null,
     layout: {
-      width: layout.width, height: layout.height, dpr: window.devicePixelRatio || 1,
+      width: layout.width, height: layout.height, dpr: window.devicePixelRatio || 1, type: layout.type,
+      domain: layout.domain, origin: layout.origin || 0, axis: layout.axis,
       canvas: { left: rect.left + window.scrollX, top: rect.top + window.scrollY },
-      lanes: layout.lanes.map((l) => ({ name: l.name, title: l.title, marks: l.marks, grid: l.grid, kv: l.kv,
+      lanes: layout.lanes.map((l) => ({ name: l.name, title: l.title, marks: l.marks, flags: l.flags, grid: l.grid, kv: l.kv,
         rowH: l.rowH, rows: l.rows.length })),
+    },
+    /** A lane's preemption flags as drawn: [{id, step, pill: {x, y, w, h}, pole: {...}}] (empty: it cannot preempt). */
+    preemptions(lane) {
+      const l = laneLayout(lane);
+      const data = derived.lanes.find((d) => d.name === lane);
+      if (!l || !data || !l.flags || !l.flags.h) return [];
+      return data.timeline.preemptions.map((p) => ({ id: p.id, step: p.step, ...flagRects(layout, l, p) }));
     },
     /** The legend's items as drawn: [{label, x, y, w, h}] in canvas CSS pixels. */
     legend: (layout.legend.items || []).map((i) => ({ label: i.label, x: i.x, y: layout.legend.y + i.y, w: i.w, h: i.h })),

@@ -8,7 +8,7 @@
 import { configOf, laneTitle, orderLanes } from "./laneconfig.js";
 import { isTimed, laneMetrics, mismatches } from "./metrics.js";
 import { estimateSteps, gapAt, laneTimeline, perRecords, stepAt, stepCount } from "./timeline.js";
-import { RunStatus } from "./vocab.js";
+import { Lane, RunStatus } from "./vocab.js";
 import { count } from "./words.js";
 
 const metricsOf = perRecords(laneMetrics);
@@ -29,8 +29,9 @@ export function metricsUpTo(lane, step, workload, whole) {
 let last = { run: undefined, value: null };
 
 /**
- * {run, lanes: [{name, policy, config, title, records, done, timeline}], metrics: {lane: m}, check: "" | "ok" |
- * "a, b", timed, marks}; once per run object. `marks`: whether lanes show request arrivals.
+ * {run, lanes: [{name, policy, config, title, records, done, timeline, kvBudget, mayPreempt}], metrics: {lane: m},
+ * check: "" | "ok" | "a, b", timed, marks}; once per run object. `marks`: whether lanes show request arrivals; `kvBudget`:
+ * a KV budget binds the lane; `mayPreempt`: it is also a continuous lane, the one policy that preempts.
  */
 export function deriveRun(run) {
   if (run !== last.run) last = { run, value: derive(run) };
@@ -42,8 +43,9 @@ function derive(run) {
   const lanes = orderLanes(run.lanes, run.workload).map((name) => {
     const records = run.records[name] || [];
     const config = configOf(run.workload, name);
+    const kvBudget = Boolean(config.options.kv_budget || run.workload.kv_budget);
     return { name, policy: config.policy, config, title: laneTitle(config), records, done: Boolean(run.done[name]),
-      timeline: laneTimeline(records, run.workload) };
+      timeline: laneTimeline(records, run.workload), kvBudget, mayPreempt: kvBudget && config.policy === Lane.CONTINUOUS };
   });
   const metrics = Object.fromEntries(lanes.map((l) => [l.name, metricsOf(l.records, run.workload)]));
   let check = "";
@@ -108,8 +110,12 @@ function caption(lane, shown, m, clock) {
   return shown > 0 ? [where, ...numbers].join(" \u00b7 ") : where;
 }
 
-function kvLabel(lane, step) {
-  const point = lane.timeline.kv[Math.min(step, lane.records.length) - 1];
+/** A lane's KV use at its step under the playhead ({used, total, unit}), or null before its first step. */
+function kvAt(lane, step) {
+  return lane.timeline.kv[Math.min(step, lane.records.length) - 1] || null;
+}
+
+function kvLabel(point) {
   if (!point) return "KV memory";
   return `KV ${point.used}/${point.total} ${point.unit === "blocks" ? "blk" : "tok"}`;
 }
@@ -123,15 +129,19 @@ export function legendFlags(derived, { view, clock }) {
   return { view, preemption, waiting, marks: derived.marks };
 }
 
-/** What the renderer draws this frame; each lane carries `metrics`, its numbers up to its step at the playhead. */
+/**
+ * What the renderer draws this frame; each lane carries `metrics`, its numbers up to its step at the playhead,
+ * and `kvAt`, its KV use there.
+ */
 export function buildScene(derived, { view, clock, t, focus }) {
   const lanes = derived.lanes.map((lane) => {
     const step = laneStep(lane, clock, t);
     const gap = clock === "ms" && step <= lane.records.length ? gapAt(lane.timeline, t) : null;
     const shown = Math.min(step, lane.records.length);
     const metrics = metricsUpTo(lane, shown, derived.run.workload, derived.metrics[lane.name]);
-    return { ...lane, step, gap, revealed: shown, metrics,
-      caption: caption(lane, shown, metrics, clock), kvLabel: kvLabel(lane, gap ? step - 1 : step) };
+    const kv = kvAt(lane, gap ? step - 1 : step);
+    return { ...lane, step, gap, revealed: shown, metrics, caption: caption(lane, shown, metrics, clock), kvAt: kv,
+      kvLabel: kvLabel(kv) };
   });
   return { lanes, clock, t, focus, ...legendFlags(derived, { view, clock }), timed: derived.timed };
 }

@@ -3,7 +3,9 @@
  * position N, running, switching to another mix, finished, an error, a lost connection), the preset
  * buttons (a click while your run is live stops it and runs the new mix: their titles say so) and the
  * lesson of the chosen preset, its placeholders filled from the run as it streams; before anything is
- * chosen, how to start. Text only through textContent.
+ * chosen, how to start. Under predict-then-reveal (`hide`) the run line keeps its totals and the lesson
+ * its answer until the playhead reaches the end. Presenter mode's compact preset picker mirrors the
+ * buttons. Text only through textContent.
  */
 import { el } from "./dom.js";
 import { fillLesson } from "./lesson.js";
@@ -24,17 +26,23 @@ export function emptyText(state, missingRun) {
   return "Pick a preset above to run it on the real model, or open the request mix editor below to write your own.";
 }
 
-export function renderPresets(container, presets) {
+/** The preset buttons, and the compact picker (`picker`, a select) presenter mode shows instead. */
+export function renderPresets(container, presets, picker = null) {
   container.replaceChildren(...presets.map((p) => el("button", { type: "button", className: "preset",
     dataset: { preset: String(p.name) }, text: String(p.name) })));
+  if (picker) {
+    picker.replaceChildren(el("option", { value: "", text: "preset\u2026" }),
+      ...presets.map((p) => el("option", { value: String(p.name), text: String(p.name) })));
+  }
 }
 
-function runLine(state) {
+function runLine(state, hide, short) {
   if (!state.connected) return [state.run ? "Reconnecting to the server\u2026" : "Connecting to the server\u2026", "warn"];
   if (state.error && (state.error.run_id === null || (state.run && state.error.run_id === state.run.id))) {
     return [state.error.message, "error"];
   }
   const run = state.run;
+  const on = short ? "" : ` on ${(run && run.model) || "the model"}`;  // presenter mode: the numbers first
   const name = state.next ? `\u201c${state.next.workload.name}\u201d` : "";
   if (state.next && liveOwnRun(state)) return [`Stopping your current run to start ${name}\u2026`, "warn"];
   if (state.next) return [state.model.ready ? `Starting ${name}\u2026` : `Waiting for the model: ${name} starts as soon as it is ready.`, ""];
@@ -44,9 +52,10 @@ function runLine(state) {
     case RunStatus.QUEUED:
       return [run.position ? `Queued: position ${run.position} in the engine's queue (1 = next); it starts when the runs ahead finish.`
         : "Joining the run\u2026", "warn"];
-    case RunStatus.RUNNING: return [`Running on ${run.model || "the model"}: step ${run.t} computed, streaming in.`
+    case RunStatus.RUNNING: return [`Running${on}: ${hide ? "" : `step ${run.t} computed, `}streaming in.`
       + (run.own ? " Another preset or Run stops it and starts that mix." : ""), ""];
-    case RunStatus.FINISHED: return [`Finished on ${run.model || "the model"}: ${count(run.t, "shared step")}.`, "ok"];
+    case RunStatus.FINISHED: return [`Finished${on}: ${hide ? "predict, then reveal (the totals show at the end)"
+      : count(run.t, "shared step")}.`, "ok"];
     case RunStatus.CANCELLED: return ["You stopped this run to start another.", ""];
     default: return ["", ""];
   }
@@ -60,8 +69,11 @@ function lessonPreset(presets, presetName, mix) {
   return presets.find((p) => p.name === mix.name && start && String(p.description || "").startsWith(start)) || null;
 }
 
-/** Everything above and around the lanes; `intro`: nothing chosen yet (no preset, no link, no edit, no run). */
-export function renderStatus(dom, state, { presetName, presets, mix, derived, intro, missingRun }) {
+/**
+ * Everything above and around the lanes; `intro`: nothing chosen yet (no preset, no link, no edit, no run); `hide`:
+ * predict-then-reveal holds back the totals; `short`: presenter mode's run line, without the model's file name.
+ */
+export function renderStatus(dom, state, { presetName, presets, mix, derived, intro, missingRun, hide = false, short = false }) {
   const m = state.model;
   const ready = Boolean(m.ready);
   dom.modelStatus.dataset.ready = String(ready);
@@ -72,17 +84,18 @@ export function renderStatus(dom, state, { presetName, presets, mix, derived, in
   if (dom.modelText.textContent !== text) dom.modelText.textContent = text;
   dom.modelProgress.value = ready ? 1 : Number(m.progress) || 0;
   dom.modelProgress.hidden = ready;
-  const [line, tone] = runLine(state);
+  const [line, tone] = runLine(state, hide, short);
   if (dom.runStatus.textContent !== line) dom.runStatus.textContent = line;
   dom.runStatus.dataset.tone = tone;
-  dom.runLink.hidden = !(state.run && state.run.id && state.run.workload);
   for (const button of dom.presetButtons.children) {
     button.setAttribute("aria-pressed", String(button.dataset.preset === presetName));
   }
+  if (dom.presetPick && dom.presetPick.value !== (presetName || "")) dom.presetPick.value = presetName || "";
   // The server takes a submit only once the model is ready, and one run per client at a time: a click while our
   // run is live stops it first (state.js, cancel and replace).
   const why = !state.connected ? "not connected to the server" : !ready ? "the model is still loading" : "";
   const switching = state.pending || state.next || liveOwnRun(state) ? " \u2014 switching stops your current run" : "";
+  if (dom.presetPick) dom.presetPick.disabled = Boolean(why);
   for (const button of [...dom.presetButtons.children, dom.runMix]) {
     if (!button) continue;
     button.disabled = Boolean(why);
@@ -94,6 +107,7 @@ export function renderStatus(dom, state, { presetName, presets, mix, derived, in
   const preset = lessonPreset(presets, presetName, mix);
   const source = intro && !state.run ? INTRO : preset ? String(preset.description || "")
     : mix.description || (mix.name !== "custom" ? mix.name : "Your own mix, from the editor below.");
-  const lesson = fillLesson(source, preset ? preset.name : mix.name, derived);
+  const lesson = hide && state.run ? "Predict first: what will happen? This mix's lesson shows when the playhead reaches the end."
+    : fillLesson(source, preset ? preset.name : mix.name, derived);
   if (dom.lesson.textContent !== lesson) dom.lesson.textContent = lesson;
 }

@@ -3,8 +3,8 @@
  * identity, which changes only when a tick arrives): the lane clock (each step's start and end in
  * ms, the gaps where the lane waited for arrivals, the steps that computed nothing), where each
  * request arrives on this lane, each request's phase in every step (the request view), the KV series
- * for the memory bar, and which requests were prefilled in chunks. Pure: it reads records and never
- * changes them.
+ * for the memory bar, each preemption (step, request, slot), and which requests were prefilled in
+ * chunks. Pure: it reads records and never changes them.
  */
 import { arrivalOf, laneTimes } from "./metrics.js";
 import { Phase, SlotState } from "./vocab.js";
@@ -59,7 +59,10 @@ function build(records, workload) {
   const waits = new Set(records.filter((r) => r.forward === "none").map((r) => r.step));
   const arrivals = workload.requests.map((q) => ({ id: String(q.id), ...arrivalOf(q, starts, end) }))
     .sort((a, b) => a.arrival_ms - b.arrival_ms);
-  return { ids, starts, ends, end, gaps, waits, arrivals, ...phasesOf(records, ids), kv: records.map(kvPoint) };
+  // Each preemption: the step it happened in, the request that lost its slot, and that slot.
+  const preemptions = records.flatMap((r) => (r.preempted || []).map((id) => ({ step: r.step, id,
+    slot: Math.max(0, r.slots.findIndex((c) => c.request === id)) })));
+  return { ids, starts, ends, end, gaps, waits, arrivals, preemptions, ...phasesOf(records, ids), kv: records.map(kvPoint) };
 }
 
 /** `fn(records, workload)` computed once per records array and workload (a tick replaces a lane's array). */

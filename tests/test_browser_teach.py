@@ -1,0 +1,487 @@
+"""Teaching with Batch Lanes (issue 10, "For the class"), in headless Chromium at a projector's 1280x720 against
+`python -m app` with the real model: presenter mode fits three and four stacked lanes with the narration and the
+playback controls on one screen; predict-then-reveal keeps every total back until the playhead gets there; the
+glossary explains metric headers and legend items on focus and on hover; the short link and its QR code; memory
+pressure readable from afar (a tall KV bar, a preemption flag, zoom); the c and v keys, jump to live, and the
+editor's live prompt-token count.
+
+Every check is on element geometry, pixels or text the page shows, and every wait is on state the page exposes
+(`window.__lanes`, the DOM), never a sleep or a timing. Without /usr/bin/chromium these tests skip, unless
+BATCH_LANES_REQUIRE_BROWSER=1 (CI), where they fail.
+"""
+import base64
+import json
+import re
+from urllib.parse import urlparse
+from urllib.request import Request, urlopen
+
+import pytest
+
+from browser_kit import ARTIFACTS, ROOT
+from live_server import live_server
+
+W, H = 1280, 720
+RUN_TIMEOUT_MS = 300_000
+MIXED = json.loads((ROOT / "demos" / "mixed.json").read_text())
+FOUR = {**MIXED, "name": "four lanes", "lanes": ["static", "dynamic", "continuous",
+                                                {"name": "chunked 32", "policy": "continuous", "chunk_size": 32}]}
+# the playback controls a teacher uses, each of which must be on the projected screen
+CONTROLS = ("#btn-start", "#btn-back", "#btn-play", "#btn-fwd", "#btn-end", "#scrub", "#readout", "#speed",
+            "label:has(input[name='clock'][value='steps'])", "label:has(input[name='clock'][value='ms'])",
+            "label:has(input[name='view'][value='slots'])", "label:has(input[name='view'][value='requests'])",
+            "#btn-zoom-out", "#btn-zoom-in", "#btn-zoom-reset", "#btn-help", "#btn-present")
+
+
+@pytest.fixture(scope="module")
+def server(browser, tmp_path_factory):
+    with live_server(data_dir=tmp_path_factory.mktemp("data")) as url:
+        yield url
+
+
+@pytest.fixture
+def context(browser, server):
+    """A 1280x720 context (the projector) that records console errors and uncaught exceptions."""
+    ctx = browser.new_context(viewport={"width": W, "height": H})
+    ctx.problems = []
+
+    def watch(page):
+        page.on("console", lambda m: m.type == "error" and ctx.problems.append(f"console: {m.text}"))
+        page.on("pageerror", lambda e: ctx.problems.append(f"exception: {e}"))
+    ctx.on("page", watch)
+    yield ctx
+    ctx.close()
+
+
+@pytest.fixture
+def tab(context):
+    return context.new_page()
+
+
+def lanes(page, expression: str):
+    return page.evaluate(f"() => window.__lanes.{expression}")
+
+
+def open_page(page, url: str) -> None:
+    page.goto(url)
+    page.wait_for_function("() => window.__lanes && window.__lanes.connected && window.__lanes.model.ready")
+    page.wait_for_selector("#preset-buttons button[data-preset]", state="attached")
+
+
+def wait_finished(page, name: str | None = None) -> None:
+    page.wait_for_function("(name) => window.__lanes.status === 'error' || (window.__lanes.status === 'finished'"
+                           " && (!name || window.__lanes.mix === name))", arg=name, timeout=RUN_TIMEOUT_MS)
+    assert lanes(page, "status") == "finished", lanes(page, "error")
+
+
+def run_preset(page, server: str, name: str) -> None:
+    open_page(page, server)
+    page.click(f'button[data-preset="{name}"]')
+    wait_finished(page, name)
+
+
+def to_end(page) -> None:
+    page.keyboard.press("End")
+    page.wait_for_function("() => window.__lanes.shown === window.__lanes.limit && !window.__lanes.playing")
+
+
+def mix_link(server: str, workload: dict) -> str:
+    mix = base64.urlsafe_b64encode(json.dumps({"workload": workload}).encode()).decode().rstrip("=")
+    return f"{server}/#mix={mix}"
+
+
+def stored(server: str, run_id: str) -> dict:
+    return json.loads(urlopen(f"{server}/api/runs/{run_id}").read())
+
+
+def box(page, selector: str) -> dict:
+    return page.eval_on_selector(selector, "n => n.getBoundingClientRect().toJSON()")
+
+
+def in_viewport(rect: dict) -> bool:
+    return rect["left"] >= 0 and rect["top"] >= 0 and rect["right"] <= W + 0.5 and rect["bottom"] <= H + 0.5 \
+        and rect["width"] > 0 and rect["height"] > 0
+
+
+def canvas_rect(page, rect: dict) -> dict:
+    """A layout rectangle (canvas CSS px) in viewport coordinates."""
+    c = box(page, "#lanes")
+    return {"left": c["left"] + rect["x"], "top": c["top"] + rect["y"], "right": c["left"] + rect["x"] + rect["w"],
+            "bottom": c["top"] + rect["y"] + rect["h"], "width": rect["w"], "height": rect["h"]}
+
+
+def pixels(page, rect: dict) -> list[tuple[int, int, int]]:
+    """Every device pixel of a canvas rectangle given in CSS pixels, as (r, g, b)."""
+    data = page.evaluate("""(r) => {
+        const canvas = document.getElementById('lanes'), d = window.devicePixelRatio;
+        const x = Math.round(r.x * d), y = Math.round(r.y * d);
+        const w = Math.max(1, Math.round(r.w * d)), h = Math.max(1, Math.round(r.h * d));
+        return Array.from(canvas.getContext('2d').getImageData(x, y, w, h).data);
+    }""", rect)
+    return [tuple(data[i:i + 3]) for i in range(0, len(data), 4)]
+
+
+def rgb(hex_colour: str) -> tuple[int, int, int]:
+    return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+
+
+def share(colour: tuple, seen: list[tuple], tolerance: int = 12) -> float:
+    return sum(all(abs(a - b) <= tolerance for a, b in zip(colour, px)) for px in seen) / len(seen)
+
+
+def font_px(page, selector: str) -> float:
+    return page.eval_on_selector(selector, "n => parseFloat(getComputedStyle(n).fontSize)")
+
+
+def glossary(page) -> dict:
+    """The one definitions module, as the page itself imports it."""
+    return page.evaluate("async () => (await import('/static/js/glossary.js')).GLOSSARY")
+
+
+# --- presenter mode ------------------------------------------------------------------------------------------
+
+def assert_presenter_fits(page, lane_count: int) -> None:
+    """Every lane grid, the narration and every playback control inside the 1280x720 viewport, nothing scrolled."""
+    assert page.evaluate("() => [scrollX, scrollY]") == [0, 0]
+    assert page.evaluate("() => document.documentElement.scrollHeight") <= H  # nothing below the fold
+    layout = lanes(page, "layout")
+    assert len(layout["lanes"]) == lane_count
+    for lane in layout["lanes"]:
+        for part in ("grid", "kv"):
+            assert in_viewport(canvas_rect(page, lane[part])), (lane["name"], part, canvas_rect(page, lane[part]))
+    assert in_viewport(box(page, "#narration")), box(page, "#narration")
+    for selector in CONTROLS:
+        assert page.is_visible(selector), selector
+        assert in_viewport(box(page, selector)), (selector, box(page, selector))
+    for selector in ("#editor-details", "#metrics-table", "#request-rows", "#preset-buttons", ".top"):
+        assert page.is_hidden(selector), selector  # editor, metrics, requests and preset buttons give way
+
+
+def test_presenter_mode_fits_the_three_arrivals_lanes_on_a_projector_with_larger_type(context, tab, server):
+    run_preset(tab, server, "arrivals")
+    to_end(tab)
+    assert lanes(tab, "clock") == "ms" and len(lanes(tab, "order")) == 3
+    normal = lanes(tab, "layout.type")
+    narration_px = font_px(tab, "#narration")
+    assert tab.is_visible("#editor-details") and tab.is_visible("#metrics-table")
+
+    tab.keyboard.press("p")
+    tab.wait_for_function("() => window.__lanes.present && document.body.dataset.present === 'true'")
+    assert_presenter_fits(tab, 3)
+    big = lanes(tab, "layout.type")
+    assert big["title"] > normal["title"] and big["label"] > normal["label"] and big["caption"] > normal["caption"]
+    assert font_px(tab, "#narration") > narration_px
+    assert tab.get_attribute("#btn-present", "aria-pressed") == "true"
+    assert tab.is_visible("#preset-pick")  # the compact preset picker stays
+    ARTIFACTS.mkdir(exist_ok=True)
+    tab.screenshot(path=str(ARTIFACTS / "teach-present-arrivals.png"))
+
+    tab.keyboard.press("Escape")  # Esc leaves presenter mode
+    tab.wait_for_function("() => !window.__lanes.present && document.body.dataset.present === 'false'")
+    assert tab.is_visible("#editor-details") and tab.is_visible("#metrics-table")
+    assert lanes(tab, "layout.type") == normal
+    assert context.problems == []
+
+
+def test_presenter_mode_fits_a_four_lane_mix(context, tab, server):
+    open_page(tab, mix_link(server, FOUR))  # a shared mix runs by itself
+    wait_finished(tab, "four lanes")
+    to_end(tab)
+    label = lanes(tab, "layout.type.label")
+    tab.click("#btn-present")
+    tab.wait_for_function("() => window.__lanes.present")
+    assert_presenter_fits(tab, 4)
+    assert lanes(tab, "layout.type.label") > label
+    grids = [lane["grid"] for lane in lanes(tab, "layout.lanes")]
+    assert all(a["y"] + a["h"] < b["y"] for a, b in zip(grids, grids[1:]))  # stacked, never overlapping
+    assert min(lane["rowH"] for lane in lanes(tab, "layout.lanes")) >= 8  # shrunk to fit, still rows
+    tab.click("#btn-present")
+    tab.wait_for_function("() => !window.__lanes.present")
+    assert context.problems == []
+
+
+# --- predict, then reveal ------------------------------------------------------------------------------------
+
+def shown_text(page) -> str:
+    """The text a class reads: the metrics panel, the run line, the readout, the narration, the lesson, the captions."""
+    parts = [page.inner_text(s) for s in ("#metrics-table", "#metrics-check", "#run-status", "#readout", "#narration",
+                                          "#lesson")]
+    return "\n".join(parts + [lanes(page, f"lanes[{n!r}].caption") for n in lanes(page, "order")])
+
+
+def final_numbers(metrics: dict) -> list[str]:
+    """A lane's final numbers as the page writes them (steps aside: checked on their own)."""
+    return [f"{metrics['tokens_per_step']:.2f}", f"{round(metrics['slot_use'] * 100)}%", f"{metrics['wall_s']:.2f}",
+            f"{metrics['tokens_per_s']:.1f}", f"{metrics['requests_per_s']:.2f}", str(round(metrics['mean_ttft_ms']))]
+
+
+def test_predict_then_reveal_shows_nothing_the_playhead_has_not_reached(context, tab, server):
+    open_page(tab, server)
+    tab.click("label:has(#reveal)")  # the switch, before the run
+    tab.wait_for_function("() => window.__lanes.reveal")
+    tab.click('button[data-preset="mixed"]')
+    wait_finished(tab, "mixed")
+    server_metrics = stored(server, lanes(tab, "runId"))["metrics"]
+    assert (server_metrics["static"]["steps"], server_metrics["continuous"]["steps"]) == (15, 9)
+    tab.keyboard.press("Home")
+    tab.keyboard.press("ArrowRight")
+    tab.keyboard.press("ArrowRight")
+    tab.wait_for_function("() => window.__lanes.shown === 2 && !window.__lanes.playing")
+
+    # 1) at step 2 no total anywhere: not 15 steps, not "9 steps", none of the final metrics
+    text = shown_text(tab)
+    assert not re.search(r"(?<![\d.])15(?![\d.])", text), text
+    assert "9 steps" not in text and "of 15" not in text and "shared step" not in text, text
+    for lane in ("static", "continuous"):
+        for number in final_numbers(server_metrics[lane]):
+            assert number not in text, (lane, number, text)
+    assert tab.inner_text("#readout") == "step 2"
+    assert tab.eval_on_selector_all('#metrics-table td[data-lane]', "cells => cells.map(c => c.textContent)") == \
+        ["?"] * len(tab.query_selector_all('#metrics-table td[data-lane]'))
+    # the request panel writes what was written up to the playhead, no further
+    records = stored(server, lanes(tab, "runId"))["records"]["continuous"]
+    r1 = "".join(c["token"] for r in records[:2] for c in r["slots"] if c["request"] == "R1")
+    assert tab.text_content('#request-rows tr[data-request="R1"] td.written') == r1
+    # 2) the x-axis does not say how long the run is: it spans less than 15 steps, and so does the scrubber
+    assert lanes(tab, "axis.full") < 15 and lanes(tab, "layout.domain") < 15
+    assert float(tab.get_attribute("#scrub", "max")) < 15
+    # 3) off restores everything at once
+    tab.keyboard.press("r")
+    tab.wait_for_function("() => !window.__lanes.reveal")
+    assert tab.inner_text("#readout") == "step 2 of 15" and lanes(tab, "axis.full") == 15
+    assert lanes(tab, "lanes.static.caption").startswith("step 2 of 15")
+    tab.keyboard.press("r")
+    tab.wait_for_function("() => window.__lanes.reveal && window.__lanes.axis.full < 15")
+
+    # 4) End reveals everything, and it is the server's numbers
+    to_end(tab)
+    tab.wait_for_function("() => window.__lanes.revealed")
+    assert lanes(tab, "axis.full") == 15 and tab.inner_text("#readout") == "step 15 of 15"
+    assert "15 shared steps" in tab.inner_text("#run-status")
+    assert lanes(tab, "lanes.static.caption") == "15 steps \u00b7 1.93 tokens/step \u00b7 slot use 48%"
+    for lane in ("static", "continuous"):
+        m = server_metrics[lane]
+        cell = lambda key: tab.text_content(f'#metrics-table td[data-lane="{lane}"][data-metric="{key}"]')  # noqa: E731
+        assert (cell("steps"), cell("tokens_per_step"), cell("slot_use")) == \
+            (str(m["steps"]), f"{m['tokens_per_step']:.2f}", f"{round(m['slot_use'] * 100)}%")
+        assert cell("wall_s") == f"{m['wall_s']:.2f}"
+    assert lanes(tab, "metricsCheck") == "ok" and "identical" in tab.inner_text("#metrics-check")
+    assert "15 vs 9 steps" in tab.inner_text("#lesson")
+    assert context.problems == []
+
+
+# --- the glossary --------------------------------------------------------------------------------------------
+
+def tab_to(page, term: str, start: str, limit: int = 60) -> None:
+    """Focus `start`, then press Tab until the focused element explains `term`."""
+    page.focus(start)
+    for _ in range(limit):
+        if page.evaluate("() => document.activeElement.dataset.term") == term:
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError(f"Tab never reached {term!r}")
+
+
+def assert_explained(page, term: str, definitions: dict) -> None:
+    page.wait_for_selector("#glossary-tip", state="visible")
+    tip = box(page, "#glossary-tip")
+    assert in_viewport(tip), tip
+    assert definitions[term]["text"] in page.text_content("#glossary-tip")
+    assert page.get_attribute("#glossary-tip", "role") == "tooltip"
+
+
+def test_glossary_explains_every_metric_header_and_legend_item_on_focus_and_hover(context, tab, server):
+    run_preset(tab, server, "mixed")
+    to_end(tab)
+    definitions = glossary(tab)
+    for key in ("ttft", "tpot", "itl", "slot_use", "tokens_per_step", "padding_cells", "preempted", "wall_time",
+                "tokens_per_s", "requests_per_s", "latency", "prefill", "decode", "padding", "idle", "waiting",
+                "arrival", "last_token", "queued", "kv"):
+        assert definitions[key]["text"], key
+    # every metric header and every legend item names a defined term, and points at the tooltip
+    headers = tab.eval_on_selector_all("#metrics-table thead th", "ths => ths.slice(1).map(th => { const t = "
+                                       "th.querySelector('[data-term]'); return t && [t.dataset.term, t.tabIndex, "
+                                       "t.getAttribute('aria-describedby')]; })")
+    assert all(h and h[0] in definitions and h[1] == 0 and h[2] == "glossary-tip" for h in headers), headers
+    keys = tab.eval_on_selector_all(".legend-key", "ks => ks.map(k => k.dataset.term)")
+    assert len(keys) == len(lanes(tab, "legend")) and set(keys) <= set(definitions), keys
+    assert {"padding", "kv", "last_token"} <= set(keys)  # the KV strip joins the legend
+
+    # 1) keyboard: Tab to a metrics header, then to a legend item
+    tab_to(tab, "tpot", '#metrics-table thead [data-term="ttft"]')
+    assert_explained(tab, "tpot", definitions)
+    tab_to(tab, "padding", "#btn-present")
+    assert_explained(tab, "padding", definitions)
+    key = box(tab, '.legend-key[data-term="padding"]')
+    item = next(i for i in lanes(tab, "legend") if i["label"].startswith("padding"))
+    drawn = canvas_rect(tab, item)
+    assert key["left"] <= drawn["left"] and key["right"] >= drawn["right"]  # over the drawn item
+    tab.keyboard.press("Escape")
+    tab.wait_for_selector("#glossary-tip", state="hidden")
+
+    # 2) the mouse: hover a header and the KV strip's legend item
+    tab.hover('#metrics-table thead [data-term="slot_use"]')
+    assert_explained(tab, "slot_use", definitions)
+    tab.locator('.legend-key[data-term="kv"]').scroll_into_view_if_needed()
+    tab.hover('.legend-key[data-term="kv"]')
+    assert_explained(tab, "kv", definitions)
+    assert context.problems == []
+
+
+# --- short links and the QR code -----------------------------------------------------------------------------
+
+def test_link_to_this_run_copies_the_short_link_and_the_qr_code_shows_it(browser, server):
+    context = browser.new_context(viewport={"width": W, "height": H})
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    try:
+        tab = context.new_page()
+        run_preset(tab, server, "same")
+        run_id = lanes(tab, "runId")
+        assert tab.is_visible("#run-link") and tab.is_visible("#btn-qr")
+        assert tab.get_attribute("#run-link", "href") == f"/runs/{run_id}"  # no #mix= hash: the run carries its mix
+        tab.click("#run-link")
+        tab.wait_for_function("() => document.getElementById('share-status').textContent.includes('copied')")
+        copied = tab.evaluate("() => navigator.clipboard.readText()")
+        assert copied == f"{server}/runs/{run_id}" and "#" not in copied
+
+        tab.click("#btn-qr")
+        tab.wait_for_selector("#qr-popover", state="visible")
+        tab.wait_for_function("() => { const i = document.getElementById('qr-img'); return i && i.complete && i.naturalWidth > 0; }")
+        image = box(tab, "#qr-img")
+        assert image["width"] >= 200 and image["height"] >= 200 and in_viewport(image), image
+        assert urlparse(tab.get_attribute("#qr-img", "src")).path == f"/runs/{run_id}/qr.svg"
+        assert tab.text_content("#qr-url") == copied
+        tab.keyboard.press("Escape")
+        tab.wait_for_selector("#qr-popover", state="hidden")
+
+        # the short link replays the run: its mix, its lanes, the server's numbers
+        other = context.new_page()
+        other.goto(copied)
+        other.wait_for_function("() => window.__lanes && window.__lanes.status === 'finished'", timeout=RUN_TIMEOUT_MS)
+        assert lanes(other, "runId") == run_id and lanes(other, "mix") == "same"
+        assert lanes(other, "order") == ["static", "continuous"] and lanes(other, "metricsCheck") == "ok"
+    finally:
+        context.close()
+
+
+# --- memory pressure from the back of the room ---------------------------------------------------------------
+
+def test_memory_pressure_shows_a_tall_kv_bar_a_preemption_flag_and_zooms_to_a_step_range(context, tab, server):
+    run_preset(tab, server, "memory-pressure")
+    to_end(tab)
+    palette = lanes(tab, "palette")
+    layout = lanes(tab, "layout")
+    assert all(lane["kv"]["h"] >= 20 for lane in layout["lanes"]), [lane["kv"] for lane in layout["lanes"]]
+
+    # 1) the preemption: a flag in the preempted colour, inside its lane, above its grid
+    flags = tab.evaluate("() => window.__lanes.preemptions('continuous KV 224')")
+    records = stored(server, lanes(tab, "runId"))["records"]["continuous KV 224"]
+    assert [(f["step"], f["id"]) for f in flags] == [(r["step"], i) for r in records for i in r["preempted"]]
+    lane = next(l for l in layout["lanes"] if l["name"] == "continuous KV 224")
+    pill = flags[0]["pill"]
+    assert lane["grid"]["x"] <= pill["x"] and pill["x"] + pill["w"] <= lane["grid"]["x"] + lane["grid"]["w"]
+    assert lane["title"]["y"] + lane["title"]["h"] <= pill["y"] and pill["y"] + pill["h"] <= lane["grid"]["y"]
+    assert pill["w"] >= 60 and pill["h"] >= 14  # a flag, not a 10-pixel cell
+    assert share(rgb(palette["preempted"]), pixels(tab, pill)) > 0.5
+    assert tab.evaluate("() => window.__lanes.preemptions('continuous KV 448')") == []
+
+    # 2) zoom to steps 20-40 by dragging along the axis: a cell at least 3x wider; the playhead and metrics still work
+    before = tab.evaluate("() => window.__lanes.cellRect('static', 30, 0)")
+    canvas = tab.locator("#lanes").bounding_box()
+    y = canvas["y"] + layout["axis"]["h"] / 2
+    x20 = tab.evaluate("() => window.__lanes.cellRect('static', 21, 0).x")
+    x40 = tab.evaluate("() => { const r = window.__lanes.cellRect('static', 40, 0); return r.x + r.w; }")
+    tab.mouse.move(canvas["x"] + x20, y)
+    tab.mouse.down()
+    tab.mouse.move(canvas["x"] + (x20 + x40) / 2, y, steps=4)
+    tab.mouse.move(canvas["x"] + x40, y, steps=4)
+    tab.mouse.up()
+    tab.wait_for_function("() => window.__lanes.zoom && window.__lanes.zoom.from === 20 && window.__lanes.zoom.to === 40")
+    after = tab.evaluate("() => window.__lanes.cellRect('static', 30, 0)")
+    assert after["w"] >= 3 * before["w"], (before, after)
+    assert lanes(tab, "layout.origin") == 20 and lanes(tab, "playhead") == lanes(tab, "limit")  # the drag did not seek
+    cell = tab.evaluate("() => window.__lanes.cellRect('continuous KV 224', 30, 0)")
+    tab.mouse.click(canvas["x"] + cell["x"] + cell["w"] / 2, canvas["y"] + cell["y"] + cell["h"] / 2)
+    tab.wait_for_function("() => window.__lanes.playhead === 30")
+    assert tab.text_content('#metrics-table td[data-lane="continuous KV 224"][data-metric="steps"]') == "30"
+    assert tab.text_content('#metrics-table td[data-lane="continuous KV 224"][data-metric="preemptions"]') == "1"
+    tab.keyboard.press("]")  # the keys zoom too, around the playhead
+    tab.wait_for_function("() => window.__lanes.zoom && window.__lanes.zoom.to - window.__lanes.zoom.from === 10")
+    assert lanes(tab, "zoom.from") <= 30 <= lanes(tab, "zoom.to")
+    tab.keyboard.press("[")
+    tab.wait_for_function("() => window.__lanes.zoom && window.__lanes.zoom.to - window.__lanes.zoom.from === 20")
+    tab.click("#btn-zoom-reset")
+    tab.wait_for_function("() => window.__lanes.zoom === null")
+    assert tab.evaluate("() => window.__lanes.cellRect('static', 30, 0)") == before
+
+    # 3) presenter mode: the KV bars taller still, their budget line there, the flag still inside its lane
+    tab.keyboard.press("p")
+    tab.wait_for_function("() => window.__lanes.present")
+    assert_presenter_fits(tab, 3)
+    assert all(lane["kv"]["h"] >= 28 for lane in lanes(tab, "layout.lanes"))
+    pill = tab.evaluate("() => window.__lanes.preemptions('continuous KV 224')[0].pill")
+    assert share(rgb(palette["preempted"]), pixels(tab, pill)) > 0.5
+    for lane in lanes(tab, "layout.lanes"):  # the dashed budget line runs along each bar's top
+        top = pixels(tab, {"x": lane["kv"]["x"], "y": lane["kv"]["y"], "w": lane["kv"]["w"], "h": 2})
+        assert share(rgb(palette["kvBudget"]), top, tolerance=40) > 0.3, lane["name"]
+    assert context.problems == []
+
+
+# --- keys, live, the editor's token count --------------------------------------------------------------------
+
+def test_keys_c_and_v_switch_the_clock_and_the_rows_and_help_lists_every_key(context, tab, server):
+    run_preset(tab, server, "mixed")
+    to_end(tab)
+    assert (lanes(tab, "clock"), lanes(tab, "view")) == ("steps", "slots")
+    tab.keyboard.press("c")
+    tab.wait_for_function("() => window.__lanes.clock === 'ms'")
+    assert tab.is_checked("input[name=clock][value=ms]")
+    tab.keyboard.press("v")
+    tab.wait_for_function("() => window.__lanes.view === 'requests'")
+    assert tab.is_checked("input[name=view][value=requests]")
+    assert lanes(tab, "layout.lanes[0].rows") == 8  # a row per request
+    tab.keyboard.press("c")
+    tab.keyboard.press("v")
+    tab.wait_for_function("() => window.__lanes.clock === 'steps' && window.__lanes.view === 'slots'")
+    tab.keyboard.press("?")
+    tab.wait_for_selector("#help", state="visible")
+    keys = tab.eval_on_selector_all("#help dt", "dts => dts.map(d => d.textContent.trim())")
+    assert {"c", "v", "p", "r", "[ ]", "?"} <= set(keys), keys
+    assert in_viewport(box(tab, "#help"))
+    tab.keyboard.press("Escape")
+    tab.wait_for_selector("#help", state="hidden")
+    assert context.problems == []
+
+
+def test_jump_to_live_appears_while_a_run_streams_and_the_playhead_is_behind(context, tab, server):
+    long_run = {"name": "long", "description": "two long answers", "slots": 2, "lanes": ["continuous"],
+                "requests": [{"id": f"L{i}", "prompt": "Count slowly.", "max_new_tokens": 256, "ignore_eos": True}
+                             for i in (1, 2)]}
+    open_page(tab, mix_link(server, long_run))
+    tab.wait_for_function("() => window.__lanes.status === 'running' && window.__lanes.ticks >= 3", timeout=RUN_TIMEOUT_MS)
+    tab.keyboard.press("Home")  # the playhead stops at the start, behind the newest step
+    tab.wait_for_function("() => window.__lanes.playhead === 0 && !window.__lanes.playing")
+    tab.wait_for_function("() => window.__lanes.status !== 'running' || !document.getElementById('btn-live').hidden")
+    assert lanes(tab, "status") == "running", "the run ended before the page could fall behind it"
+    assert tab.is_visible("#btn-live") and in_viewport(box(tab, "#btn-live"))
+    tab.click("#btn-live")
+    tab.wait_for_function("() => window.__lanes.playhead > 0 && window.__lanes.playing")
+    wait_finished(tab, "long")
+    tab.wait_for_selector("#btn-live", state="hidden")
+    assert context.problems == []
+
+
+def test_the_editor_counts_the_tokens_of_a_prompt_as_it_is_typed(context, tab, server):
+    open_page(tab, server)
+    tab.wait_for_selector("[data-field='requests[1].prompt']", state="attached")
+    tab.click("#editor-details summary")
+    prompt = "How many legs does a spider have, and why?"
+    tab.fill("[data-field='requests[1].prompt']", prompt)
+    count = "document.querySelector(\"[data-field='requests[1].prompt']\").parentElement.querySelector('.tok-count')"
+    tab.wait_for_function(f"() => {{ const s = {count}; return s && / tok$/.test(s.textContent); }}")
+    request = Request(f"{server}/api/tokens", data=json.dumps({"prompts": [prompt]}).encode(),
+                      headers={"Content-Type": "application/json"})
+    tokens = json.loads(urlopen(request).read())["tokens"][0]
+    assert tab.evaluate(f"() => {count}.textContent") == f"{tokens} tok"
+    # only the row that changed shows a count
+    assert tab.eval_on_selector_all(".tok-count", "s => s.filter(n => n.textContent).length") == 1
+    assert context.problems == []
