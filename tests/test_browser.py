@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from browser_kit import ARTIFACTS, ROOT
+from browser_kit import ARTIFACTS, ROOT, pixels, rgb, share, watched_context, watched_page
 from live_server import live_server
 
 RUN_TIMEOUT_MS = 300_000  # a run on the real model on a busy 2-core machine
@@ -29,14 +29,8 @@ def server(browser, tmp_path_factory):
 @pytest.fixture
 def tab(browser, server):
     """A fresh page that records console errors, uncaught exceptions and the host of every request."""
-    context = browser.new_context(viewport={"width": 1360, "height": 1000}, device_scale_factor=2)
-    page = context.new_page()
-    page.problems, page.hosts = [], set()
-    page.on("console", lambda m: m.type == "error" and page.problems.append(f"console: {m.text}"))
-    page.on("pageerror", lambda e: page.problems.append(f"exception: {e}"))
-    page.on("request", lambda r: urlparse(r.url).scheme in ("http", "https", "ws", "wss")
-            and page.hosts.add(urlparse(r.url).hostname))
-    yield page
+    context = watched_context(browser, viewport={"width": 1360, "height": 1000}, device_scale_factor=2)
+    yield watched_page(context)
     context.close()
 
 
@@ -58,27 +52,6 @@ def wait_finished(page) -> None:
 
 def metric(page, lane: str, key: str) -> str:
     return page.text_content(f'#metrics-table td[data-lane="{lane}"][data-metric="{key}"]')
-
-
-def pixels(page, rect: dict) -> list[tuple[int, int, int]]:
-    """Every device pixel of a canvas rectangle given in CSS pixels, as (r, g, b)."""
-    data = page.evaluate("""(r) => {
-        const canvas = document.getElementById('lanes');
-        const d = window.devicePixelRatio;
-        const x = Math.round(r.x * d), y = Math.round(r.y * d);
-        const w = Math.max(1, Math.round(r.w * d)), h = Math.max(1, Math.round(r.h * d));
-        return Array.from(canvas.getContext('2d').getImageData(x, y, w, h).data);
-    }""", rect)
-    return [tuple(data[i:i + 3]) for i in range(0, len(data), 4)]
-
-
-def rgb(hex_colour: str) -> tuple[int, int, int]:
-    return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
-
-
-def share(colour: tuple, seen: list[tuple], tolerance: int = 6) -> float:
-    """Fraction of `seen` within `tolerance` of `colour` on every channel."""
-    return sum(all(abs(a - b) <= tolerance for a, b in zip(colour, px)) for px in seen) / len(seen)
 
 
 def test_mixed_preset_shows_the_classroom_table_cells_and_keyboard_playback(tab, server):

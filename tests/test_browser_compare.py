@@ -14,14 +14,11 @@ from urllib.parse import urlparse
 import pytest
 import requests
 
-from browser_kit import ARTIFACTS, ROOT
+from browser_kit import ARTIFACTS, ROOT, watched_context
 from live_server import EventClient, live_server
 
 W, H = 1280, 720
 MIXED = json.loads((ROOT / "demos" / "mixed.json").read_text())
-# the page's CSP violations, recorded from the first script on (Chromium also logs each one as a console error)
-CSP_WATCH = ("window.__csp = []; document.addEventListener('securitypolicyviolation', "
-             "(e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));")
 PREFILL = (0xE6, 0x9F, 0x00)  # renderer.js PALETTE.prefill
 WHITE = (0xFF, 0xFF, 0xFF)
 CONTROLS = ("#btn-start", "#btn-back", "#btn-play", "#btn-fwd", "#btn-end", "#scrub", "#readout",
@@ -59,17 +56,7 @@ def runs(server):
 def context(browser, server):
     """A 1280x720 context recording console errors (with the address they name), uncaught exceptions, CSP
     violations and the host of every request."""
-    ctx = browser.new_context(viewport={"width": W, "height": H})
-    ctx.problems, ctx.hosts = [], set()
-    ctx.add_init_script(CSP_WATCH)
-
-    def watch(page):
-        page.on("console", lambda m: m.type == "error" and ctx.problems.append(
-            f"console: {m.text} @ {m.location.get('url', '')}"))
-        page.on("pageerror", lambda e: ctx.problems.append(f"exception: {e}"))
-        page.on("request", lambda r: urlparse(r.url).scheme in ("http", "https", "ws", "wss")
-                and ctx.hosts.add(urlparse(r.url).hostname))
-    ctx.on("page", watch)
+    ctx = watched_context(browser, console_location=True, viewport={"width": W, "height": H})
     yield ctx
     ctx.close()
 

@@ -12,8 +12,8 @@ from urllib.request import urlopen
 
 import pytest
 
-from test_browser import ARTIFACTS, RUN_TIMEOUT_MS, lanes, open_page, pixels, rgb, server, share, tab, \
-    wait_finished  # noqa: F401 (fixtures)
+from browser_kit import ARTIFACTS, pixels, rgb, share
+from test_browser import RUN_TIMEOUT_MS, lanes, open_page, server, tab, wait_finished  # noqa: F401 (fixtures)
 
 FOUR = ["static", "dynamic", "continuous", "chunked 32"]
 

@@ -10,14 +10,11 @@ from urllib.parse import urlparse
 
 import pytest
 
-from browser_kit import ARTIFACTS, ROOT
+from browser_kit import ARTIFACTS, ROOT, watched_context
 from live_server import live_server
 
 SWEEP_TIMEOUT_MS = 540_000  # a sweep on the real model on a busy 2-core machine
 LANES = ["static", "continuous"]
-# the page's CSP violations, recorded from the first script on (Chromium also logs each one as a console error)
-CSP_WATCH = ("window.__csp = []; document.addEventListener('securitypolicyviolation', "
-             "(e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));")
 
 
 @pytest.fixture(scope="module")
@@ -32,16 +29,7 @@ def server(browser, tmp_path_factory):
 def context(browser, server):
     """A browser context at 1280x720 whose every page (new tabs too) records console errors, uncaught exceptions,
     CSP violations and the host of every request, in `context.problems` and `context.hosts`."""
-    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
-    ctx.problems, ctx.hosts = [], set()
-    ctx.add_init_script(CSP_WATCH)
-
-    def watch(page):
-        page.on("console", lambda m: m.type == "error" and ctx.problems.append(f"console: {m.text}"))
-        page.on("pageerror", lambda e: ctx.problems.append(f"exception: {e}"))
-        page.on("request", lambda r: urlparse(r.url).scheme in ("http", "https", "ws", "wss")
-                and ctx.hosts.add(urlparse(r.url).hostname))
-    ctx.on("page", watch)
+    ctx = watched_context(browser, viewport={"width": 1280, "height": 720})
     yield ctx
     ctx.close()
 

@@ -14,11 +14,11 @@ import { LABELS, clockLanes, defaultClock, layoutLanes, longestTimeline, mergeSc
 import { renderCompareTable } from "./compare-table.js";
 import { placeHeadings, renderCheck, setStatus } from "./compare-view.js";
 import { Input, syncControls } from "./controls.js";
-import { hitTest, markX, timeX } from "./layout.js";
 import { tooltipLines } from "./panels.js";
 import * as playback from "./playback.js";
-import { cellAt, draw } from "./renderer.js";
+import { draw } from "./renderer.js";
 import { buildScene } from "./scene.js";
+import { hovered, sizeCanvas } from "./stage.js";
 
 const $ = (id) => document.getElementById(id);
 const dom = {
@@ -131,33 +131,6 @@ function onInput(a) {
   }
 }
 
-function sizeCanvas(layout) {
-  const dpr = window.devicePixelRatio || 1;
-  const size = `${layout.width}x${layout.height}@${dpr}`;
-  if (size === canvasSize) return;
-  canvasSize = size;
-  dom.canvas.style.width = `${layout.width}px`;
-  dom.canvas.style.height = `${layout.height}px`;
-  dom.canvas.width = Math.round(layout.width * dpr);
-  dom.canvas.height = Math.round(layout.height * dpr);
-  dom.canvas.getContext("2d").setTransform(dpr, 0, 0, dpr, 0, 0);
-}
-
-/** What the pointer is over, up to the playhead: {lane, hit, focus} (a cell, a wait or arrival marks) or null. */
-function hovered(layout, scene) {
-  const hit = ui.hover && hitTest(layout, ui.hover.x, ui.hover.y);
-  const lane = hit && scene.lanes.find((l) => l.name === hit.lane);
-  if (!lane || ui.hover.x > timeX(layout, scene.t)) return null;
-  if (hit.kind === "mark") {
-    const marks = hit.marks.filter((m) => markX(layout, m) <= timeX(layout, scene.t));
-    return marks.length ? { lane, hit: { ...hit, marks }, focus: marks.length === 1 ? marks[0].id : null } : null;
-  }
-  if (hit.kind === "gap") return hit.gap.step <= lane.records.length ? { lane, hit, focus: null } : null;
-  if (hit.step > lane.revealed) return null;
-  const what = cellAt(lane, scene.view, hit.step, hit.row);
-  return what ? { lane, hit: { ...hit, what }, focus: what.request } : null;
-}
-
 function render() {
   const { limit, edges } = clockInfo();
   const shown = playback.shownTime(pb, reducedMotion.matches, edges);
@@ -174,9 +147,9 @@ function render() {
   const layout = layoutOf();
   const opts = { view: ui.view, clock: pb.clock, t: shown, focus: null };
   let scene = mergeScenes(sides, sides.map((s) => buildScene(s.derived, opts)));
-  const hover = hovered(layout, scene);
+  const hover = hovered(layout, scene, ui.hover);
   if (hover && hover.focus) scene = { ...scene, focus: hover.focus };  // the same request lights up in both runs
-  sizeCanvas(layout);
+  canvasSize = sizeCanvas(dom.canvas, layout, canvasSize);
   draw(dom.canvas.getContext("2d"), scene, layout);
   placeHeadings(headings, dom.wrap, sides, layout);
   dom.tooltip.hidden = !hover;

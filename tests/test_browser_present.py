@@ -1,0 +1,136 @@
+"""Teaching with Batch Lanes, the two modes a class watches (issue 10, "For the class"), in headless Chromium at a
+projector's 1280x720 against `python -m app` with the real model: presenter mode fits three and four stacked lanes
+with the narration and the playback controls on one screen; predict-then-reveal keeps every total back until the
+playhead gets there. The fixtures and helpers are test_browser_teach.py's.
+
+Every check is on element geometry, pixels or text the page shows, and every wait is on state the page exposes
+(`window.__lanes`, the DOM), never a sleep or a timing. Without /usr/bin/chromium these tests skip, unless
+BATCH_LANES_REQUIRE_BROWSER=1 (CI), where they fail.
+"""
+import re
+
+from browser_kit import ARTIFACTS
+from test_browser_teach import MIXED, assert_presenter_fits, context, lanes, mix_link, open_page, run_preset, \
+    server, stored, tab, to_end, wait_finished  # noqa: F401 (fixtures)
+
+FOUR = {**MIXED, "name": "four lanes", "lanes": ["static", "dynamic", "continuous",
+                                                {"name": "chunked 32", "policy": "continuous", "chunk_size": 32}]}
+
+
+# --- presenter mode ------------------------------------------------------------------------------------------
+
+def font_px(page, selector: str) -> float:
+    return page.eval_on_selector(selector, "n => parseFloat(getComputedStyle(n).fontSize)")
+
+
+def test_presenter_mode_fits_the_three_arrivals_lanes_on_a_projector_with_larger_type(context, tab, server):
+    run_preset(tab, server, "arrivals")
+    to_end(tab)
+    assert lanes(tab, "clock") == "ms" and len(lanes(tab, "order")) == 3
+    normal = lanes(tab, "layout.type")
+    narration_px = font_px(tab, "#narration")
+    assert tab.is_visible("#editor-details") and tab.is_visible("#metrics-table")
+
+    tab.keyboard.press("p")
+    tab.wait_for_function("() => window.__lanes.present && document.body.dataset.present === 'true'")
+    assert_presenter_fits(tab, 3)
+    big = lanes(tab, "layout.type")
+    assert big["title"] > normal["title"] and big["label"] > normal["label"] and big["caption"] > normal["caption"]
+    assert font_px(tab, "#narration") > narration_px
+    assert tab.get_attribute("#btn-present", "aria-pressed") == "true"
+    assert tab.is_visible("#preset-pick")  # the compact preset picker stays
+    ARTIFACTS.mkdir(exist_ok=True)
+    tab.screenshot(path=str(ARTIFACTS / "teach-present-arrivals.png"))
+
+    tab.keyboard.press("Escape")  # Esc leaves presenter mode
+    tab.wait_for_function("() => !window.__lanes.present && document.body.dataset.present === 'false'")
+    assert tab.is_visible("#editor-details") and tab.is_visible("#metrics-table")
+    assert lanes(tab, "layout.type") == normal
+    assert context.problems == []
+
+
+def test_presenter_mode_fits_a_four_lane_mix(context, tab, server):
+    open_page(tab, mix_link(server, FOUR))  # a shared mix runs by itself
+    wait_finished(tab, "four lanes")
+    to_end(tab)
+    label = lanes(tab, "layout.type.label")
+    tab.click("#btn-present")
+    tab.wait_for_function("() => window.__lanes.present")
+    assert_presenter_fits(tab, 4)
+    assert lanes(tab, "layout.type.label") > label
+    grids = [lane["grid"] for lane in lanes(tab, "layout.lanes")]
+    assert all(a["y"] + a["h"] < b["y"] for a, b in zip(grids, grids[1:]))  # stacked, never overlapping
+    assert min(lane["rowH"] for lane in lanes(tab, "layout.lanes")) >= 8  # shrunk to fit, still rows
+    tab.click("#btn-present")
+    tab.wait_for_function("() => !window.__lanes.present")
+    assert context.problems == []
+
+
+# --- predict, then reveal ------------------------------------------------------------------------------------
+
+def shown_text(page) -> str:
+    """The text a class reads: the metrics panel, the run line, the readout, the narration, the lesson, the captions."""
+    parts = [page.inner_text(s) for s in ("#metrics-table", "#metrics-check", "#run-status", "#readout", "#narration",
+                                          "#lesson")]
+    return "\n".join(parts + [lanes(page, f"lanes[{n!r}].caption") for n in lanes(page, "order")])
+
+
+def final_numbers(metrics: dict) -> list[str]:
+    """A lane's final numbers as the page writes them (steps aside: checked on their own)."""
+    return [f"{metrics['tokens_per_step']:.2f}", f"{round(metrics['slot_use'] * 100)}%", f"{metrics['wall_s']:.2f}",
+            f"{metrics['tokens_per_s']:.1f}", f"{metrics['requests_per_s']:.2f}", str(round(metrics['mean_ttft_ms']))]
+
+
+def test_predict_then_reveal_shows_nothing_the_playhead_has_not_reached(context, tab, server):
+    open_page(tab, server)
+    tab.click("label:has(#reveal)")  # the switch, before the run
+    tab.wait_for_function("() => window.__lanes.reveal")
+    tab.click('button[data-preset="mixed"]')
+    wait_finished(tab, "mixed")
+    server_metrics = stored(server, lanes(tab, "runId"))["metrics"]
+    assert (server_metrics["static"]["steps"], server_metrics["continuous"]["steps"]) == (15, 9)
+    tab.keyboard.press("Home")
+    tab.keyboard.press("ArrowRight")
+    tab.keyboard.press("ArrowRight")
+    tab.wait_for_function("() => window.__lanes.shown === 2 && !window.__lanes.playing")
+
+    # 1) at step 2 no total anywhere: not 15 steps, not "9 steps", none of the final metrics
+    text = shown_text(tab)
+    assert not re.search(r"(?<![\d.])15(?![\d.])", text), text
+    assert "9 steps" not in text and "of 15" not in text and "shared step" not in text, text
+    for lane in ("static", "continuous"):
+        for number in final_numbers(server_metrics[lane]):
+            assert number not in text, (lane, number, text)
+    assert tab.inner_text("#readout") == "step 2"
+    assert tab.eval_on_selector_all('#metrics-table td[data-lane]', "cells => cells.map(c => c.textContent)") == \
+        ["?"] * len(tab.query_selector_all('#metrics-table td[data-lane]'))
+    # the request panel writes what was written up to the playhead, no further
+    records = stored(server, lanes(tab, "runId"))["records"]["continuous"]
+    r1 = "".join(c["token"] for r in records[:2] for c in r["slots"] if c["request"] == "R1")
+    assert tab.text_content('#request-rows tr[data-request="R1"] td.written') == r1
+    # 2) the x-axis does not say how long the run is: it spans less than 15 steps, and so does the scrubber
+    assert lanes(tab, "axis.full") < 15 and lanes(tab, "layout.domain") < 15
+    assert float(tab.get_attribute("#scrub", "max")) < 15
+    # 3) off restores everything at once
+    tab.keyboard.press("r")
+    tab.wait_for_function("() => !window.__lanes.reveal")
+    assert tab.inner_text("#readout") == "step 2 of 15" and lanes(tab, "axis.full") == 15
+    assert lanes(tab, "lanes.static.caption").startswith("step 2 of 15")
+    tab.keyboard.press("r")
+    tab.wait_for_function("() => window.__lanes.reveal && window.__lanes.axis.full < 15")
+
+    # 4) End reveals everything, and it is the server's numbers
+    to_end(tab)
+    tab.wait_for_function("() => window.__lanes.revealed")
+    assert lanes(tab, "axis.full") == 15 and tab.inner_text("#readout") == "step 15 of 15"
+    assert "15 shared steps" in tab.inner_text("#run-status")
+    assert lanes(tab, "lanes.static.caption") == "15 steps \u00b7 1.93 tokens/step \u00b7 slot use 48%"
+    for lane in ("static", "continuous"):
+        m = server_metrics[lane]
+        cell = lambda key: tab.text_content(f'#metrics-table td[data-lane="{lane}"][data-metric="{key}"]')  # noqa: E731
+        assert (cell("steps"), cell("tokens_per_step"), cell("slot_use")) == \
+            (str(m["steps"]), f"{m['tokens_per_step']:.2f}", f"{round(m['slot_use'] * 100)}%")
+        assert cell("wall_s") == f"{m['wall_s']:.2f}"
+    assert lanes(tab, "metricsCheck") == "ok" and "identical" in tab.inner_text("#metrics-check")
+    assert "15 vs 9 steps" in tab.inner_text("#lesson")
+    assert context.problems == []
