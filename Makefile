@@ -7,7 +7,7 @@ PORT   ?= 5000
 # idle OpenMP threads sleep rather than spin: on 2 shared cores spinning made decode steps ~50x slower
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: setup run test bench clean browser
+.PHONY: setup run test bench clean browser redis scale
 
 VENDOR := static/vendor/socket.io.min.js static/vendor/uPlot.iife.min.js static/vendor/uPlot.min.css
 
@@ -37,12 +37,20 @@ static/vendor/uPlot.%: node_modules/.ci-done
 run: setup
 	$(PY) -m app --host $(HOST) --port $(PORT)
 
-# the browser tests never skip here: Chromium is installed where it may be, else make stops with the command to run
-test: setup browser
-	BATCH_LANES_REQUIRE_BROWSER=1 $(PY) -m pytest
+# the browser and Redis tests never skip here: Chromium and redis-server are installed where they may be, else make
+# stops with the command to run
+test: setup browser redis
+	BATCH_LANES_REQUIRE_BROWSER=1 BATCH_LANES_REQUIRE_REDIS=1 $(PY) -m pytest
 
 browser:
 	@scripts/need_browser.sh
+
+redis:
+	@scripts/need_redis.sh
+
+# scale-out on loopback: Redis, 2 engine workers and 3 web processes (ports 5001-5003); BACKEND=sim for no model
+scale: setup redis
+	PY=$(PY) scripts/scale.sh
 
 bench: setup
 	$(PY) scripts/bench.py

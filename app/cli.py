@@ -1,36 +1,55 @@
 """The command line of the server: parse flags, configure logging, build the app and serve it.
 
-The page is served at once; the engine worker loads the model in the background and reports its
-progress as `model_status` events and on `GET /healthz`. `--limit NAME=N` changes any limit that
-`GET /api/limits` lists (the workload limits of engine.workload.Limits and the server's own).
+    python -m app [--host H] [--port P] [--model PATH | --backend sim] [--async-mode threading|eventlet]
+                  [--data DIR] [--limit NAME=N ...] [--message-queue redis://HOST:PORT/DB [--store sqlite|redis]]
+
+The page is served at once. In one process (the default) the engine worker loads the model in the background
+and reports its progress as `model_status` events and on `GET /healthz`. With `--message-queue` this is a web
+process of several: engine workers (`python -m app.engine_worker`) run the model elsewhere. `--limit NAME=N`
+changes any limit that `GET /api/limits` lists. Nothing but argparse loads before the command line is read,
+so eventlet can patch the standard library before Flask, engine.io or Redis load.
 """
 import argparse
-import logging
-from dataclasses import fields, replace
-
-from engine.workload import Limits
-
-from .factory import DEFAULTS, SERVER_LIMITS, create_app, socketio
+import sys
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m app", description="Batch Lanes: the page and its socket server.")
     p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=5000)
-    p.add_argument("--model", help="local Hugging Face model folder or .gguf file (default: SmolLM2-135M)")
-    p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
-    p.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda")
+    add_engine_args(p)
     p.add_argument("--async-mode", choices=("threading", "eventlet"), default="threading",
-                   help="threading (default) or eventlet (forward passes go through eventlet.tpool)")
-    p.add_argument("--data", help="folder of the run store (default: $BATCH_LANES_DATA, else data/ in the repo)")
-    p.add_argument("--limit", action="append", default=[], metavar="NAME=N",
-                   help="change a limit listed by GET /api/limits, e.g. --limit max_requests=16 (repeatable)")
+                   help="threading (default) or eventlet (in one process, forward passes go through eventlet.tpool)")
+    p.add_argument("--message-queue", metavar="redis://HOST:PORT/DB",
+                   help="a web process of several sharing this Redis; the engine runs in `python -m app.engine_worker`")
     return p
 
 
+def add_engine_args(p: argparse.ArgumentParser) -> None:
+    """The flags a process that may own the model takes (this one, and app.engine_worker)."""
+    p.add_argument("--model", help="local Hugging Face model folder or .gguf file (default: SmolLM2-135M)")
+    p.add_argument("--backend", choices=("model", "sim"), default="model",
+                   help="model (default) or sim: the step-clock simulator, no model (output says SIMULATED)")
+    p.add_argument("--pace", type=float, default=0.0, metavar="X",
+                   help="with --backend sim: wait X times each simulated step's time (1 = real time; default 0)")
+    p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
+    p.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda")
+    p.add_argument("--data", help="folder of the run store (default: $BATCH_LANES_DATA, else data/ in the repo)")
+    p.add_argument("--store", choices=("sqlite", "redis"), default="sqlite",
+                   help="sqlite (default; one machine) or redis (the message queue's Redis; several machines)")
+    p.add_argument("--limit", action="append", default=[], metavar="NAME=N",
+                   help="change a limit listed by GET /api/limits, e.g. --limit max_requests=16 (repeatable)")
+
+
 def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict:
-    config = {"MODEL": args.model, "DTYPE": args.dtype, "DEVICE": args.device, "ASYNC_MODE": args.async_mode,
-              "DATA_DIR": args.data}
+    from dataclasses import fields, replace
+
+    from engine.limits import Limits
+    from .extensions import DEFAULTS, SERVER_LIMITS
+
+    config = {"MODEL": args.model, "BACKEND": args.backend, "PACE": args.pace, "DTYPE": args.dtype, "DEVICE": args.device,
+              "ASYNC_MODE": getattr(args, "async_mode", "threading"), "DATA_DIR": args.data, "STORE": args.store,
+              "MESSAGE_QUEUE": getattr(args, "message_queue", None)}
     workload_limits = {f.name for f in fields(Limits)}
     changes = {}
     for item in args.limit:
@@ -43,6 +62,8 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
             config[SERVER_LIMITS[name]] = int(value)
         else:
             parser.error(f"--limit {item}: unknown limit; known: {', '.join(sorted(workload_limits | set(SERVER_LIMITS)))}")
+    if config["STORE"] == "redis" and not config["MESSAGE_QUEUE"] and "message_queue" in args:
+        parser.error("--store redis needs --message-queue redis://...")
     config["LIMITS"] = replace(DEFAULTS["LIMITS"], **changes)
     return config
 
@@ -50,15 +71,29 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.async_mode == "eventlet":
+        import eventlet  # must patch the standard library before anything else imports it
+        eventlet.monkey_patch()
+    import logging
+
+    from .extensions import socketio
+    from .factory import QueueUnreachable, create_app
+
     config = config_from_args(args, parser)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log: our own lines carry sizes and timings
-    app = create_app(config)
-    logging.getLogger("batch_lanes").info("serving on http://%s:%d (%s mode)", args.host, args.port, args.async_mode)
+    try:
+        app = create_app(config)
+    except QueueUnreachable as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    logging.getLogger("batch_lanes").info("serving on http://%s:%d (%s mode%s)", args.host, args.port, args.async_mode,
+                                          ", web process over Redis" if args.message_queue else "")
     try:
         # The werkzeug server is what threading mode has; it runs without a TTY only when told so.
         socketio.run(app, host=args.host, port=args.port, debug=False, use_reloader=False, log_output=False,
                      **({"allow_unsafe_werkzeug": True} if args.async_mode == "threading" else {}))
     finally:
-        app.extensions["worker"].stop()
+        if app.extensions["worker"] is not None:
+            app.extensions["worker"].stop()
     return 0

@@ -1,83 +1,37 @@
-"""Socket.IO handlers (default namespace): check what a client sends, then hand it to the engine worker.
+"""Socket.IO handlers (default namespace): check what a client sends, then hand it to the runs (app.runs).
 
-    connect -> model_status        submit {workload, lanes} -> run_queued, or run_error
-    watch {run_id} -> backlog/replay, or run_error        disconnect -> the worker forgets the client
+    connect {client?} -> model_status    submit {workload, lanes} -> run_queued, or run_error
+    watch {run_id} -> backlog/replay, or run_error        disconnect -> the runs forget the socket
     sweep {workload, rates, lanes, slo_ttft_ms, slo_tpot_ms, burstiness} -> run_queued, or run_error
     cancel {run_id} -> the run or sweep ends with run_error (code "cancelled"), or run_error
 
 Every refusal is one `run_error` `{message, field, run_id, code}` naming the field and the limit;
-nothing unchecked reaches the engine. Logs carry sizes and timings, never prompt text. This module
-knows the payload shapes and the limits, nothing of how runs are computed or stored.
+nothing unchecked reaches the engine. Logs carry sizes and timings, never prompt text. Rate limits count per
+client: the id a page sends on connect (the same on every web process it reconnects to), else the socket.
+This module knows the payload shapes and the limits, nothing of how runs are computed, queued or stored.
 """
 import json
 import logging
 import re
-import threading
 import time
-from collections import deque
 from typing import Callable, TypeVar
 
-from engineio import json as engineio_json
 from flask import current_app, request
 from flask_socketio import emit
-from socketio import packet
 
 from engine.limits import check_number
 from engine.sweep import check_rates
 from engine.workload import Limits, Workload, WorkloadError, parse_workload
 
-from .factory import socketio
-from .runs import Rejected, error_payload
-from .sweeps import LiveSweep
+from .extensions import socketio
+from .job import RUN, SWEEP
+from .protocol import UNREADABLE, Event, Rejected, error_payload
 
 log = logging.getLogger("batch_lanes.events")
 RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SUBMIT_KEYS = ("lanes", "workload")
 SWEEP_KEYS = ("burstiness", "lanes", "rates", "slo_tpot_ms", "slo_ttft_ms", "workload")
-UNREADABLE = "_unreadable"
-T = TypeVar("T")  # the event a message that cannot be decoded turns into
-
-
-class WireJSON:
-    """The JSON codec of Socket.IO packets: a payload that is not JSON, nests too deep or holds a number longer
-    than 100 digits decodes to an `_unreadable` event instead of raising, so its sender still gets a run_error."""
-    dumps = staticmethod(engineio_json.dumps)
-
-    @staticmethod
-    def loads(text, **kwargs):
-        try:
-            return engineio_json.loads(text, **kwargs)
-        except (RecursionError, ValueError) as e:
-            return [UNREADABLE, type(e).__name__]
-
-
-class WirePacket(packet.Packet):
-    """Socket.IO packets decoded with `WireJSON` (engine.io's own packets keep the default codec)."""
-    json = WireJSON
-
-
-class RateLimiter:
-    """At most `limit` events per client in any sliding window of `window_s` seconds."""
-
-    def __init__(self, limit: int, window_s: float = 60.0):
-        self.limit, self.window_s = limit, window_s
-        self.times: dict[str, deque[float]] = {}
-        self.lock = threading.Lock()
-
-    def allow(self, client: str) -> bool:
-        now = time.monotonic()
-        with self.lock:
-            times = self.times.setdefault(client, deque())
-            while times and now - times[0] >= self.window_s:
-                times.popleft()
-            if len(times) >= self.limit:
-                return False
-            times.append(now)
-            return True
-
-    def forget(self, client: str) -> None:
-        with self.lock:
-            self.times.pop(client, None)
+T = TypeVar("T")
 
 
 def check_submit(args: tuple, limits: Limits) -> Workload:
@@ -123,34 +77,48 @@ def check_watch(args: tuple, event: str = "watch") -> str:
     return run_id
 
 
-def _worker():
-    return current_app.extensions["worker"]
+def _runs():
+    return current_app.extensions["runs"]
 
 
-def _limiter(name: str) -> RateLimiter:
-    return current_app.extensions["rate_limits"][name]
+CLIENT_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
+_clients: dict[str, str] = {}  # socket id -> the client id its page sent on connect
+
+
+def _client(sid: str) -> str:
+    return _clients.get(sid, sid)
+
+
+def _allowed(name: str, sid: str) -> bool:
+    return current_app.extensions["rate_limits"][name].allow(_client(sid))
 
 
 @socketio.on("connect")
 def on_connect(auth=None):
-    emit("model_status", _worker().status)
+    client = auth.get("client") if isinstance(auth, dict) else None
+    if isinstance(client, str) and CLIENT_ID.fullmatch(client):
+        _clients[request.sid] = client
+    try:
+        emit(Event.MODEL_STATUS, _runs().model_status())
+    except Rejected as r:
+        emit(Event.RUN_ERROR, r.payload())
 
 
 @socketio.on("disconnect")
 def on_disconnect(reason=None):
+    sid = request.sid
     for limiter in current_app.extensions["rate_limits"].values():
-        limiter.forget(request.sid)
-    _worker().forget(request.sid)
+        limiter.forget(sid)
+    _clients.pop(sid, None)
+    _runs().forget(sid)
 
 
-def _may_submit(sid: str):
-    """The worker, once `sid` is within its submit rate limit and may queue work now; `Rejected` otherwise."""
-    if not _limiter("submit").allow(sid):
+def _may_submit(sid: str) -> None:
+    """Nothing, once `sid` is within its submit rate limit and the model is ready; `Rejected` otherwise."""
+    if not _allowed("submit", sid):
         raise Rejected("rate_limited", f"too many submits: the limit is {current_app.config['SUBMITS_PER_MINUTE']} "
                                        f"per minute per client; wait a little")
-    worker = _worker()
-    worker.check_can_submit(sid)
-    return worker
+    _runs().check_ready()
 
 
 def _refusing(what: str, queue: Callable[[], T]) -> T | None:
@@ -159,10 +127,10 @@ def _refusing(what: str, queue: Callable[[], T]) -> T | None:
         return queue()
     except WorkloadError as e:
         log.info("%s refused: field %s", what, e.field[:80])
-        emit("run_error", error_payload(str(e), e.field))
+        emit(Event.RUN_ERROR, error_payload(str(e), e.field))
     except Rejected as r:
         log.info("%s refused: %s", what, r.code)
-        emit("run_error", r.payload())
+        emit(Event.RUN_ERROR, r.payload())
     return None
 
 
@@ -171,27 +139,27 @@ def on_submit(*args):
     sid, t0 = request.sid, time.perf_counter()
 
     def queue():
-        worker = _may_submit(sid)
-        return worker.enqueue(sid, worker.prepare(check_submit(args, worker.limits)))
-    live = _refusing("submit", queue)
-    if live is None:
+        _may_submit(sid)
+        workload = check_submit(args, current_app.config["LIMITS"])
+        return _runs().submit(sid, RUN, args[0], workload.lane_names), workload
+    queued = _refusing("submit", queue)
+    if queued is None:
         return
-    specs = live.workload.requests
-    log.info("run %s queued: %d requests, %d prompt chars, %d prompt tokens, %d new tokens max, %d bytes, "
-             "lanes %s, checked in %.1f ms", live.run_id, len(specs), sum(len(s.prompt) for s in specs),
-             sum(len(s.prompt_ids) for s in specs), sum(s.max_new_tokens for s in specs),
-             len(json.dumps(args[0])), ",".join(live.lanes), (time.perf_counter() - t0) * 1000)
+    job, specs = queued[0], queued[1].requests
+    log.info("run %s queued: %d requests, %d prompt chars, %d new tokens max, %d bytes, lanes %s, checked in %.1f ms",
+             job.run_id, len(specs), sum(len(s.prompt) for s in specs), sum(s.max_new_tokens for s in specs),
+             len(json.dumps(args[0])), ",".join(job.lanes), (time.perf_counter() - t0) * 1000)
 
 
 @socketio.on("watch")
 def on_watch(*args):
     try:
-        if not _limiter("watch").allow(request.sid):
+        if not _allowed("watch", request.sid):
             raise Rejected("rate_limited", f"too many watches: the limit is {current_app.config['WATCHES_PER_MINUTE']} "
                                            f"per minute per client; wait a little")
-        _worker().watch(request.sid, check_watch(args))
+        _runs().watch(request.sid, check_watch(args))
     except Rejected as r:
-        emit("run_error", r.payload())
+        emit(Event.RUN_ERROR, r.payload())
 
 
 @socketio.on("sweep")
@@ -199,37 +167,34 @@ def on_sweep(*args):
     sid, t0 = request.sid, time.perf_counter()
 
     def queue():
-        worker = _may_submit(sid)
+        _may_submit(sid)
         options = check_sweep(args, current_app.config["MAX_SWEEP_RATES"])
-        prepared = worker.prepare_sweep(args[0]["workload"], options["rates"], options["lanes"], options["burstiness"])
-        return worker.enqueue_sweep(sid, LiveSweep(prepared, args[0]["workload"], sid, options["slo_ttft_ms"],
-                                                   options["slo_tpot_ms"], options["burstiness"]))
-    sweep = _refusing("sweep", queue)
-    if sweep is None:
-        return
-    log.info("sweep %s queued: %d rates x %d requests, lanes %s, checked in %.1f ms", sweep.run_id,
-             len(sweep.prepared), len(sweep.prepared[0][1].requests), ",".join(sweep.lanes),
-             (time.perf_counter() - t0) * 1000)
+        lanes = parse_workload(args[0]["workload"], current_app.config["LIMITS"], lanes=options["lanes"]).lane_names
+        return _runs().submit(sid, SWEEP, {**options, "workload": args[0]["workload"]}, lanes)
+    job = _refusing("sweep", queue)
+    if job is not None:
+        log.info("sweep %s queued: %d rates, lanes %s, checked in %.1f ms", job.run_id, len(job.request["rates"]),
+                 ",".join(job.lanes), (time.perf_counter() - t0) * 1000)
 
 
 @socketio.on("cancel")
 def on_cancel(*args):
     try:
-        if not _limiter("watch").allow(request.sid):
+        if not _allowed("watch", request.sid):
             raise Rejected("rate_limited", "too many requests: wait a little")
-        _worker().cancel(request.sid, check_watch(args, "cancel"))
+        _runs().cancel(request.sid, check_watch(args, "cancel"))
     except Rejected as r:
-        emit("run_error", r.payload())
+        emit(Event.RUN_ERROR, r.payload())
 
 
 @socketio.on(UNREADABLE)
 def on_unreadable(*args):
     log.info("unreadable message refused")
-    emit("run_error", error_payload("the message could not be read: it is not JSON, nests too deep or holds a "
-                                    "number longer than 100 digits", "message"))
+    emit(Event.RUN_ERROR, error_payload("the message could not be read: it is not JSON, nests too deep or holds a "
+                                        "number longer than 100 digits", "message"))
 
 
 @socketio.on_error_default
 def on_error(e):
     log.exception("socket handler failed: %s", type(e).__name__)
-    emit("run_error", error_payload("the server hit an internal error; it has been logged", code="internal"))
+    emit(Event.RUN_ERROR, error_payload("the server hit an internal error; it has been logged", code="internal"))

@@ -1,54 +1,54 @@
-"""The application factory: `create_app(config=None, engine=None)` and the module-level `socketio`.
+"""The application factory: `create_app(config=None, engine=None)`.
 
-`create_app(config=None, engine=None)` builds the Flask app, binds the module-level `socketio` to it
-and starts the engine worker (`app.worker`), which owns the model: it loads it (unless `engine` is
-given, e.g. `Engine(None)` for the simulator or a test's already loaded model) and runs the queued
-runs one at a time. HTTP lives in `routes.py`, socket handlers in `events.py`, finished runs in
-`store.py`. `DEFAULTS` lists every config key.
+One process (the default): the run book lives in memory and an engine worker thread in this process owns
+the model (loaded unless `engine` is given, e.g. `Engine(None)` for the simulator or a test's loaded model).
+With `MESSAGE_QUEUE` (redis://...): a web process of several. The run book lives in Redis, the engine
+workers are other processes (`python -m app.engine_worker`), events reach this process's sockets through
+Redis, and this process never imports torch. HTTP lives in `routes.py`, socket handlers in `events.py`;
+`extensions.DEFAULTS` lists every config key.
 """
 import logging
 import os
 import secrets
+import uuid
 from pathlib import Path
 
+import redis
 from flask import Flask
-from flask_socketio import SocketIO
 
-from engine import Engine
-from engine.workload import Limits
+from . import events, routes  # noqa: F401  (events registers its handlers on `socketio`)
+from .book import MemoryBook
+from .extensions import DEFAULTS, ROOT, SERVER_LIMITS, socketio  # noqa: F401  (DEFAULTS, SERVER_LIMITS re-exported)
+from .fanout import LocalFanout, RedisFanout, deliver
+from .protocol import WirePacket
+from .ratelimit import RateLimiter, RedisRateLimiter
+from .redis_book import HEARTBEAT_S, RedisBook
+from .runs import Runs
+from .store import RedisRunStore, RunStore
 
-ROOT = Path(__file__).resolve().parent.parent
-socketio = SocketIO()
 log = logging.getLogger("batch_lanes")
-
-DEFAULTS = {
-    "LIMITS": Limits(),             # every workload limit (engine.workload.Limits)
-    "MAX_MESSAGE_BYTES": 256 * 1024,  # largest socket message accepted (max_http_buffer_size); a bigger one drops the connection
-    "MAX_QUEUED_RUNS": 32,          # runs waiting for the engine (the running one not counted); more get "busy, try again"
-    "SUBMITS_PER_MINUTE": 10,       # submits one client may send per sliding minute (rejected ones count too)
-    "WATCHES_PER_MINUTE": 60,       # watches (and cancels) one client may send per sliding minute
-    "MAX_SWEEP_RATES": 8,           # request rates one load sweep may run (each rate is a run of every lane)
-    "CANCEL_GRACE_S": 5.0,          # a run nobody watches is cancelled after this many seconds (a reload can rejoin)
-    "RECENT_RUNS": 100,             # finished, failed and cancelled runs kept in memory for `watch`
-    "MODEL": None,                  # model path for the worker to load (None: the default SmolLM2)
-    "DTYPE": "float32",
-    "DEVICE": "auto",
-    "DATA_DIR": None,               # folder of runs.sqlite3 (None: $BATCH_LANES_DATA, else data/ in the repo)
-    "ASYNC_MODE": "threading",      # "threading" or "eventlet" (then `eventlet.monkey_patch()` must run first)
-}
-# The server's own limits, by the name `GET /api/limits` and `--limit NAME=N` give them -> their config key.
-SERVER_LIMITS = {"max_message_bytes": "MAX_MESSAGE_BYTES", "max_queued_runs": "MAX_QUEUED_RUNS",
-                 "submits_per_minute": "SUBMITS_PER_MINUTE", "watches_per_minute": "WATCHES_PER_MINUTE",
-                 "max_sweep_rates": "MAX_SWEEP_RATES"}
+CHANNEL = "batch-lanes"  # the Redis pub/sub channel of every process of one deployment
 
 
-def create_app(config: dict | None = None, engine: Engine | None = None) -> Flask:
-    """The app, its socket server and a running engine worker (stop it with `app.extensions["worker"].stop()`)."""
-    from . import events, routes  # noqa: F401  (events registers its handlers on `socketio`)
-    from .events import RateLimiter, WirePacket
-    from .store import RunStore
-    from .worker import EngineWorker
+class QueueUnreachable(RuntimeError):
+    """Redis could not be reached when the process started; the message says where and what to do."""
 
+
+def connect_redis(url: str, decode: bool = True) -> redis.Redis:
+    """A Redis client for `url`, checked with one PING (QueueUnreachable after ~3 s, never a hang)."""
+    client = redis.Redis.from_url(url, decode_responses=decode, socket_connect_timeout=3, socket_timeout=10,
+                                  health_check_interval=15, retry_on_timeout=True)
+    try:
+        client.ping()
+    except (redis.RedisError, ValueError) as e:
+        raise QueueUnreachable(f"cannot reach Redis at {url}: {e}. Start it (e.g. `redis-server --port 6379`) "
+                               f"or fix --message-queue") from None
+    return client
+
+
+def create_app(config: dict | None = None, engine=None) -> Flask:
+    """The app and its socket server; in one process also a running engine worker (`app.extensions["worker"]`,
+    stop it with `.stop()`). QueueUnreachable if a message queue is configured and Redis does not answer."""
     app = Flask(__name__, template_folder=str(ROOT / "templates"), static_folder=str(ROOT / "static"))
     app.config.update(DEFAULTS)
     app.config["SECRET_KEY"] = os.environ.get("BATCH_LANES_SECRET_KEY") or secrets.token_hex(32)
@@ -56,17 +56,73 @@ def create_app(config: dict | None = None, engine: Engine | None = None) -> Flas
     data_dir = app.config["DATA_DIR"] or os.environ.get("BATCH_LANES_DATA") or ROOT / "data"
     app.config["DATA_DIR"] = Path(data_dir)
     app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_MESSAGE_BYTES"]  # HTTP bodies (POST /api/generate) too
+    url = app.config["MESSAGE_QUEUE"]
+    client = connect_redis(url) if url else None
+    manager = RedisFanout(url, channel=CHANNEL) if url else LocalFanout()
 
     # Same-origin only: no cors_allowed_origins, so engine.io accepts just this host's own pages.
-    socketio.init_app(app, async_mode=app.config["ASYNC_MODE"],
+    socketio.init_app(app, async_mode=app.config["ASYNC_MODE"], client_manager=manager,
                       max_http_buffer_size=app.config["MAX_MESSAGE_BYTES"], serializer=WirePacket,
                       logger=False, engineio_logger=False)
+    server = socketio.server
     app.register_blueprint(routes.bp)
-    store = RunStore(app.config["DATA_DIR"] / "runs.sqlite3")
-    worker = EngineWorker(socketio.server, app.config, store, engine)
+    store = open_store(app.config, url)
     app.extensions["store"] = store
-    app.extensions["worker"] = worker
-    app.extensions["rate_limits"] = {"submit": RateLimiter(app.config["SUBMITS_PER_MINUTE"]),
-                                     "watch": RateLimiter(app.config["WATCHES_PER_MINUTE"])}
-    worker.start()
+    if client is None:
+        _one_process(app, server, store, engine)
+    else:
+        _web_process(app, server, store, client)
     return app
+
+
+def open_store(config: dict, url: str | None):
+    if config["STORE"] == "redis":
+        if not url:
+            raise ValueError("--store redis needs --message-queue redis://...")
+        return RedisRunStore(connect_redis(url, decode=False))
+    return RunStore(Path(config["DATA_DIR"]) / "runs.sqlite3")
+
+
+def _one_process(app: Flask, server, store, engine) -> None:
+    from engine import Engine  # torch: only where the model is
+    from .worker import EngineWorker
+
+    config = app.config
+    if engine is None and config["BACKEND"] == "sim":
+        engine = Engine(None, config["LIMITS"])
+    book = MemoryBook(config["MAX_QUEUED_RUNS"], config["CANCEL_GRACE_S"], config["RECENT_RUNS"])
+    worker = EngineWorker(book, lambda sends: deliver(server, sends), store, config, engine,
+                          start_task=server.start_background_task, sleep=server.sleep)
+    app.extensions.update(book=book, worker=worker, runs=Runs(book, store, server, config["LIMITS"], worker=worker),
+                          rate_limits={"submit": RateLimiter(config["SUBMITS_PER_MINUTE"]),
+                                       "watch": RateLimiter(config["WATCHES_PER_MINUTE"])})
+    worker.start()
+
+
+def _web_process(app: Flask, server, store, client: redis.Redis) -> None:
+    config = app.config
+    book = RedisBook(client, f"web-{uuid.uuid4().hex[:8]}", config["MAX_QUEUED_RUNS"], config["CANCEL_GRACE_S"])
+    app.extensions.update(book=book, worker=None, runs=Runs(book, store, server, config["LIMITS"], redis_client=client),
+                          rate_limits={"submit": RedisRateLimiter(client, "submit", config["SUBMITS_PER_MINUTE"]),
+                                       "watch": RedisRateLimiter(client, "watch", config["WATCHES_PER_MINUTE"])})
+    book.beat_web()
+    server.start_background_task(_keep_house, book, server)
+    log.info("web process %s on the run queue at %s", book.me, config["MESSAGE_QUEUE"])
+
+
+def _keep_house(book: RedisBook, server) -> None:
+    """A web process's chores, every HEARTBEAT_S: say it is alive (its sockets' watches count while it is),
+    cancel queued runs nobody watches, end the runs of engine workers that died. Redis down: retry."""
+    was_down = False
+    while True:
+        try:
+            book.beat_web()
+            deliver(server, book.housekeeping())
+            if was_down:
+                log.info("Redis is reachable again")
+            was_down = False
+        except redis.RedisError as e:
+            if not was_down:
+                log.warning("Redis unreachable, retrying every %.0f s: %s", HEARTBEAT_S, e)
+            was_down = True
+        server.sleep(HEARTBEAT_S)

@@ -1,7 +1,7 @@
 """Loading the model off the worker's own thread, with progress the worker publishes as it arrives.
 
-`load_model` and then `warm_up` run as a background task through `offload` (eventlet's OS thread pool in
-eventlet mode, a plain thread in threading mode) and only record their progress here: loading fills the
+`load_model` and then `warm_up` run in the background (through eventlet's OS thread pool in eventlet mode, a
+plain thread otherwise) and only record their progress here: loading fills the
 bar to LOAD_SHARE, warming the model up for every row count up to the app's `max_slots` fills the rest, so
 the first run a user watches is not slowed by one-off costs (see `engine.warmup`). The worker's (green)
 thread polls this record and emits `model_status`, since an eventlet hub must not be touched from another
@@ -26,8 +26,9 @@ class ModelLoad:
         self.error: str | None = None
         self.done = False
 
-    def start(self, server, offload: Callable) -> None:
-        server.start_background_task(offload, self._load)
+    def start(self, start_task: Callable) -> None:
+        """Load in the background: `start_task(fn)` runs `fn` off the worker's own (green) thread."""
+        start_task(self._load)
 
     def _load(self) -> None:
         path, dtype, device = self.args

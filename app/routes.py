@@ -4,10 +4,10 @@
     GET /runs/<id>        the page, replaying a run      GET /api/limits    the limits every submit is checked against
     GET /sweep[/<id>]     the load-sweep view            GET /runs/<id>/qr.svg  a QR code of the run's link
     GET /compare/<a>/<b>  two stored runs on one clock   POST /api/tokens   prompt token counts (the editor's)
-    GET /healthz          {status, ready, model, device} GET /api/runs/<id> a finished run: workload, records, metrics
+    GET /healthz          {status, ready, model, redis?} GET /api/runs/<id> a finished run: workload, records, metrics
                                                          POST /api/generate  requests drawn from an arrival process
 
-This module reads from the worker and the store; it never starts, changes or computes a run.
+This module reads from the runs (app.runs) and the store; it never starts, changes or computes a run.
 """
 import io
 import json
@@ -21,9 +21,9 @@ from engine.config import LANES, POLICIES
 from engine.limits import CLI_LIMITS, WorkloadError
 from engine.workload import parse_workload
 
-from .factory import ROOT, SERVER_LIMITS
 from .events import RUN_ID
-from .runs import Rejected
+from .extensions import ROOT, SERVER_LIMITS
+from .protocol import Rejected
 
 bp = Blueprint("routes", __name__)
 PRESET_ORDER = ("mixed", "same", "one-long")
@@ -31,8 +31,8 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
        "object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 
 
-def _worker():
-    return current_app.extensions["worker"]
+def _runs():
+    return current_app.extensions["runs"]
 
 
 def _error(status: int, message: str):
@@ -46,7 +46,7 @@ def index():
 
 def _known(run_id: str) -> bool:
     """Whether `run_id` names a run the page can show; `Rejected` (storage) if the store cannot be read."""
-    return RUN_ID.fullmatch(run_id) is not None and _worker().knows(run_id)
+    return RUN_ID.fullmatch(run_id) is not None and _runs().knows(run_id)
 
 
 @bp.get("/runs/<run_id>")
@@ -92,14 +92,14 @@ def tokens():
     """{"prompts": [str, ...]} -> {"tokens": [chat-templated prompt tokens of each]}: the editor's live count, with
     the server's own tokenizer (the simulator's estimate when it runs without a model)."""
     body = request.get_json(silent=True)
-    limits = _worker().limits
+    limits = current_app.config["LIMITS"]
     prompts = body.get("prompts") if isinstance(body, dict) else None
     if not isinstance(prompts, list) or len(prompts) > limits.max_requests or not all(
             isinstance(p, str) and len(p) <= limits.max_prompt_chars for p in prompts):
         return jsonify({"error": f"send {{\"prompts\": [...]}}: at most {limits.max_requests} strings of at most "
                                  f"{limits.max_prompt_chars} characters", "field": "prompts"}), 400
     try:
-        return jsonify({"tokens": _worker().count_tokens(prompts)})
+        return jsonify({"tokens": _runs().count_tokens(prompts)})
     except Rejected as r:
         return _error(503, r.message)
 
@@ -115,12 +115,8 @@ def sweep_page(run_id: str | None = None):
 
 @bp.get("/healthz")
 def healthz():
-    s = _worker().status
-    body = {"status": "error" if s["error"] else "ok", "ready": s["ready"], "model": s["model"],
-            "device": s["device"], "progress": s["progress"], "queued": _worker().queue_length()}
-    if s["error"]:
-        body["error"] = s["error"]
-    return jsonify(body), 503 if s["error"] else 200
+    body, status = _runs().health()
+    return jsonify(body), status
 
 
 def load_presets() -> list[dict]:
@@ -146,7 +142,7 @@ def presets():
 @bp.get("/api/limits")
 def limits():
     server = {name: current_app.config[key] for name, key in SERVER_LIMITS.items()}
-    return jsonify({**asdict(_worker().limits), "lanes": list(LANES), "policies": list(POLICIES), **server})
+    return jsonify({**asdict(current_app.config["LIMITS"]), "lanes": list(LANES), "policies": list(POLICIES), **server})
 
 
 @bp.post("/api/generate")
@@ -154,7 +150,7 @@ def generate():
     """The requests a `generate` spec draws (engine.arrivals), for the editor to show and edit; 400 names the field."""
     spec = request.get_json(silent=True)
     try:
-        return jsonify({"requests": generate_requests(spec, _worker().limits)})
+        return jsonify({"requests": generate_requests(spec, current_app.config["LIMITS"])})
     except WorkloadError as e:
         return jsonify({"error": str(e), "field": e.field}), 400
 
@@ -164,7 +160,7 @@ def run_json(run_id: str):
     if RUN_ID.fullmatch(run_id) is None:
         return _error(404, "no run with this id")
     try:
-        run = _worker().stored_run(run_id)
+        run = _runs().stored_run(run_id)
     except Rejected as r:
         return _error(503, r.message)
     if run is None:

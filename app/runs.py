@@ -1,94 +1,134 @@
-"""A run as the server sees it: its status, who watches it, the ticks sent so far; and the wire payloads.
+"""What the web handlers ask of runs, the same in both deployments: one process, or web processes over Redis.
 
-The engine's `Run` computes; a `LiveRun` is the server's bookkeeping around it (queue, room,
-spectators, backlog for late watchers). `replay_events` turns stored step records back into the very
-events a live run sent, so a finished run replays exactly. This module knows the step record and the
-event payloads, nothing of threads, sockets or storage.
+`Runs` joins the run book (memory or Redis), the fan-out (who was sent what), the run store, and, in a single
+process, the engine worker (whose model tokenizes at submit time). Handlers call it and never see which
+deployment they are in. Every answer is a `Rejected` or something delivered to sockets here. This module
+knows the book's and the store's interfaces, nothing of torch: a web process over Redis never imports it.
 """
-import secrets
-import time
-from dataclasses import dataclass, field
-from enum import Enum
+import logging
+import threading
 
-from engine.workload import Workload
+from .fanout import deliver
+from .job import RUN, SWEEP, Job, prepare_job
+from .protocol import Event, Rejected, RunStatus, Send, records_from_log, replay_events
+from .store import StoreError
 
-
-class RunStatus(str, Enum):
-    QUEUED = "queued"        # waiting for the engine worker
-    RUNNING = "running"      # the worker is stepping its lanes
-    FINISHED = "finished"    # every lane is done; metrics computed
-    FAILED = "failed"        # an exception ended it
-    CANCELLED = "cancelled"  # nobody watched it any more, or the server stopped
+log = logging.getLogger("batch_lanes.runs")
 
 
-class Rejected(Exception):
-    """A client request the server refuses; becomes one `run_error` event."""
+class Runs:
+    def __init__(self, book, store, server, limits, worker=None, redis_client=None):
+        self.book, self.store, self.server, self.limits = book, store, server, limits
+        self.worker = worker              # the in-process engine worker (None on a web process over Redis)
+        self.redis = redis_client
+        self.prepare_lock = threading.Lock()  # one tokenization at a time from the handlers
 
-    def __init__(self, code: str, message: str, field: str | None = None, run_id: str | None = None):
-        super().__init__(message)
-        self.code, self.message, self.field, self.run_id = code, message, field, run_id
+    # -- the model ---------------------------------------------------------------------------------
+    def model_status(self) -> dict:
+        return self.book.model_status()
 
-    def payload(self) -> dict:
-        return error_payload(self.message, self.field, self.run_id, self.code)
+    def check_ready(self) -> None:
+        s = self.model_status()
+        if not s["ready"]:
+            raise Rejected("loading", f"the model could not be loaded: {s['error']}" if s["error"] else
+                           f"the model is still loading ({s['progress']:.0%}); try again when it is ready")
+
+    def health(self) -> tuple[dict, int]:
+        """/healthz: the model (every engine worker's, summed up), the queue, and Redis when there is one."""
+        try:
+            s, queued = self.model_status(), self.book.queue_length()
+        except Rejected as r:
+            return {"status": "error", "ready": False, "redis": "unreachable", "error": r.message}, 503
+        body = {"status": "error" if s["error"] else "ok", "ready": s["ready"], "model": s["model"],
+                "device": s["device"], "progress": s["progress"], "queued": queued}
+        if self.redis is not None:
+            body.update(redis="ok", workers=s.get("workers", 0))
+        if s["error"]:
+            body["error"] = s["error"]
+        return body, 503 if s["error"] else 200
+
+    # -- submit, watch, cancel, leave ----------------------------------------------------------------
+    def submit(self, sid: str, kind: str, request: dict, lanes: list[str]) -> Job:
+        """Queue a checked job for `sid` (tokenized here when the model is in this process) and tell `sid`."""
+        self.check_ready()
+        job = Job(kind, request, sid, lanes)
+        if self.worker is not None:
+            with self.prepare_lock:
+                self.worker.offload(prepare_job, job, self.worker.engine, self.limits)
+        # In the room before the job exists, so its submitter misses nothing; its position delivered before any
+        # event of the job, which an engine worker may send the moment the job is queued.
+        with self.server.manager.watch_lock:
+            self.server.enter_room(sid, job.run_id)
+            try:
+                sends = self.book.submit(job)
+            except Rejected:
+                self.server.leave_room(sid, job.run_id)
+                raise
+            deliver(self.server, sends)
+        return job
+
+    def watch(self, sid: str, run_id: str) -> None:
+        """Join a live run or sweep (backlog, then live), or replay a finished run from the store."""
+        fanout = self.server.manager
+        if fanout.join(self.server, sid, run_id, lambda: self.book.watch(sid, run_id)) is not None:
+            return
+        stored = self._read_store(self.store.load, run_id)
+        if stored is None:
+            raise Rejected("not_found", f"no run with id {run_id!r}", field="run_id", run_id=run_id)
+        deliver(self.server, [Send(event, payload, sid, local=True) for event, payload in replay_events(
+            run_id, stored["model"], stored["workload"], stored["lanes"], stored["records"], stored["metrics"])])
+
+    def cancel(self, sid: str, run_id: str) -> None:
+        deliver(self.server, self.book.cancel(sid, run_id))
+
+    def forget(self, sid: str) -> None:
+        self.server.manager.forget(sid)
+        try:
+            deliver(self.server, self.book.forget(sid))
+        except Rejected as r:  # Redis unreachable: its watchers count lapses with this process's heartbeat
+            log.warning("could not forget socket: %s", r.message)
+
+    # -- reads for HTTP ------------------------------------------------------------------------------
+    def knows(self, run_id: str) -> bool:
+        """Whether a page for `run_id` has something to show: a run (not a sweep) in the book or in the store."""
+        return self.book.knows(run_id) or self._read_store(self.store.has, run_id)
+
+    def stored_run(self, run_id: str) -> dict | None:
+        """A finished run as `/api/runs/<id>` serves it: from the store, or from the book if the store failed it."""
+        kept = self.book.finished_log(run_id)
+        if kept is not None:
+            job, events = kept
+            started = next(p for e, p in events if e == Event.RUN_STARTED)
+            finished = next(p for e, p in events if e == Event.RUN_FINISHED)
+            return {"run_id": run_id, "created": job.created, "model": started["model"],
+                    "workload": started["workload"], "lanes": job.lanes, "records": records_from_log(events, job.lanes),
+                    "metrics": finished["metrics"]}
+        return self._read_store(self.store.load, run_id)
+
+    def count_tokens(self, prompts: list[str]) -> list[int]:
+        """Chat-templated prompt tokens of each prompt, counted by the engine's tokenizer (here or on a worker)."""
+        self.check_ready()
+        if self.worker is None:
+            counts = self.book.count_tokens(prompts)
+            if counts is None:
+                raise Rejected("unavailable", "no engine worker answered in time; token counts come when one does")
+            return counts
+        with self.prepare_lock:
+            return self.worker.offload(count_prompt_tokens, self.worker.engine, prompts)
+
+    def _read_store(self, read, run_id: str):
+        try:
+            return read(run_id)
+        except StoreError as e:
+            log.error("%s", e)
+            raise Rejected("storage", f"the run store cannot be read: {e}", run_id=run_id) from None
 
 
-def _shorten(text: str | None, limit: int) -> str | None:
-    return text if text is None or len(text) <= limit else text[:limit - 1] + "\u2026"
+def count_prompt_tokens(engine, prompts: list[str]) -> list[int]:
+    """Prompt tokens of each prompt as the engine counts them (the simulator's estimate without a model)."""
+    from engine.runner import estimate_prompt_tokens
+    lm = engine.lm
+    return [estimate_prompt_tokens(p) if lm is None else len(lm.encode_prompt(p)) for p in prompts]
 
 
-def error_payload(message: str, field: str | None = None, run_id: str | None = None, code: str = "invalid") -> dict:
-    """A `run_error`; message and field are shortened, since a hostile key or value may be echoed in them."""
-    return {"message": _shorten(message, 500), "field": _shorten(field, 200), "run_id": run_id, "code": code}
-
-
-def new_run_id() -> str:
-    return secrets.token_urlsafe(9)  # 12 URL-safe characters, 72 random bits
-
-
-@dataclass(eq=False)
-class LiveRun:
-    workload: Workload
-    lanes: list[str]
-    submitter: str | None                        # socket id of the client that submitted it
-    run_id: str = field(default_factory=new_run_id)
-    status: RunStatus = RunStatus.QUEUED
-    watchers: set[str] = field(default_factory=set)   # socket ids in its room (the submitter included)
-    orphaned_at: float | None = None             # monotonic time the last watcher left (None: watched)
-    cancel_requested: bool = False               # its submitter asked to stop it
-    ticks: list[dict] = field(default_factory=list)  # every tick payload sent so far
-    metrics: dict | None = None                  # set when finished
-    error: str | None = None                     # why it failed or was cancelled
-    created: float = field(default_factory=time.time)
-
-    @property
-    def is_live(self) -> bool:
-        return self.status in (RunStatus.QUEUED, RunStatus.RUNNING)
-
-    def started_payload(self, model: str) -> dict:
-        return started_payload(self.run_id, self.lanes, self.workload.to_dict(), model)
-
-    def tick_payload(self, t: int, records: dict) -> dict:
-        lanes = {lane: None if rec is None else rec.to_dict() for lane, rec in records.items()}
-        return {"run_id": self.run_id, "t": t, "lanes": lanes, "sent_at": time.time()}
-
-    def records(self) -> dict[str, list[dict]]:
-        """{lane: [step record dicts]} rebuilt from the ticks sent."""
-        return {lane: [tick["lanes"][lane] for tick in self.ticks if tick["lanes"][lane] is not None]
-                for lane in self.lanes}
-
-
-def started_payload(run_id: str, lanes: list[str], workload: dict, model: str) -> dict:
-    """`run_started`, live or replayed."""
-    return {"run_id": run_id, "lanes": list(lanes), "workload": workload, "model": model}
-
-
-def replay_events(run_id: str, model: str, workload: dict, lanes: list[str], records: dict[str, list[dict]],
-                  metrics: dict) -> list[tuple[str, dict]]:
-    """(event, payload) pairs that replay a finished run: run_started, every tick (marked `replay`), run_finished."""
-    events = [("run_started", started_payload(run_id, lanes, workload, model))]
-    steps = max((len(recs) for recs in records.values()), default=0)
-    for t in range(1, steps + 1):
-        tick = {lane: records[lane][t - 1] if t <= len(records[lane]) else None for lane in lanes}
-        events.append(("tick", {"run_id": run_id, "t": t, "lanes": tick, "replay": True}))
-    events.append(("run_finished", {"run_id": run_id, "metrics": metrics}))
-    return events
+__all__ = ["Runs", "RUN", "SWEEP", "RunStatus", "count_prompt_tokens"]

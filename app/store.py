@@ -3,13 +3,17 @@
 A shared link `/runs/<id>` replays from here after a restart. Every call opens its own connection
 (the worker writes, HTTP and socket handlers read; SQLite serializes them), and every failure comes
 out as a `StoreError` with one line saying what went wrong: the caller reports it, never drops it.
-This module knows JSON and SQL, nothing of the engine or of sockets.
+`RedisRunStore` keeps the same runs in Redis when web processes and engine workers run on several machines.
+This module knows JSON, SQL and a Redis client, nothing of the engine or of sockets.
 """
 import json
 import sqlite3
 import time
+import zlib
 from contextlib import closing
 from pathlib import Path
+
+import redis
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS runs (
     run_id   TEXT PRIMARY KEY,
@@ -72,3 +76,40 @@ class RunStore:
 
     def count(self) -> int:
         return self._fetch("SELECT COUNT(*) FROM runs", (), "could not read the runs")[0]
+
+
+class RedisRunStore:
+    """The run store in Redis, for web processes and engine workers on several machines (`--store redis`): one
+    key per run, `batch-lanes:stored:<id>`, holding the same JSON document SQLite's row holds, zlib-compressed.
+    Runs live as long as Redis keeps its data: give it persistence (`appendonly yes`) and enough memory."""
+
+    def __init__(self, client):
+        self.r = client  # a redis.Redis whose responses are bytes (compressed values)
+
+    def _key(self, run_id: str) -> str:
+        return f"batch-lanes:stored:{run_id}"
+
+    def save(self, run_id: str, model: str, workload: dict, lanes: list[str], records: dict[str, list[dict]],
+             metrics: dict, created: float | None = None) -> None:
+        doc = {"run_id": run_id, "created": time.time() if created is None else created, "model": model,
+               "workload": workload, "lanes": lanes, "records": records, "metrics": metrics}
+        try:
+            self.r.set(self._key(run_id), zlib.compress(json.dumps(doc).encode(), 6))
+        except redis.RedisError as e:
+            raise StoreError(f"could not save run {run_id} to Redis: {type(e).__name__}: {e}") from e
+
+    def load(self, run_id: str) -> dict | None:
+        try:
+            blob = self.r.get(self._key(run_id))
+        except redis.RedisError as e:
+            raise StoreError(f"could not read run {run_id} from Redis: {type(e).__name__}: {e}") from e
+        return None if blob is None else json.loads(zlib.decompress(blob))
+
+    def has(self, run_id: str) -> bool:
+        try:
+            return bool(self.r.exists(self._key(run_id)))
+        except redis.RedisError as e:
+            raise StoreError(f"could not read run {run_id} from Redis: {type(e).__name__}: {e}") from e
+
+    def count(self) -> int:
+        return sum(1 for _ in self.r.scan_iter("batch-lanes:stored:*"))

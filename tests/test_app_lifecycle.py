@@ -7,7 +7,7 @@ import time
 import pytest
 
 import app.loader
-from app.runs import RunStatus
+from app.protocol import RunStatus
 from engine import Engine
 
 TINY = {"name": "tiny", "slots": 2, "requests": [{"id": "A", "prompt": "Say hi.", "max_new_tokens": 2},
@@ -55,7 +55,7 @@ def wait_until(predicate, timeout: float = 120) -> None:
 def gated(make_app, smol):
     engine = GatedEngine(smol)
     app = make_app({"MAX_QUEUED_RUNS": 2, "CANCEL_GRACE_S": 0}, engine=engine)
-    yield app, engine, app.extensions["worker"]
+    yield app, engine, app.extensions["book"]
     engine.gate.set()
 
 
@@ -127,7 +127,7 @@ def test_a_running_run_nobody_watches_is_cancelled_and_the_engine_serves_the_nex
     run_b = submit(b)
     assert b.wait_for("run_finished", run_b)
     live_a = worker.runs[run_a]
-    assert live_a.status is RunStatus.CANCELLED and live_a.ticks == [] and worker.active == {}
+    assert live_a.status is RunStatus.CANCELLED and live_a.log == [] and worker.active == {}
     assert app.extensions["store"].load(run_a) is None and app.extensions["store"].load(run_b) is not None
     b.emit("watch", {"run_id": run_a})
     assert b.wait_for("run_error", run_a)["code"] == "cancelled"
@@ -140,7 +140,7 @@ def test_a_queued_run_nobody_watches_leaves_the_queue_at_once(gated, connect):
     assert engine.entered.wait(60)
     run_b, run_c = submit(b), submit(c)
     b.disconnect()
-    assert [live.run_id for live in worker.queue] == [run_c]
+    assert [entry.job.run_id for entry in worker.queue] == [run_c]
     assert worker.runs[run_b].status is RunStatus.CANCELLED
     assert [p["position"] for p in c.named("run_queued", run_c)] == [2, 1]
     engine.gate.set()
@@ -185,7 +185,7 @@ def test_an_exception_inside_a_run_ends_it_with_run_error_and_the_worker_serves_
     error = probe.wait_for("run_error", run_id)
     assert error["code"] == "failed" and "RuntimeError: forced failure in step 3" in error["message"]
     assert [t["t"] for t in probe.named("tick", run_id)] == [1, 2] and probe.named("run_finished") == []
-    assert app.extensions["worker"].runs[run_id].status is RunStatus.FAILED
+    assert app.extensions["book"].runs[run_id].status is RunStatus.FAILED
     next_id = submit(probe)                              # the same client, the same worker, a clean run
     assert probe.wait_for("run_finished", next_id)["metrics"]["continuous"]["tokens"] == 5
 

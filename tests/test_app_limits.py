@@ -124,7 +124,7 @@ def test_each_violation_is_a_run_error_naming_field_and_limit_and_reaches_no_eng
     assert error["field"] == field, error
     assert all(word in error["message"] for word in words), error["message"]
     assert error["run_id"] is None and error["code"] == "invalid"
-    assert probe.named("run_queued") == [] and app.extensions["worker"].runs == {}
+    assert probe.named("run_queued") == [] and app.extensions["book"].runs == {}
 
 
 def test_the_valid_base_workload_runs_so_the_cases_above_fail_for_their_one_change(app, connect):
@@ -167,5 +167,5 @@ def test_api_limits_reports_the_configured_limits(app):
 
 def test_socket_messages_are_capped_well_below_one_megabyte(app):
     assert app.config["MAX_MESSAGE_BYTES"] <= 256 * 1024
-    from app import socketio
+    from app.extensions import socketio
     assert socketio.server.eio.max_http_buffer_size == app.config["MAX_MESSAGE_BYTES"]

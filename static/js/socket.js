@@ -5,9 +5,27 @@
  */
 import { ClientEvent, ConnectionEvent, ServerEvent } from "./vocab.js";
 
+/**
+ * Options of every page's socket. The page sends a client id this tab keeps (sessionStorage), so that its rate
+ * limits follow it to whichever web process it reconnects to; without storage the server counts per socket.
+ */
+export function socketOptions() {
+  let id = null;
+  try {
+    id = sessionStorage.getItem("batch-lanes-client");
+    if (!id) {
+      id = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+      sessionStorage.setItem("batch-lanes-client", id);
+    }
+  } catch (e) {
+    id = null;
+  }
+  return { reconnectionDelayMax: 4000, auth: id ? { client: id } : {} };
+}
+
 export function connect(queue) {
   // window.io comes from /static/vendor/socket.io.min.js, loaded before the modules.
-  const socket = window.io({ reconnectionDelayMax: 4000 });
+  const socket = window.io(socketOptions());
   for (const name of Object.values(ServerEvent)) {
     socket.on(name, (payload) => queue.push({ type: name, payload }));
   }

@@ -4,6 +4,7 @@
  * sweep-main.js drains the queue once a frame. Sending is three thin wrappers over the protocol.
  */
 import { SweepClientEvent, SweepEvent } from "./sweep-state.js";
+import { socketOptions } from "./socket.js";
 import { ConnectionEvent, ServerEvent } from "./vocab.js";
 
 const LISTENED = [ServerEvent.MODEL_STATUS, ServerEvent.RUN_QUEUED, ServerEvent.RUN_STARTED, ServerEvent.RUN_ERROR,
@@ -11,7 +12,7 @@ const LISTENED = [ServerEvent.MODEL_STATUS, ServerEvent.RUN_QUEUED, ServerEvent.
 
 export function connectSweep(queue) {
   // window.io comes from /static/vendor/socket.io.min.js, loaded before the modules.
-  const socket = window.io({ reconnectionDelayMax: 4000 });
+  const socket = window.io(socketOptions());
   for (const name of LISTENED) socket.on(name, (payload) => queue.push({ type: name, payload }));
   socket.on("connect", () => queue.push({ type: ConnectionEvent.CONNECTED, payload: null }));
   socket.on("disconnect", (reason) => queue.push({ type: ConnectionEvent.DISCONNECTED, payload: { reason } }));

@@ -1,0 +1,217 @@
+"""The run book of one process: the queue and its positions, who watches which run, every run's event log
+(the backlog a late watcher gets), how long ended runs are kept, and runs nobody watches.
+
+It returns what to send (`protocol.Send`) instead of sending it, so its rules are plain functions of its
+state; the caller delivers. Every event of a run's room is logged with its `seq` before it is returned, which
+is what lets `app.fanout` give a late watcher the backlog and then the live events with nothing twice.
+`app.redis_book.RedisBook` keeps the same book in Redis for several processes. One lock guards everything;
+no method blocks on anything but it. This module knows jobs and payloads, nothing of sockets or the engine.
+"""
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from .job import Job
+from .protocol import Event, Rejected, RunStatus, Send, as_backlog, ended_payload, queued_payload
+
+
+@dataclass(eq=False)
+class Entry:
+    job: Job
+    status: RunStatus = RunStatus.QUEUED
+    watchers: set[str] = field(default_factory=set)   # socket ids in its room (the submitter included)
+    orphaned_at: float | None = None   # monotonic time the last watcher left (None: watched)
+    cancel_requested: bool = False     # its submitter asked to stop it
+    log: list[tuple[str, dict]] = field(default_factory=list)  # every event sent to its room, seq = index + 1
+    progress: float = 0.0              # a sweep's fraction done (sweep_progress is not logged)
+    error: str | None = None           # why it failed or was cancelled
+
+
+class MemoryBook:
+    def __init__(self, max_queued: int, grace_s: float, recent_runs: int):
+        self.max_queued, self.grace_s, self.recent_runs = max_queued, grace_s, recent_runs
+        self.lock = threading.Lock()
+        self.wakeup = threading.Condition(self.lock)
+        self.queue: deque[Entry] = deque()   # waiting jobs, next first
+        self.runs: dict[str, Entry] = {}     # live jobs and the latest ended ones, oldest first
+        self.active: dict[str, str] = {}     # submitter socket id -> its queued or running job's id
+        self.model: dict = {}                # the model status the engine worker last set
+
+    # -- the model ----------------------------------------------------------------------------------
+    def model_status(self) -> dict:
+        return self.model
+
+    def set_model_status(self, status: dict) -> None:
+        self.model = dict(status)            # replaced whole, so readers never see half an update
+
+    # -- asked by web handlers ---------------------------------------------------------------------
+    def submit(self, job: Job) -> list[Send]:
+        """Queue `job` (its submitter already in its room); `Rejected` if its client has a live job or the queue is full."""
+        with self.wakeup:
+            if job.sid in self.active:
+                run_id = self.active[job.sid]
+                raise Rejected("active_run", f"you already have a run in progress ({run_id}): one run per client at "
+                               f"a time", run_id=run_id)
+            if len(self.queue) >= self.max_queued:
+                raise Rejected("busy", f"the server is busy: {len(self.queue)} runs are waiting, the limit is "
+                               f"{self.max_queued}; try again in a minute")
+            entry = Entry(job, watchers={job.sid} if job.sid else set())
+            self.runs[job.run_id] = entry
+            if job.sid:
+                self.active[job.sid] = job.run_id
+            self.queue.append(entry)
+            self.wakeup.notify()
+            return [Send(Event.RUN_QUEUED, queued_payload(job.run_id, len(self.queue)), job.sid)]
+
+    def watch(self, sid: str, run_id: str) -> list[Send] | None:
+        """What `sid` (already in the room) is sent to join `run_id`: its position, or its log so far (local sends
+        with their `seq`). None if the book does not hold the run (the store may); `Rejected` if it did not finish."""
+        with self.lock:
+            entry = self.runs.get(run_id)
+            if entry is None or (entry.status is RunStatus.FINISHED and not entry.log):
+                return None
+            if entry.status in (RunStatus.FAILED, RunStatus.CANCELLED):
+                raise Rejected(entry.status.value, f"run {run_id} was {entry.status.value}: {entry.error}", run_id=run_id)
+            if entry.status.is_live:
+                entry.watchers.add(sid)
+                entry.orphaned_at = None
+            if entry.status is RunStatus.QUEUED:
+                return [Send(Event.RUN_QUEUED, queued_payload(run_id, self.queue.index(entry) + 1), sid, local=True)]
+            return backlog(entry.log, sid, entry.job, entry.status, entry.progress)
+
+    def cancel(self, sid: str, run_id: str) -> list[Send]:
+        """`sid` cancels its own queued or running job; `Rejected` if it has no such live job."""
+        with self.wakeup:
+            entry = self.runs.get(run_id)
+            if entry is None or not entry.status.is_live or entry.job.sid != sid:
+                raise Rejected("not_found", f"you have no queued or running run {run_id!r} to cancel", field="run_id",
+                               run_id=run_id)
+            entry.cancel_requested = True    # a running job stops before its next tick
+            self.wakeup.notify()
+            if entry.status is not RunStatus.QUEUED:
+                return []
+            self.queue.remove(entry)
+            return self._end(entry, RunStatus.CANCELLED, "cancelled by its submitter") + self._positions()
+
+    def forget(self, sid: str) -> list[Send]:
+        """`sid` disconnected: it watches nothing any more; a job nobody watches starts its grace period."""
+        with self.wakeup:
+            self.active.pop(sid, None)
+            for entry in self.runs.values():
+                if entry.status.is_live and sid in entry.watchers:
+                    entry.watchers.discard(sid)
+                    if not entry.watchers:
+                        entry.orphaned_at = time.monotonic()
+            self.wakeup.notify()
+            return self._prune_orphans()
+
+    def queue_length(self) -> int:
+        return len(self.queue)
+
+    def knows(self, run_id: str) -> bool:
+        """Whether the book holds a run (not a sweep) a page can show."""
+        entry = self.runs.get(run_id)
+        return entry is not None and entry.job.kind == "run"
+
+    def finished_log(self, run_id: str) -> tuple[Job, list[tuple[str, dict]]] | None:
+        """A finished run's job and log, while the book keeps it (its store failed it)."""
+        with self.lock:
+            entry = self.runs.get(run_id)
+            if entry is None or entry.status is not RunStatus.FINISHED or not entry.log:
+                return None
+            return entry.job, list(entry.log)
+
+    # -- asked by the engine worker ------------------------------------------------------------------
+    def take(self, timeout: float) -> tuple[Job | None, list[Send]]:
+        """The next queued job, now running (None after `timeout` s with none), and the new queue positions."""
+        with self.wakeup:
+            sends = self._prune_orphans()
+            if not self.queue:
+                self.wakeup.wait(timeout)    # woken by submit, cancel, forget and stop
+                sends += self._prune_orphans()
+            if not self.queue:
+                return None, sends
+            entry = self.queue.popleft()
+            entry.status = RunStatus.RUNNING
+            return entry.job, sends + self._positions()
+
+    def publish(self, job: Job, event: str, payload: dict) -> Send:
+        """Log an event of `job`'s room and return it numbered with its `seq`."""
+        with self.lock:
+            log = self.runs[job.run_id].log
+            payload = {**payload, "seq": len(log) + 1}
+            log.append((str(event), payload))
+            return Send(event, payload, job.run_id)
+
+    def set_progress(self, job: Job, fraction: float) -> None:
+        with self.lock:
+            self.runs[job.run_id].progress = fraction
+
+    def stop_reason(self, job: Job) -> str | None:
+        """Why a running job must stop now (its submitter cancelled it, nobody watched it), or None."""
+        with self.lock:
+            entry = self.runs[job.run_id]
+            if entry.cancel_requested:
+                return "cancelled by its submitter"
+            if self._orphaned(entry):
+                return "its submitter left and nobody watched it"
+            return None
+
+    def housekeeping(self) -> list[Send]:
+        """Cancel queued jobs nobody has watched for the grace period."""
+        with self.lock:
+            return self._prune_orphans()
+
+    def end(self, job: Job, status: RunStatus, reason: str) -> list[Send]:
+        """End a job that did not finish: tell its room why."""
+        with self.lock:
+            return self._end(self.runs[job.run_id], status, reason)
+
+    def finish(self, job: Job, stored: bool) -> None:
+        """Mark `job` finished; its log is dropped when the store has it (else it is what replays the run)."""
+        with self.lock:
+            entry = self.runs[job.run_id]
+            self._retire(entry, RunStatus.FINISHED)
+            if stored:
+                entry.log = []
+
+    # -- rules (lock held) ---------------------------------------------------------------------------
+    def _orphaned(self, entry: Entry) -> bool:
+        return entry.orphaned_at is not None and time.monotonic() - entry.orphaned_at >= self.grace_s
+
+    def _prune_orphans(self) -> list[Send]:
+        gone = [entry for entry in self.queue if self._orphaned(entry)]
+        sends = []
+        for entry in gone:
+            self.queue.remove(entry)
+            sends += self._end(entry, RunStatus.CANCELLED, "its submitter left and nobody watched it")
+        return sends + (self._positions() if gone else [])
+
+    def _positions(self) -> list[Send]:
+        return [Send(Event.RUN_QUEUED, queued_payload(e.job.run_id, i + 1), e.job.run_id) for i, e in enumerate(self.queue)]
+
+    def _end(self, entry: Entry, status: RunStatus, reason: str) -> list[Send]:
+        entry.error = reason
+        payload = {**ended_payload(entry.job.run_id, status, reason), "seq": len(entry.log) + 1}
+        self._retire(entry, status)
+        entry.log = []                   # nobody can replay a run that did not finish
+        return [Send(Event.RUN_ERROR, payload, entry.job.run_id)]
+
+    def _retire(self, entry: Entry, status: RunStatus) -> None:
+        """Mark a job ended and free its client's slot; keep only the latest ended jobs."""
+        entry.status = status
+        sid = entry.job.sid
+        if sid is not None and self.active.get(sid) == entry.job.run_id:
+            del self.active[sid]
+        ended = [run_id for run_id, e in self.runs.items() if not e.status.is_live]
+        for run_id in ended[:max(0, len(ended) - self.recent_runs)]:
+            del self.runs[run_id]
+
+
+def backlog(log: list[tuple[str, dict]], sid: str, job: Job, status: RunStatus, progress: float) -> list[Send]:
+    """A running or finished job's log as local sends to `sid` (ticks marked `replay`); a live sweep adds its progress."""
+    sends = [Send(event, as_backlog(event, payload), sid, local=True) for event, payload in log]
+    if job.kind == "sweep" and status is RunStatus.RUNNING:
+        sends.append(Send(Event.SWEEP_PROGRESS, {"run_id": job.run_id, "fraction": progress}, sid, local=True))
+    return sends

@@ -1,0 +1,113 @@
+"""An engine worker process: `python -m app.engine_worker --message-queue redis://HOST:PORT/DB [--model PATH |
+--backend sim] [--device cuda] [--data DIR] [--store sqlite|redis] [--limit NAME=N ...]`.
+
+It owns one model on one device, takes runs from the Redis run queue that the web processes (`python -m app
+--message-queue ...`) fill, and emits every event to the run's room through Redis, where each web process
+delivers it to its own sockets. Several workers (one per device or machine) share the queue. Beside the
+loop, two threads: a heartbeat (every 2 s; a worker that stops beating for 10 s is dead and its running run
+ends with `run_error`) and the answers to token-count questions from the page's editor. Give every process of
+a deployment the same `--limit` flags and the same store. This module is wiring; the loop is app.worker.
+"""
+import argparse
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+
+import redis
+import socketio
+
+from .cli import add_engine_args, config_from_args
+from .extensions import DEFAULTS, ROOT
+from .factory import CHANNEL, QueueUnreachable, connect_redis, open_store
+from .fanout import deliver
+from .redis_book import HEARTBEAT_S, RedisBook
+from .runs import count_prompt_tokens
+
+log = logging.getLogger("batch_lanes.engine_worker")
+
+
+class WorkerBook(RedisBook):
+    """The run book as an engine worker uses it: its model status is its heartbeat's content."""
+    status: dict = {}
+
+    def set_model_status(self, status: dict) -> None:
+        self.status = dict(status)
+        try:
+            self.beat_worker(self.status)
+        except redis.RedisError as e:
+            log.warning("could not publish the model status: %s", e)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m app.engine_worker",
+                                description="Batch Lanes engine worker: runs queued runs from Redis on one model.")
+    p.add_argument("--message-queue", required=True, metavar="redis://HOST:PORT/DB", help="the deployment's Redis")
+    add_engine_args(p)
+    return p
+
+
+def _every(seconds: float, chore, stop: threading.Event, what: str) -> threading.Thread:
+    """Run `chore()` every `seconds` until `stop`; a Redis failure is logged once per outage, then retried."""
+    def loop():
+        down = False
+        while not stop.is_set():
+            try:
+                chore()
+                down = False
+            except redis.RedisError as e:
+                if not down:
+                    log.warning("%s: Redis unreachable, retrying: %s", what, e)
+                down = True
+                stop.wait(1.0)
+            stop.wait(seconds)
+    thread = threading.Thread(target=loop, name=what, daemon=True)
+    thread.start()
+    return thread
+
+
+def main(argv: list[str] | None = None) -> int:
+    from engine import Engine
+    from .worker import EngineWorker
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    config = {**DEFAULTS, **config_from_args(args, parser)}
+    config["DATA_DIR"] = config["DATA_DIR"] or os.environ.get("BATCH_LANES_DATA") or ROOT / "data"
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    url = config["MESSAGE_QUEUE"]
+    try:
+        client = connect_redis(url)
+        store = open_store(config, url)
+    except QueueUnreachable as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    me = f"worker-{socket.gethostname()}-{os.getpid()}"
+    book = WorkerBook(client, me, config["MAX_QUEUED_RUNS"], config["CANCEL_GRACE_S"])
+    emitter = socketio.RedisManager(url, channel=CHANNEL, write_only=True)
+    engine = Engine(None, config["LIMITS"]) if config["BACKEND"] == "sim" else None
+    worker = EngineWorker(book, lambda sends: deliver(emitter, sends), store, config, engine)
+
+    stop = threading.Event()
+    _every(HEARTBEAT_S, lambda: book.beat_worker(worker.status), stop, "heartbeat")
+    _every(0.0, lambda: book.serve_token_counts(lambda prompts: count_prompt_tokens(worker.engine, prompts))
+           if worker.ready else stop.wait(0.5), stop, "token counts")
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    log.info("engine worker %s on the run queue at %s (%s)", me, url,
+             "simulator" if engine is not None else config["MODEL"] or "default model")
+    worker.start()
+    while not stop.wait(0.5):
+        if not worker._task.is_alive():
+            return 1  # the model could not be loaded: said on /healthz and in this log
+    worker.stop()
+    client.srem("batch-lanes:workers", me)
+    client.delete(f"batch-lanes:worker:{me}")
+    log.info("engine worker %s stopped", me)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""What the app's modules share, in one place they all import (and which imports none of them): the
+`socketio` object, the repository root, and every config key with its default.
+
+This module knows Flask-SocketIO and the limits, nothing of runs or of the engine's compute (so a web
+process over Redis, which never loads torch, can import it).
+"""
+from pathlib import Path
+
+from flask_socketio import SocketIO
+
+from engine.limits import Limits
+
+ROOT = Path(__file__).resolve().parent.parent
+socketio = SocketIO()
+
+DEFAULTS = {
+    "LIMITS": Limits(),             # every workload limit (engine.limits.Limits)
+    "MAX_MESSAGE_BYTES": 256 * 1024,  # largest socket message accepted (max_http_buffer_size); a bigger one drops the connection
+    "MAX_QUEUED_RUNS": 32,          # runs waiting for the engine (the running one not counted); more get "busy, try again"
+    "SUBMITS_PER_MINUTE": 10,       # submits one client may send per sliding minute
+    "WATCHES_PER_MINUTE": 60,       # watches (and cancels) one client may send per sliding minute
+    "MAX_SWEEP_RATES": 8,           # request rates one load sweep may run (each rate is a run of every lane)
+    "CANCEL_GRACE_S": 5.0,          # a run nobody watches is cancelled after this many seconds (a reload can rejoin)
+    "RECENT_RUNS": 100,             # finished, failed and cancelled runs kept in memory for `watch` (one process)
+    "MODEL": None,                  # model path for the engine worker to load (None: the default SmolLM2)
+    "BACKEND": "model",             # "model", or "sim": the simulator, no model (output says SIMULATED)
+    "PACE": 0.0,                    # with the simulator: sleep this many times each simulated step's ms (1: real time)
+    "DTYPE": "float32",
+    "DEVICE": "auto",
+    "DATA_DIR": None,               # folder of runs.sqlite3 (None: $BATCH_LANES_DATA, else data/ in the repo)
+    "STORE": "sqlite",              # "sqlite" (one machine) or "redis" (the message queue's Redis, across machines)
+    "ASYNC_MODE": "threading",      # "threading" or "eventlet" (then `eventlet.monkey_patch()` must run first)
+    "MESSAGE_QUEUE": None,          # redis://HOST:PORT/DB: a web process of several; engine workers run elsewhere
+}
+# The server's own limits, by the name `GET /api/limits` and `--limit NAME=N` give them -> their config key.
+SERVER_LIMITS = {"max_message_bytes": "MAX_MESSAGE_BYTES", "max_queued_runs": "MAX_QUEUED_RUNS",
+                 "submits_per_minute": "SUBMITS_PER_MINUTE", "watches_per_minute": "WATCHES_PER_MINUTE",
+                 "max_sweep_rates": "MAX_SWEEP_RATES"}

@@ -1,0 +1,54 @@
+"""A job: one run or one load sweep a client asked for, as it waits in the queue and travels to an engine worker.
+
+A job carries the client's request as checked JSON, so that it crosses a process boundary (Redis) whole;
+an engine worker turns it into engine workloads (`prepare_job`). When web process and engine share a process,
+the handler prepares it at once (`prepared`), so a prompt over the token limits is refused before it queues.
+This module knows the request shapes, nothing of sockets, Redis or storage.
+"""
+import time
+from dataclasses import dataclass, field
+
+from .protocol import new_run_id
+
+RUN, SWEEP = "run", "sweep"
+
+
+@dataclass(eq=False)
+class Job:
+    kind: str                         # RUN or SWEEP
+    request: dict                     # RUN: {"workload", "lanes"}; SWEEP: {"workload", "rates", "lanes", "slo_ttft_ms", ...}
+    sid: str | None                   # the submitter's socket id (its cancel right; None: submitted by no socket)
+    lanes: list[str]                  # the lane names it runs, for the page and the store
+    run_id: str = field(default_factory=new_run_id)
+    created: float = field(default_factory=time.time)  # wall-clock seconds it was submitted
+    prepared: object = None           # RUN: a prepared Workload; SWEEP: [(rate, Workload)] (None: not yet)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "request": self.request, "sid": self.sid, "lanes": self.lanes,
+                "run_id": self.run_id, "created": self.created}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Job":
+        return cls(d["kind"], d["request"], d["sid"], d["lanes"], d["run_id"], d["created"])
+
+
+def prepare_job(job: Job, engine, limits) -> None:
+    """Tokenize and check `job` for `engine` (raises WorkloadError naming the field): sets `job.prepared`."""
+    from engine.sweep import prepare_sweep
+    from engine.workload import parse_workload
+
+    req = job.request
+    if job.kind == RUN:
+        job.prepared = engine.prepare(parse_workload(req["workload"], limits, lanes=req.get("lanes")))
+    else:
+        job.prepared = prepare_sweep(engine, req["workload"], req["rates"], limits, req.get("lanes"),
+                                     req.get("burstiness"))
+
+
+def sweep_started_payload(job: Job, model: str) -> dict:
+    """`sweep_started`: the rates, the lanes and their configurations, the mix and the SLOs."""
+    req = job.request
+    return {"run_id": job.run_id, "rates": [rate for rate, _ in job.prepared], "lanes": job.lanes,
+            "lane_configs": job.prepared[0][1].to_dict()["lanes"], "workload": req["workload"], "model": model,
+            "slo_ttft_ms": req.get("slo_ttft_ms"), "slo_tpot_ms": req.get("slo_tpot_ms"),
+            "burstiness": req.get("burstiness")}

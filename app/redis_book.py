@@ -1,0 +1,249 @@
+"""The run book kept in Redis, shared by every web process and engine worker of one deployment.
+
+Same questions and answers as `app.book.MemoryBook` (it returns what to send), with the state in Redis:
+
+    batch-lanes:queue            list of queued run ids, next first (engine workers BLMOVE from it)
+    batch-lanes:taken:<worker>   the runs a worker took and has not ended (re-read if it dies)
+    batch-lanes:job:<id>         hash: job (JSON), status, error, cancel, worker, orphaned_at, progress
+    batch-lanes:log:<id>         list: every event of the run's room, as JSON [event, payload]; seq = index + 1
+    batch-lanes:watchers:<id>    hash: web process id -> how many of its sockets watch the run
+    batch-lanes:active           hash: socket id -> its queued or running run
+    batch-lanes:web:<id>, worker:<id>, workers, rpc, reply:<id>   heartbeats (a worker's holds its model status),
+                                 the engine worker ids, token-count questions and answers
+
+A web process whose heartbeat lapsed (kill -9) no longer counts as watching; an engine worker whose heartbeat
+lapsed has its taken runs ended with `run_error` by whoever does housekeeping next. Web-side calls turn a
+Redis failure into `Rejected("unavailable")`. This module knows Redis and jobs, nothing of sockets or torch.
+"""
+import functools
+import json
+import time
+
+import redis
+
+from .job import Job
+from .protocol import Event, Rejected, RunStatus, Send, ended_payload, new_run_id, queued_payload
+from .book import backlog
+
+P = "batch-lanes:"
+HEARTBEAT_S, ALIVE_S = 2.0, 10   # how often heartbeats are renewed; how long one lasts
+RECENT_S = 3600                  # ended runs' bookkeeping (and a log the store failed) kept this long
+
+
+def web_side(method):
+    """A web handler's call: Redis unreachable becomes one clear refusal, not a crash."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except redis.RedisError as e:
+            raise Rejected("unavailable", f"the run queue (Redis) is unreachable, try again in a moment: "
+                           f"{type(e).__name__}") from None
+    return call
+
+
+class RedisBook:
+    def __init__(self, client: redis.Redis, me: str, max_queued: int, grace_s: float):
+        self.r, self.me = client, me   # `me`: this process's id (a web process's or an engine worker's)
+        self.max_queued, self.grace_s = max_queued, grace_s
+        self.watching: dict[str, set[str]] = {}  # this web process's socket id -> the runs it counts as watching
+
+    # -- the model and the processes ---------------------------------------------------------------
+    @web_side
+    def model_status(self) -> dict:
+        """Every live engine worker's status, summed up: ready as soon as one is."""
+        ids = sorted(self.r.smembers(P + "workers"))
+        found = [json.loads(s) for s in self.r.mget([P + "worker:" + i for i in ids]) if s] if ids else []
+        ready = [s for s in found if s["ready"]]
+        if ready:
+            return {**ready[0], "workers": len(ready), "message": f"ready ({len(ready)} engine "
+                    f"worker{'s' if len(ready) > 1 else ''})", "model": ", ".join(sorted({s["model"] for s in ready}))}
+        if found and all(s["error"] for s in found):
+            return {**found[0], "workers": 0}
+        best = max(found, key=lambda s: s["progress"], default=None)
+        return {"ready": False, "progress": best["progress"] if best else 0.0, "workers": 0, "device": "",
+                "message": best["message"] if best else "waiting for an engine worker", "error": None,
+                "model": best["model"] if best else ""}
+
+    def beat_worker(self, status: dict) -> None:
+        self.r.pipeline().set(P + "worker:" + self.me, json.dumps(status), ex=ALIVE_S).sadd(P + "workers", self.me).execute()
+
+    def beat_web(self) -> None:
+        self.r.set(P + "web:" + self.me, "1", ex=ALIVE_S)
+
+    # -- asked by web handlers ---------------------------------------------------------------------
+    @web_side
+    def submit(self, job: Job) -> list[Send]:
+        if not self.r.hsetnx(P + "active", job.sid, job.run_id):
+            run_id = self.r.hget(P + "active", job.sid)
+            if self.r.hget(P + "job:" + run_id, "status") in (RunStatus.QUEUED, RunStatus.RUNNING):
+                raise Rejected("active_run", f"you already have a run in progress ({run_id}): one run per client at "
+                               f"a time", run_id=run_id)
+            self.r.hset(P + "active", job.sid, job.run_id)
+        if self.r.llen(P + "queue") >= self.max_queued:
+            self.r.hdel(P + "active", job.sid)
+            raise Rejected("busy", f"the server is busy: the limit of {self.max_queued} waiting runs is reached; "
+                           f"try again in a minute")
+        self.r.hset(P + "job:" + job.run_id, mapping={"job": json.dumps(job.to_dict()), "status": RunStatus.QUEUED})
+        self._count_watcher(job.sid, job.run_id)
+        position = self.r.rpush(P + "queue", job.run_id)
+        return [Send(Event.RUN_QUEUED, queued_payload(job.run_id, position), job.sid, local=True)]
+
+    @web_side
+    def watch(self, sid: str, run_id: str) -> list[Send] | None:
+        fields = self.r.hgetall(P + "job:" + run_id)
+        if not fields:
+            return None
+        status, job = RunStatus(fields["status"]), Job.from_dict(json.loads(fields["job"]))
+        if status in (RunStatus.FAILED, RunStatus.CANCELLED):
+            raise Rejected(status.value, f"run {run_id} was {status.value}: {fields.get('error')}", run_id=run_id)
+        if status.is_live:
+            self._count_watcher(sid, run_id)
+        position = self.r.lpos(P + "queue", run_id) if status is RunStatus.QUEUED else None
+        if position is not None:
+            return [Send(Event.RUN_QUEUED, queued_payload(run_id, position + 1), sid, local=True)]
+        log = self._log(run_id)
+        if status is RunStatus.FINISHED and not log:
+            return None
+        return backlog(log, sid, job, RunStatus(self.r.hget(P + "job:" + run_id, "status")),
+                       float(fields.get("progress", 0.0)))
+
+    @web_side
+    def cancel(self, sid: str, run_id: str) -> list[Send]:
+        fields = self.r.hgetall(P + "job:" + run_id)
+        if not fields or json.loads(fields["job"])["sid"] != sid or not RunStatus(fields["status"]).is_live:
+            raise Rejected("not_found", f"you have no queued or running run {run_id!r} to cancel", field="run_id",
+                           run_id=run_id)
+        self.r.hset(P + "job:" + run_id, "cancel", "1")  # a running job stops before its next tick
+        if not self.r.lrem(P + "queue", 1, run_id):
+            return []
+        return self._end(Job.from_dict(json.loads(fields["job"])), RunStatus.CANCELLED, "cancelled by its submitter") \
+            + self._positions()
+
+    @web_side
+    def forget(self, sid: str) -> list[Send]:
+        self.r.hdel(P + "active", sid)
+        for run_id in self.watching.pop(sid, ()):
+            self.r.hincrby(P + "watchers:" + run_id, self.me, -1)
+        return []
+
+    queue_length = web_side(lambda self: self.r.llen(P + "queue"))
+
+    @web_side
+    def knows(self, run_id: str) -> bool:
+        job = self.r.hget(P + "job:" + run_id, "job")
+        return job is not None and json.loads(job)["kind"] == "run"
+
+    @web_side
+    def finished_log(self, run_id: str) -> tuple[Job, list[tuple[str, dict]]] | None:
+        fields = self.r.hgetall(P + "job:" + run_id)
+        if not fields or fields["status"] != RunStatus.FINISHED:
+            return None
+        log = self._log(run_id)
+        return (Job.from_dict(json.loads(fields["job"])), log) if log else None
+
+    @web_side
+    def count_tokens(self, prompts: list[str], timeout_s: int = 10) -> list[int] | None:
+        """Ask any engine worker to count prompt tokens; None if none answered in time."""
+        ask = new_run_id()
+        self.r.lpush(P + "rpc", json.dumps({"id": ask, "prompts": prompts}))
+        answer = self.r.blpop([P + "reply:" + ask], timeout=timeout_s)
+        return None if answer is None else json.loads(answer[1])
+
+    # -- asked by engine workers ---------------------------------------------------------------------
+    def take(self, timeout: float) -> tuple[Job | None, list[Send]]:
+        run_id = self.r.blmove(P + "queue", P + "taken:" + self.me, max(1, round(timeout)), "LEFT", "RIGHT")
+        if run_id is None:
+            return None, []
+        fields = self.r.hgetall(P + "job:" + run_id)
+        if fields.get("status") != RunStatus.QUEUED:   # ended while it waited
+            self.r.lrem(P + "taken:" + self.me, 1, run_id)
+            return None, []
+        self.r.hset(P + "job:" + run_id, mapping={"status": RunStatus.RUNNING, "worker": self.me})
+        return Job.from_dict(json.loads(fields["job"])), self._positions()
+
+    def publish(self, job: Job, event: str, payload: dict) -> Send:
+        seq = self.r.rpush(P + "log:" + job.run_id, json.dumps([str(event), payload]))
+        return Send(event, {**payload, "seq": seq}, job.run_id)
+
+    def set_progress(self, job: Job, fraction: float) -> None:
+        self.r.hset(P + "job:" + job.run_id, "progress", fraction)  # sweep_progress is not logged
+
+    def stop_reason(self, job: Job) -> str | None:
+        if self.r.hget(P + "job:" + job.run_id, "cancel"):
+            return "cancelled by its submitter"
+        return "its submitter left and nobody watched it" if self._orphaned(job.run_id) else None
+
+    def housekeeping(self) -> list[Send]:
+        """Cancel queued runs nobody watched for the grace period; end the runs of engine workers that died."""
+        sends, moved = [], False
+        for run_id in self.r.lrange(P + "queue", 0, -1):
+            if self._orphaned(run_id) and self.r.lrem(P + "queue", 1, run_id):
+                job, moved = self._job(run_id), True
+                sends += self._end(job, RunStatus.CANCELLED, "its submitter left and nobody watched it")
+        for worker in self.r.smembers(P + "workers"):
+            if self.r.exists(P + "worker:" + worker):
+                continue
+            for run_id in self.r.lrange(P + "taken:" + worker, 0, -1):
+                if self.r.lrem(P + "taken:" + worker, 1, run_id):
+                    sends += self._end(self._job(run_id), RunStatus.FAILED, "the engine worker running it stopped")
+            self.r.srem(P + "workers", worker)
+        return sends + (self._positions() if moved else [])
+
+    def end(self, job: Job, status: RunStatus, reason: str) -> list[Send]:
+        self.r.lrem(P + "taken:" + self.me, 1, job.run_id)
+        return self._end(job, status, reason)
+
+    def finish(self, job: Job, stored: bool) -> None:
+        self._retire(job, RunStatus.FINISHED)
+        self.r.expire(P + "log:" + job.run_id, 60 if stored else RECENT_S)  # a late watcher on another process
+        self.r.lrem(P + "taken:" + self.me, 1, job.run_id)
+
+    def serve_token_counts(self, count) -> None:
+        """Answer one token-count question if one comes within a second (an engine worker's helper thread)."""
+        ask = self.r.blpop([P + "rpc"], timeout=1)
+        if ask is not None:
+            ask = json.loads(ask[1])
+            self.r.lpush(P + "reply:" + ask["id"], json.dumps(count(ask["prompts"])))
+            self.r.expire(P + "reply:" + ask["id"], 30)
+
+    # -- rules ----------------------------------------------------------------------------------------
+    def _count_watcher(self, sid: str, run_id: str) -> None:
+        if run_id not in self.watching.setdefault(sid, set()):
+            self.watching[sid].add(run_id)
+            self.r.hincrby(P + "watchers:" + run_id, self.me, 1)
+            self.r.hdel(P + "job:" + run_id, "orphaned_at")
+
+    def _orphaned(self, run_id: str) -> bool:
+        """Whether no live web process has watched `run_id` for the grace period (starts the period if none does)."""
+        counts = self.r.hgetall(P + "watchers:" + run_id)
+        if any(int(n) > 0 and self.r.exists(P + "web:" + web) for web, n in counts.items()):
+            self.r.hdel(P + "job:" + run_id, "orphaned_at")
+            return False
+        self.r.hsetnx(P + "job:" + run_id, "orphaned_at", time.time())
+        return time.time() - float(self.r.hget(P + "job:" + run_id, "orphaned_at") or time.time()) >= self.grace_s
+
+    def _job(self, run_id: str) -> Job:
+        return Job.from_dict(json.loads(self.r.hget(P + "job:" + run_id, "job")))
+
+    def _log(self, run_id: str) -> list[tuple[str, dict]]:
+        log = (json.loads(item) for item in self.r.lrange(P + "log:" + run_id, 0, -1))
+        return [(event, {**payload, "seq": i + 1}) for i, (event, payload) in enumerate(log)]
+
+    def _positions(self) -> list[Send]:
+        return [Send(Event.RUN_QUEUED, queued_payload(run_id, i + 1), run_id)
+                for i, run_id in enumerate(self.r.lrange(P + "queue", 0, -1))]
+
+    def _end(self, job: Job, status: RunStatus, reason: str) -> list[Send]:
+        self.r.hset(P + "job:" + job.run_id, "error", reason)
+        self._retire(job, status)
+        send = self.publish(job, Event.RUN_ERROR, ended_payload(job.run_id, status, reason))
+        self.r.expire(P + "log:" + job.run_id, 60)   # nobody can replay a run that did not finish
+        return [send]
+
+    def _retire(self, job: Job, status: RunStatus) -> None:
+        self.r.hset(P + "job:" + job.run_id, "status", status)
+        if job.sid is not None and self.r.hget(P + "active", job.sid) == job.run_id:
+            self.r.hdel(P + "active", job.sid)
+        for key in ("job:", "watchers:"):
+            self.r.expire(P + key + job.run_id, RECENT_S)
