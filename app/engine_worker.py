@@ -103,8 +103,11 @@ def main(argv: list[str] | None = None) -> int:
         if not worker._task.is_alive():
             return 1  # the model could not be loaded: said on /healthz and in this log
     worker.stop()
-    client.srem("batch-lanes:workers", me)
-    client.delete(f"batch-lanes:worker:{me}")
+    try:  # leave at once rather than when the heartbeat lapses
+        client.srem("batch-lanes:workers", me)
+        client.delete(f"batch-lanes:worker:{me}")
+    except redis.RedisError as e:
+        log.warning("Redis unreachable at exit (the heartbeat lapses by itself): %s", e)
     log.info("engine worker %s stopped", me)
     return 0
 

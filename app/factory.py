@@ -28,6 +28,7 @@ from .store import RedisRunStore, RunStore
 
 log = logging.getLogger("batch_lanes")
 CHANNEL = "batch-lanes"  # the Redis pub/sub channel of every process of one deployment
+MAX_CONNECTIONS = 64     # Redis connections one process opens at most; more callers wait their turn
 
 
 class QueueUnreachable(RuntimeError):
@@ -36,8 +37,12 @@ class QueueUnreachable(RuntimeError):
 
 def connect_redis(url: str, decode: bool = True) -> redis.Redis:
     """A Redis client for `url`, checked with one PING (QueueUnreachable after ~3 s, never a hang)."""
-    client = redis.Redis.from_url(url, decode_responses=decode, socket_connect_timeout=3, socket_timeout=10,
-                                  health_check_interval=15, retry_on_timeout=True)
+    # A blocking pool: a burst of handlers (a class of spectators joining at once) waits for a connection rather
+    # than failing with MaxConnectionsError, as redis-py's default pool of 100 does.
+    pool = redis.BlockingConnectionPool.from_url(url, max_connections=MAX_CONNECTIONS, timeout=10,
+                                                 decode_responses=decode, socket_connect_timeout=3, socket_timeout=10,
+                                                 health_check_interval=15, retry_on_timeout=True)
+    client = redis.Redis(connection_pool=pool)
     try:
         client.ping()
     except (redis.RedisError, ValueError) as e:

@@ -11,20 +11,22 @@ Same questions and answers as `app.book.MemoryBook` (it returns what to send), w
     batch-lanes:web:<id>, worker:<id>, workers, rpc, reply:<id>   heartbeats (a worker's holds its model status),
                                  the engine worker ids, token-count questions and answers
 
-A web process whose heartbeat lapsed (kill -9) no longer counts as watching; an engine worker whose heartbeat
-lapsed has its taken runs ended with `run_error` by whoever does housekeeping next. Web-side calls turn a
-Redis failure into `Rejected("unavailable")`. This module knows Redis and jobs, nothing of sockets or torch.
+A web process whose heartbeat lapsed (kill -9) no longer counts as watching; a dead engine worker's taken runs
+end with `run_error` at the next housekeeping. Web-side calls turn a Redis failure into `Rejected("unavailable")`.
+This module knows Redis and jobs, nothing of sockets or torch.
 """
 import functools
 import json
+import logging
 import time
 
 import redis
 
+from .book import backlog
 from .job import Job
 from .protocol import Event, Rejected, RunStatus, Send, ended_payload, new_run_id, queued_payload
-from .book import backlog
 
+log = logging.getLogger("batch_lanes.redis_book")
 P = "batch-lanes:"
 HEARTBEAT_S, ALIVE_S = 2.0, 10   # how often heartbeats are renewed; how long one lasts
 RECENT_S = 3600                  # ended runs' bookkeeping (and a log the store failed) kept this long
@@ -37,6 +39,7 @@ def web_side(method):
         try:
             return method(self, *args, **kwargs)
         except redis.RedisError as e:
+            log.warning("%s refused, Redis unreachable: %s: %s", method.__name__, type(e).__name__, e)
             raise Rejected("unavailable", f"the run queue (Redis) is unreachable, try again in a moment: "
                            f"{type(e).__name__}") from None
     return call
@@ -60,10 +63,10 @@ class RedisBook:
                     f"worker{'s' if len(ready) > 1 else ''})", "model": ", ".join(sorted({s["model"] for s in ready}))}
         if found and all(s["error"] for s in found):
             return {**found[0], "workers": 0}
-        best = max(found, key=lambda s: s["progress"], default=None)
-        return {"ready": False, "progress": best["progress"] if best else 0.0, "workers": 0, "device": "",
-                "message": best["message"] if best else "waiting for an engine worker", "error": None,
-                "model": best["model"] if best else ""}
+        best = max(found, key=lambda s: s["progress"], default={"progress": 0.0, "model": "",
+                                                                 "message": "waiting for an engine worker"})
+        return {"ready": False, "workers": 0, "device": "", "error": None,
+                **{k: best[k] for k in ("progress", "message", "model")}}
 
     def beat_worker(self, status: dict) -> None:
         self.r.pipeline().set(P + "worker:" + self.me, json.dumps(status), ex=ALIVE_S).sadd(P + "workers", self.me).execute()
@@ -82,8 +85,7 @@ class RedisBook:
             self.r.hset(P + "active", job.sid, job.run_id)
         if self.r.llen(P + "queue") >= self.max_queued:
             self.r.hdel(P + "active", job.sid)
-            raise Rejected("busy", f"the server is busy: the limit of {self.max_queued} waiting runs is reached; "
-                           f"try again in a minute")
+            raise Rejected("busy", f"the server is busy: {self.max_queued} runs wait already; try again in a minute")
         self.r.hset(P + "job:" + job.run_id, mapping={"job": json.dumps(job.to_dict()), "status": RunStatus.QUEUED})
         self._count_watcher(job.sid, job.run_id)
         position = self.r.rpush(P + "queue", job.run_id)
@@ -102,10 +104,10 @@ class RedisBook:
         position = self.r.lpos(P + "queue", run_id) if status is RunStatus.QUEUED else None
         if position is not None:
             return [Send(Event.RUN_QUEUED, queued_payload(run_id, position + 1), sid, local=True)]
-        log = self._log(run_id)
-        if status is RunStatus.FINISHED and not log:
+        events = self._log(run_id)
+        if status is RunStatus.FINISHED and not events:
             return None
-        return backlog(log, sid, job, RunStatus(self.r.hget(P + "job:" + run_id, "status")),
+        return backlog(events, sid, job, RunStatus(self.r.hget(P + "job:" + run_id, "status")),
                        float(fields.get("progress", 0.0)))
 
     @web_side
@@ -117,8 +119,7 @@ class RedisBook:
         self.r.hset(P + "job:" + run_id, "cancel", "1")  # a running job stops before its next tick
         if not self.r.lrem(P + "queue", 1, run_id):
             return []
-        return self._end(Job.from_dict(json.loads(fields["job"])), RunStatus.CANCELLED, "cancelled by its submitter") \
-            + self._positions()
+        return self._end(self._job(run_id), RunStatus.CANCELLED, "cancelled by its submitter") + self._positions()
 
     @web_side
     def forget(self, sid: str) -> list[Send]:
@@ -131,8 +132,7 @@ class RedisBook:
 
     @web_side
     def knows(self, run_id: str) -> bool:
-        job = self.r.hget(P + "job:" + run_id, "job")
-        return job is not None and json.loads(job)["kind"] == "run"
+        return json.loads(self.r.hget(P + "job:" + run_id, "job") or "{}").get("kind") == "run"
 
     @web_side
     def finished_log(self, run_id: str) -> tuple[Job, list[tuple[str, dict]]] | None:
