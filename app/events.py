@@ -17,7 +17,7 @@ import time
 from typing import Callable, TypeVar
 
 from flask import current_app, request
-from flask_socketio import emit
+from flask_socketio import emit, join_room, leave_room
 
 from engine.limits import check_number
 from engine.sweep import check_rates
@@ -25,6 +25,7 @@ from engine.workload import Limits, Workload, WorkloadError, parse_workload
 
 from .extensions import socketio
 from .job import RUN, SWEEP
+from .live import LIVE_ROOM
 from .protocol import UNREADABLE, Event, Rejected, error_payload
 
 log = logging.getLogger("batch_lanes.events")
@@ -185,6 +186,22 @@ def on_cancel(*args):
         _runs().cancel(request.sid, check_watch(args, "cancel"))
     except Rejected as r:
         emit(Event.RUN_ERROR, r.payload())
+
+
+@socketio.on("watch_live")
+def on_watch_live(*args):
+    """Join the Live view's room: the live lane as it is now, then every step (a page drops steps it already has)."""
+    live = current_app.extensions.get("live")
+    if live is None:
+        emit(Event.RUN_ERROR, error_payload("live traffic is served by a single-process server", code="unavailable"))
+        return
+    join_room(LIVE_ROOM)
+    emit(Event.LIVE_SNAPSHOT, live.snapshot())
+
+
+@socketio.on("unwatch_live")
+def on_unwatch_live(*args):
+    leave_room(LIVE_ROOM)
 
 
 @socketio.on(UNREADABLE)

@@ -30,9 +30,12 @@ DEFAULTS = {
     "DATA_DIR": None,               # folder of runs.sqlite3 (None: $BATCH_LANES_DATA, else data/ in the repo)
     "STORE": "sqlite",              # "sqlite" (one machine) or "redis" (the message queue's Redis, across machines)
     "ASYNC_MODE": "threading",      # "threading" or "eventlet" (then `eventlet.monkey_patch()` must run first)
+    "LIVE_SLOTS": 8,                # slots of the live lane the OpenAI API's requests share (one process only)
+    "LIVE_MAX_WAITING": 64,         # live requests that may wait for a slot; more get 429
     "MESSAGE_QUEUE": None,          # redis://HOST:PORT/DB: a web process of several; engine workers run elsewhere
 }
 # The server's own limits, by the name `GET /api/limits` and `--limit NAME=N` give them -> their config key.
 SERVER_LIMITS = {"max_message_bytes": "MAX_MESSAGE_BYTES", "max_queued_runs": "MAX_QUEUED_RUNS",
                  "submits_per_minute": "SUBMITS_PER_MINUTE", "watches_per_minute": "WATCHES_PER_MINUTE",
-                 "max_sweep_rates": "MAX_SWEEP_RATES"}
+                 "max_sweep_rates": "MAX_SWEEP_RATES", "live_slots": "LIVE_SLOTS",
+                 "live_max_waiting": "LIVE_MAX_WAITING"}

@@ -16,11 +16,13 @@ from pathlib import Path
 import redis
 from flask import Flask
 
-from . import events, routes  # noqa: F401  (events registers its handlers on `socketio`)
+from . import events, openai_api, routes  # noqa: F401  (events registers its handlers on `socketio`)
 from .book import MemoryBook
 from .extensions import DEFAULTS, ROOT, SERVER_LIMITS, socketio  # noqa: F401  (DEFAULTS, SERVER_LIMITS re-exported)
 from .fanout import LocalFanout, RedisFanout, deliver
+from .live import LiveGateway
 from .protocol import WirePacket
+from .prom import LiveMetrics
 from .ratelimit import RateLimiter, RedisRateLimiter
 from .redis_book import HEARTBEAT_S, RedisBook
 from .runs import Runs
@@ -98,7 +100,12 @@ def _one_process(app: Flask, server, store, engine) -> None:
     book = MemoryBook(config["MAX_QUEUED_RUNS"], config["CANCEL_GRACE_S"], config["RECENT_RUNS"])
     worker = EngineWorker(book, lambda sends: deliver(server, sends), store, config, engine,
                           start_task=server.start_background_task, sleep=server.sleep)
+    metrics = LiveMetrics()
+    live = LiveGateway(worker, config["LIVE_MAX_WAITING"], metrics)
+    worker.on_live_step = live.after_step
+    app.register_blueprint(openai_api.bp)
     app.extensions.update(book=book, worker=worker, runs=Runs(book, store, server, config["LIMITS"], worker=worker),
+                          live=live, metrics=metrics,
                           rate_limits={"submit": RateLimiter(config["SUBMITS_PER_MINUTE"]),
                                        "watch": RateLimiter(config["WATCHES_PER_MINUTE"])})
     worker.start()
@@ -107,7 +114,9 @@ def _one_process(app: Flask, server, store, engine) -> None:
 def _web_process(app: Flask, server, store, client: redis.Redis) -> None:
     config = app.config
     book = RedisBook(client, f"web-{uuid.uuid4().hex[:8]}", config["MAX_QUEUED_RUNS"], config["CANCEL_GRACE_S"])
-    app.extensions.update(book=book, worker=None, runs=Runs(book, store, server, config["LIMITS"], redis_client=client),
+    app.register_blueprint(openai_api.unavailable_bp)
+    app.extensions.update(book=book, worker=None, live=None, metrics=None,
+                          runs=Runs(book, store, server, config["LIMITS"], redis_client=client),
                           rate_limits={"submit": RedisRateLimiter(client, "submit", config["SUBMITS_PER_MINUTE"]),
                                        "watch": RedisRateLimiter(client, "watch", config["WATCHES_PER_MINUTE"])})
     book.beat_web()

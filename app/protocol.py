@@ -31,6 +31,8 @@ class Event(StrEnum):
     SWEEP_PROGRESS = "sweep_progress"
     SWEEP_POINT = "sweep_point"
     SWEEP_FINISHED = "sweep_finished"
+    LIVE_SNAPSHOT = "live_snapshot"  # the live lane as a Live view opens: its recent steps and requests
+    LIVE_STEP = "live_step"        # one step of the live lane (the OpenAI API's traffic), to the `live` room
 
 
 class RunStatus(StrEnum):

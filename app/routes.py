@@ -23,6 +23,7 @@ from engine.workload import parse_workload
 
 from .events import RUN_ID
 from .extensions import ROOT, SERVER_LIMITS
+from .live import Unavailable
 from .protocol import Rejected
 
 bp = Blueprint("routes", __name__)
@@ -111,6 +112,63 @@ def sweep_page(run_id: str | None = None):
     if run_id is not None and RUN_ID.fullmatch(run_id) is None:
         return _error(404, "no sweep with this id")
     return render_template("sweep.html", run_id=run_id)
+
+
+@bp.get("/live")
+def live_page():
+    """The Live view: the OpenAI endpoint's traffic on the live lane, as it happens."""
+    return render_template("live.html")
+
+
+def _live():
+    live = current_app.extensions.get("live")
+    if live is None:
+        raise Rejected("unavailable", "live traffic is served by a single-process server (python -m app without "
+                                      "--message-queue)")
+    return live
+
+
+@bp.get("/api/live")
+def live_snapshot():
+    """The live lane now: its recent steps and requests (what the Live view opens with)."""
+    try:
+        return jsonify(_live().snapshot())
+    except Rejected as r:
+        return _error(501, r.message)
+
+
+@bp.get("/api/live/capture")
+def live_capture():
+    """The last finished live requests as a workload (`?last=N`, at most max_requests; or `?window_s=S`), which
+    replays on any lanes: arrivals in ms, prompts, the observed output lengths as fixed lengths."""
+    limit = current_app.config["LIMITS"].max_requests
+    try:
+        last = int(request.args.get("last", limit))
+        window = float(request.args["window_s"]) if "window_s" in request.args else None
+    except ValueError:
+        return jsonify({"error": "last must be a whole number and window_s a number of seconds", "field": "last"}), 400
+    if not 1 <= last <= limit or (window is not None and not 0 < window <= 86400):
+        return jsonify({"error": f"last must be 1 to {limit}, window_s 0 to 86400", "field": "last"}), 400
+    try:
+        workload = _live().capture(last=last, window_s=window)
+    except Rejected as r:
+        return _error(501, r.message)
+    except Unavailable as u:
+        return _error(u.status, u.message)
+    download = request.args.get("download") == "1"
+    response = jsonify(workload)
+    if download:
+        response.headers["Content-Disposition"] = 'attachment; filename="captured.json"'
+    return response
+
+
+@bp.get("/metrics")
+def metrics():
+    """The live lane's numbers in Prometheus's text format (app.prom)."""
+    m = current_app.extensions.get("metrics")
+    if m is None:
+        return _error(501, "metrics are served by a single-process server")
+    return Response(m.exposition(), headers={"Content-Type": m.content_type})
 
 
 @bp.get("/healthz")

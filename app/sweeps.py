@@ -38,6 +38,7 @@ def run_sweep(worker, job: Job) -> None:
         if reason:
             worker.emit(worker.book.end(job, RunStatus.CANCELLED, reason))
             return
+        worker.step_live()
         step = worker.offload(next, steps, None)
         if step is None:
             break

@@ -59,6 +59,10 @@ class EngineWorker:
             engine.limits = self.limits           # the app's limits are the only limits
         self.status = initial_status(config, engine)
         book.set_model_status(self.status)
+        self.live_slots = config.get("LIVE_SLOTS", 0)   # the live lane's slots (0: no live lane, as on a worker process)
+        self.live = None                          # the live lane (engine.live), made on the first API request
+        self.on_live_step: Callable | None = None  # what a live step sends (app.live.LiveGateway.after_step)
+        self._live_lock = threading.Lock()
         self._stopping = threading.Event()
         self._task = None
 
@@ -89,12 +93,37 @@ class EngineWorker:
         except Rejected as r:  # the shared book is unreachable: the next status (or the heartbeat) tells
             log.warning("model status not sent: %s", r.message)
 
+    def wake(self) -> None:
+        """Something for the loop to do now (a live request): stop waiting for a job."""
+        wakeup = getattr(self.book, "wakeup", None)
+        if wakeup is not None:
+            with wakeup:
+                wakeup.notify_all()
+
+    def ensure_live(self):
+        """The live lane, made once the model is ready (None before, or where this worker has none)."""
+        with self._live_lock:
+            if self.live is None and self.ready and self.live_slots:
+                from engine.live import LiveLane
+                self.live = LiveLane(self.engine, slots=self.live_slots)
+            return self.live
+
+    def step_live(self) -> None:
+        """One step of the live lane if it has work: between two page ticks, so neither kind of work starves."""
+        if self.live is None or not self.live.has_work():
+            return
+        record = self.offload(self.live.step)
+        if record is not None and self.on_live_step is not None:
+            self.emit(self.on_live_step(record))
+
     def _serve(self) -> None:
         if self.engine is None and not self._load_model():
             return
         while not self._stopping.is_set():
             try:
-                job, sends = self.book.take(timeout=0.5)
+                self.step_live()
+                busy = self.live is not None and self.live.has_work()
+                job, sends = self.book.take(timeout=0 if busy else 0.5)
                 self.emit(sends + self.book.housekeeping())
             except Exception as e:  # a shared book (Redis) unreachable: say so, keep trying until it is back
                 log.warning("run queue unreachable, retrying in 1 s: %s: %s", type(e).__name__, e)
@@ -146,6 +175,7 @@ class EngineWorker:
                 if reason:
                     self.emit(self.book.end(job, RunStatus.CANCELLED, reason))
                     return
+                self.step_live()                  # a live step between two ticks: neither kind of work starves
                 records = self.offload(run.tick)  # tick k = step k of every lane
                 if self.pace and self.engine.lm is None:
                     self.sleep(self.pace * max((rec.ms for rec in records.values() if rec is not None), default=0) / 1000)

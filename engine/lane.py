@@ -14,7 +14,7 @@ import time
 
 from .runner import ForwardResult
 from .scheduler import Scheduler, SchedulerOutput
-from .step import SlotRecord, SlotState, StepRecord
+from .step import SlotRecord, SlotState, StepRecord, StopReason
 
 
 class Lane:
@@ -47,6 +47,10 @@ class Lane:
         result = self.runner.run(out.rows) if out.rows else ForwardResult({}, 0.0, "none")
         self.scheduler.update_from_output(out, result.tokens)
         texts = {row.slot: self.runner.text_delta(row.request) for row in out.rows if row.wants_token}
+        for row in out.rows:  # stop strings need the text, which only the runner's tokenizer knows
+            r = row.request
+            if row.wants_token and r.spec.stop and any(stop in r.text for stop in r.spec.stop):
+                self.scheduler.finish(r, StopReason.STOP)
         kv = (self.scheduler.kv_used(), self.scheduler.blocks.num_used)  # before finished requests leave
         returned = self.scheduler.release()
         if out.rows:  # the simulator's steps last what its cost model says; the model's what they measured

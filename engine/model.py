@@ -53,6 +53,13 @@ class LoadedModel:
             return list(ids)
         return self.tokenizer.encode(prompt)  # a base model without a chat template reads the raw text
 
+    def encode_messages(self, messages: list[dict]) -> list[int]:
+        """A chat (`[{"role", "content"}, ...]`) through the model's chat template, ready for the assistant's reply."""
+        if getattr(self.tokenizer, "chat_template", None):
+            return list(self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                                           return_dict=False))
+        return self.tokenizer.encode("\n".join(m["content"] for m in messages))
+
     def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
 

@@ -29,6 +29,10 @@ class RequestSpec:
                                      # after this time on the lane's clock (None: the workload counts steps)
     priority: int = 0           # higher is admitted first under the `priority` policy
     prompt_ids: tuple[int, ...] = ()  # the chat-templated prompt, filled in by the runner's tokenizer
+    temperature: float = 0.0    # 0: greedy (token-exact with generate()); else sample from softmax(logits / T)
+    top_p: float = 1.0          # sample from the smallest set of tokens whose probability reaches top_p
+    seed: int | None = None     # a sampled request's own random stream: the same text whatever it is batched with
+    stop: tuple[str, ...] = ()  # finish as soon as the text holds one of these strings
 
 
 def max_row_len(spec: RequestSpec, steps: int | None = None) -> int:
@@ -59,6 +63,7 @@ class Request:
     stop: StopReason | None = None
     num_preemptions: int = 0
     text: str = ""                              # detokenized output so far (including special tokens)
+    rng: object = None                          # a sampled request's random generator (the runner's to make)
 
     @property
     def id(self) -> str:

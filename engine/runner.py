@@ -162,7 +162,7 @@ class ModelRunner:
         pos = torch.tensor(pos, device=device)                        # (B, Q)
         self.cache.plan([slot for slot, _ in batch], torch.tensor(write), kv_len)
         # left padding puts every row's last token at column -1
-        wanted = [(slot, b, -1) for b, (slot, r) in enumerate(batch) if r is not None and r.wants_token]
+        wanted = [(slot, b, -1, r.request) for b, (slot, r) in enumerate(batch) if r is not None and r.wants_token]
         return self.compute(ids, pos, self.mask(rows, fillers, pos, kv_len), wanted)
 
     @torch.inference_mode()
@@ -182,7 +182,7 @@ class ModelRunner:
             read_pos += range(kv)
             k_row += [i] * kv
             if r.wants_token:
-                wanted.append((r.slot, 0, len(ids) - 1))
+                wanted.append((r.slot, 0, len(ids) - 1, r.request))
         device = self.lm.device
         pos, read_pos = torch.tensor(pos, device=device), torch.tensor(read_pos, device=device)  # (M,), (T,)
         visible = (torch.tensor(q_row, device=device)[:, None] == torch.tensor(k_row, device=device)) \
@@ -192,17 +192,19 @@ class ModelRunner:
         return self.compute(torch.tensor([ids], device=device), pos[None], mask, wanted)
 
     def compute(self, ids: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor | None,
-                wanted: list[tuple[int, int, int]]) -> dict[int, int]:
-        """The decoder over ids and pos (B, Q) as planned in the cache, then the greedy token of each
-        (slot, batch row, column) in `wanted`, by slot."""
+                wanted: list[tuple[int, int, int, Request]]) -> dict[int, int]:
+        """The decoder over ids and pos (B, Q) as planned in the cache, then the next token of each
+        (slot, batch row, column, request) in `wanted`, by slot."""
         with packed_linears(self.lm.model) if self.packed else contextlib.nullcontext():
             hidden = self.lm.model.model(input_ids=ids, position_ids=pos, attention_mask=mask,
                                          cache=self.cache, use_cache=True).last_hidden_state  # (B, Q, E)
             if not wanted:
                 return {}
-            _, b, q = zip(*wanted)
+            _, b, q, _ = zip(*wanted)
             logits = self.lm.model.lm_head(hidden[list(b), list(q)])  # (W, V)
-        return dict(zip((slot for slot, _, _ in wanted), logits.argmax(-1).tolist()))
+        greedy = logits.argmax(-1).tolist()
+        return {slot: greedy[i] if r.spec.temperature == 0 else sample(logits[i], r, self.lm.device)
+                for i, (slot, _, _, r) in enumerate(wanted)}
 
     def mask(self, rows: list[Row], fillers: list[int], pos: torch.Tensor, kv_len: int) -> torch.Tensor | None:
         """The (B, 1, Q, kv_len) additive attention mask, or None where none is needed: every row has the same
@@ -242,6 +244,25 @@ class ModelRunner:
             return ""
         delta, request.text = full[len(request.text):], full
         return delta
+
+
+def sample(logits: torch.Tensor, request: Request, device: torch.device) -> int:
+    """A token drawn from softmax(logits / temperature), cut to the top_p nucleus, with the request's own
+    generator (seeded by its `seed`, else at random): a seeded request draws the same tokens whatever else
+    shares its batch, since nothing else touches its generator."""
+    spec = request.spec
+    if request.rng is None:
+        request.rng = torch.Generator(device=device)
+        if spec.seed is None:
+            request.rng.seed()
+        else:
+            request.rng.manual_seed(spec.seed)
+    probs = torch.softmax(logits.float() / spec.temperature, dim=-1)  # (V,)
+    probs, order = probs.sort(descending=True)
+    if spec.top_p < 1.0:
+        keep = probs.cumsum(-1) - probs < spec.top_p  # tokens before the nucleus is full, and the one that fills it
+        probs = probs * keep
+    return int(order[torch.multinomial(probs, 1, generator=request.rng)])
 
 
 SIM_TOKEN = -1  # the simulator's placeholder token id

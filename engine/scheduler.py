@@ -176,6 +176,37 @@ class Scheduler:
                 finished.append(r)
         return finished
 
+    # -- requests that come while the lane runs (the live lane) ----------------------------------------
+    def add(self, spec: RequestSpec) -> Request:
+        """Queue a request that arrived now, as a client's request does on the live lane."""
+        request = Request(spec, order=len(self.requests) and self.requests[-1].order + 1)
+        request.status = RequestStatus.WAITING
+        request.start_prefill()
+        self.requests.append(request)
+        self.waiting.append(request)
+        return request
+
+    def finish(self, request: Request, stop: StopReason) -> None:
+        """End `request` now, for a reason the scheduler cannot see (a stop string); `release` gives its slot back."""
+        if not request.is_finished:
+            request.stop, request.status, request.finish_step = stop, RequestStatus.FINISHED, self.step
+
+    def cancel(self, request: Request) -> None:
+        """Between steps: drop `request` at once (its client went away), freeing its slot and KV blocks."""
+        if request.status is RequestStatus.RETURNED:
+            return
+        if request in self.waiting:
+            self.waiting.remove(request)
+        self.finish(request, StopReason.CANCELLED)
+        if request.slot is not None and self.slots[request.slot] is request:
+            self.give_back(request)
+        else:
+            request.status, request.return_step = RequestStatus.RETURNED, self.step
+
+    def forget_returned(self) -> None:
+        """Drop returned requests from the books (a live lane's list would otherwise grow without end)."""
+        self.requests = [r for r in self.requests if r.status is not RequestStatus.RETURNED]
+
     # -- helpers for policies -----------------------------------------------------------------------
     def place(self, request: Request, slot: int) -> None:
         assert self.slots[slot] is None

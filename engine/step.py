@@ -18,8 +18,10 @@ class SlotState(str, Enum):
 
 
 class StopReason(str, Enum):
-    EOS = "eos"        # the model wrote an end-of-sequence token
-    LENGTH = "length"  # max_new_tokens reached
+    EOS = "eos"              # the model wrote an end-of-sequence token
+    LENGTH = "length"        # max_new_tokens reached
+    STOP = "stop"            # its text now holds one of the request's stop strings
+    CANCELLED = "cancelled"  # its client went away (a live request whose connection closed)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ export const SlotState = Object.freeze({
 export const StopReason = Object.freeze({
   EOS: "eos",
   LENGTH: "length",
+  STOP: "stop",            // a stop string appeared (live requests)
+  CANCELLED: "cancelled",  // its client went away (live requests)
 });
 
 /** A request's phase in one step, for the request view: the slot states plus three of its own. */
@@ -57,6 +59,13 @@ export const ClientEvent = Object.freeze({
   WATCH: "watch",
   CANCEL: "cancel",       // stop your own queued or running run (it ends with run_error code "cancelled")
 });
+
+/** Socket events of the Live view (app/live.py): the server's, to the `live` room, and the one the page sends. */
+export const LiveEvent = Object.freeze({
+  LIVE_SNAPSHOT: "live_snapshot",  // the live lane as the page joins: its recent steps and requests
+  LIVE_STEP: "live_step",          // one step of the live lane, with the requests it touched
+});
+export const LiveClientEvent = Object.freeze({ WATCH_LIVE: "watch_live" });
 
 /** Connection changes socket.js queues next to the server's events (page-only names). */
 export const ConnectionEvent = Object.freeze({

@@ -1,0 +1,187 @@
+"""Live traffic: the OpenAI API's requests on the engine worker's live lane, as streams, as a view, as a capture.
+
+`LiveGateway.open` turns a checked API request into a `LiveStream` on the live lane (engine.live); on the
+worker's thread each step feeds every stream its new text (special tokens left out, stop strings cut and held
+back while they may still be forming) and its end. The gateway also keeps what the Live view shows (recent
+steps and a summary per request, sent to the `live` room after each step), the Prometheus metrics
+(app.prom) and the last requests for a capture: a workload with their arrivals in ms, prompts and observed
+output lengths, which replays on any lanes. This module knows the live lane and the payloads, nothing of HTTP.
+"""
+import itertools
+import queue
+import threading
+import time
+from collections import OrderedDict
+
+from engine.request import Request, RequestSpec
+from engine.step import StepRecord, StopReason
+
+from .protocol import Event, Send
+
+LIVE_ROOM = "live"
+KEEP_REQUESTS = 200   # request summaries kept for the Live view and captures
+TEXT_CHARS = 2000     # of a request's text, kept in its summary (the stream gets all of it)
+
+
+class Unavailable(Exception):
+    """The live lane cannot take a request now: `status` 503 (model loading) or 429 (queue full)."""
+
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def visible_text(full: str, stops: tuple[str, ...], finished: bool) -> tuple[str, bool]:
+    """What may be sent of `full` now: cut before the first stop string (then the request is done); while not
+    finished, without a tail that could still become a stop string. Returns (text, hit a stop string)."""
+    cut = min((i for i in (full.find(s) for s in stops) if i >= 0), default=-1)
+    if cut >= 0:
+        return full[:cut], True
+    if finished:
+        return full, False
+    hold = max((k for s in stops for k in range(len(s) - 1, 0, -1) if full.endswith(s[:k])), default=0)
+    return full[:len(full) - hold], False
+
+
+class LiveStream:
+    """One API request on the live lane: what the HTTP handler reads, as ("text", delta) and ("done", finish, usage)."""
+
+    def __init__(self, gateway: "LiveGateway", spec: RequestSpec):
+        self.gateway, self.spec = gateway, spec
+        self.events: queue.Queue = queue.Queue()
+        self.sent = ""            # visible text handed out so far
+        self.done = False
+
+    def feed(self, request: Request, record: StepRecord | None, decode) -> None:
+        """On the worker's thread: the request's new text since the last step, and its end."""
+        finished = record is None or request.is_finished
+        full = decode(request.output_ids) if request.output_ids else ""
+        text, stopped = visible_text(full, self.spec.stop, finished)
+        if len(text) > len(self.sent):
+            self.events.put(("text", text[len(self.sent):]))
+            self.sent = text
+        if finished and not self.done:
+            self.done = True
+            reason = "length" if request.stop is StopReason.LENGTH else "stop"
+            usage = {"prompt_tokens": len(self.spec.prompt_ids), "completion_tokens": request.num_tokens,
+                     "total_tokens": len(self.spec.prompt_ids) + request.num_tokens}
+            self.events.put(("done", reason, usage))
+
+    def read(self, timeout: float):
+        """The next event, or None after `timeout` seconds."""
+        try:
+            return self.events.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        """The client is gone (or has all it wanted): drop the request if it still runs."""
+        if not self.done:
+            self.done = True
+            self.gateway.worker.live.cancel(self.spec.id)
+
+
+class LiveGateway:
+    def __init__(self, worker, max_waiting: int, metrics=None):
+        self.worker, self.max_waiting, self.metrics = worker, max_waiting, metrics
+        self.ids = itertools.count(1)
+        self.lock = threading.Lock()
+        self.summaries: "OrderedDict[str, dict]" = OrderedDict()  # request id -> what the Live view shows
+
+    @property
+    def lane(self):
+        live = self.worker.ensure_live() if self.worker is not None else None
+        if live is None:
+            status = self.worker.status if self.worker is not None else {"message": "no engine in this process"}
+            raise Unavailable(503, "model_loading", f"the model is not ready: {status.get('error') or status.get('message')}")
+        return live
+
+    def open(self, prompt_ids: list[int], prompt: str, max_tokens: int, temperature: float, top_p: float,
+             seed: int | None, stop: tuple[str, ...], ignore_eos: bool) -> LiveStream:
+        lane = self.lane
+        if lane.queued >= self.max_waiting:
+            raise Unavailable(429, "queue_full", f"{lane.queued} requests are waiting for the live lane, the limit is "
+                              f"{self.max_waiting}; retry in a moment")
+        spec = RequestSpec(id=f"L{next(self.ids)}", prompt=prompt, max_new_tokens=max_tokens, ignore_eos=ignore_eos,
+                           prompt_ids=tuple(prompt_ids), temperature=temperature, top_p=top_p, seed=seed, stop=stop)
+        stream = LiveStream(self, spec)
+        decode = (lambda ids: self.worker.engine.lm.decode(ids, skip_special_tokens=True)) \
+            if self.worker.engine.lm is not None else (lambda ids: "")
+        arrival = lane.submit(spec, lambda request, record: self._stepped(stream, request, record, decode))
+        with self.lock:
+            self.summaries[spec.id] = {"id": spec.id, "prompt": prompt[:TEXT_CHARS], "prompt_tokens": len(prompt_ids),
+                                       "max_tokens": max_tokens, "arrival_ms": arrival, "admitted_ms": None,
+                                       "first_token_ms": None, "finish_ms": None, "tokens": 0, "text": "",
+                                       "stop": None, "status": "waiting"}
+            while len(self.summaries) > KEEP_REQUESTS:
+                self.summaries.popitem(last=False)
+        if self.metrics is not None:
+            self.metrics.arrived(len(prompt_ids))
+        self.worker.wake()
+        return stream
+
+    def _stepped(self, stream: LiveStream, request: Request, record: StepRecord | None, decode) -> None:
+        """On the worker's thread, after a step `request` took part in (record None: cancelled)."""
+        stream.feed(request, record, decode)
+        end_ms = record.start_ms + record.ms if record is not None else self.worker.live.now_ms()
+        with self.lock:
+            s = self.summaries.get(request.id)
+            if s is None:
+                return
+            if s["admitted_ms"] is None and request.admitted_step is not None and record is not None:
+                s["admitted_ms"] = record.start_ms
+                if self.metrics is not None:
+                    self.metrics.admitted((record.start_ms - s["arrival_ms"]) / 1000)
+            if request.num_tokens > s["tokens"]:
+                if s["first_token_ms"] is None:
+                    s["first_token_ms"] = end_ms
+                    if self.metrics is not None:
+                        self.metrics.first_token((end_ms - s["arrival_ms"]) / 1000)
+                elif self.metrics is not None:
+                    self.metrics.tokens_after_first(request.num_tokens - s["tokens"], record.ms / 1000)
+                if self.metrics is not None:
+                    self.metrics.generated(request.num_tokens - s["tokens"])
+            s.update(tokens=request.num_tokens, text=stream.sent[-TEXT_CHARS:],
+                     status="running" if not request.is_finished else "finished")
+            if request.is_finished and s["finish_ms"] is None:
+                s.update(finish_ms=end_ms, stop=request.stop.value if request.stop else None)
+                if self.metrics is not None:
+                    self.metrics.finished((end_ms - s["arrival_ms"]) / 1000)
+
+    def after_step(self, record: StepRecord) -> list[Send]:
+        """On the worker's thread: the Live view's update for this step, sent to the `live` room."""
+        if self.metrics is not None:
+            lane = self.worker.live
+            self.metrics.stepped(running=sum(c.request is not None for c in record.slots), waiting=lane.queued,
+                                 kv=record.kv_used / max(1, record.kv_capacity), preemptions=len(record.preempted))
+        ids = {c.request for c in record.slots if c.request} | set(record.waiting) | set(record.finished)
+        with self.lock:
+            requests = [dict(self.summaries[i]) for i in ids if i in self.summaries]
+        return [Send(Event.LIVE_STEP, {"record": record.to_dict(), "requests": requests}, LIVE_ROOM)]
+
+    def snapshot(self) -> dict:
+        """What a Live view opens with: the lane, its recent steps and requests (`GET /api/live`, `watch_live`)."""
+        live = self.worker.ensure_live() if self.worker is not None else None
+        with self.lock:
+            requests = [dict(s) for s in self.summaries.values()]
+        return {"ready": live is not None, "model": self.worker.status["model"] if self.worker else None,
+                "slots": live.scheduler.config.slots if live else None, "now_ms": live.now_ms() if live else None,
+                "started_at": time.time() - (live.now_ms() / 1000 if live else 0),
+                "records": [r.to_dict() for r in live.recent] if live else [], "requests": requests}
+
+    def capture(self, last: int | None = None, window_s: float | None = None) -> dict:
+        """The finished live requests (the last `last`, or those that arrived in the last `window_s` seconds) as a
+        workload: arrivals in ms from the first, prompts, observed output lengths as fixed lengths."""
+        live = self.lane
+        with self.lock:
+            done = [s for s in self.summaries.values() if s["status"] == "finished" and s["stop"] != "cancelled"
+                    and s["tokens"] > 0]
+        if window_s is not None:
+            done = [s for s in done if s["arrival_ms"] >= live.now_ms() - window_s * 1000]
+        if last is not None:
+            done = done[-last:]
+        t0 = done[0]["arrival_ms"] if done else 0.0
+        return {"name": "captured", "description": f"{len(done)} live requests captured from the OpenAI endpoint",
+                "slots": live.scheduler.config.slots, "lanes": ["static", "dynamic", "continuous"],
+                "requests": [{"id": s["id"], "prompt": s["prompt"], "max_new_tokens": s["tokens"], "ignore_eos": True,
+                              "arrival_ms": round(s["arrival_ms"] - t0, 3)} for s in done]}

@@ -1,0 +1,102 @@
+"""The live lane: one continuous lane that never ends, fed by clients' requests as they come (the OpenAI API).
+
+Its clock is the wall clock, in ms since the lane opened: a step starts when the worker runs it, and time with
+nothing to compute is drawn as waiting, as on any lane with arrivals in ms. Requests and cancellations arrive
+from other threads through a thread-safe inbox and are applied at the start of the next step, so the lane's
+state only ever changes on the thread that steps it. After each step, every request that got a token (or
+finished) is passed to its listener with the step record. This module knows the scheduler, the runner and
+the record; nothing of HTTP, sockets or the OpenAI format.
+"""
+import queue
+import time
+from collections import deque
+from dataclasses import replace
+from typing import Callable
+
+from .config import EngineConfig
+from .lane import Lane
+from .policies import ContinuousScheduler
+from .request import Request, RequestSpec
+from .runner import ModelRunner, SimRunner
+from .step import StepRecord
+
+Listener = Callable[[Request, StepRecord], None]  # called on the stepping thread after each step it took part in
+
+
+class LiveLane:
+    def __init__(self, engine, slots: int = 8, row_len: int | None = None, keep_steps: int = 2000):
+        lm, limits = engine.lm, engine.limits
+        self.engine = engine
+        self.row_len = row_len or min(limits.max_prompt_tokens + limits.max_new_tokens,
+                                      lm.max_context if lm is not None else 1 << 30)
+        config = EngineConfig(slots=slots)
+        scheduler = ContinuousScheduler(config, [], eos_ids=frozenset() if lm is None else lm.eos_ids,
+                                        pad_id=0 if lm is None else lm.pad_id, timed=True)
+        runner = SimRunner(slots, self.row_len) if lm is None else ModelRunner(lm, slots, self.row_len)
+        self.lane = Lane("live", scheduler, runner, kv_capacity=slots * self.row_len)
+        self.inbox: queue.SimpleQueue = queue.SimpleQueue()   # ("add", spec, listener) | ("cancel", request id)
+        self.listeners: dict[str, Listener] = {}
+        self.requests: dict[str, Request] = {}                # not yet returned, by id
+        self.recent: deque[StepRecord] = deque(maxlen=keep_steps)
+        self.t0 = time.monotonic()
+        self.queued = 0                                       # requests in the inbox or waiting for a slot
+
+    @property
+    def scheduler(self) -> ContinuousScheduler:
+        return self.lane.scheduler
+
+    def now_ms(self) -> float:
+        return round((time.monotonic() - self.t0) * 1000, 3)
+
+    # -- from any thread ----------------------------------------------------------------------------
+    def submit(self, spec: RequestSpec, listener: Listener) -> float:
+        """Queue a prepared request (its prompt_ids set); it joins at the next step. Returns its arrival (lane ms)."""
+        arrival = self.now_ms()
+        self.queued += 1
+        self.inbox.put(("add", replace(spec, arrival_ms=arrival), listener))
+        return arrival
+
+    def cancel(self, request_id: str) -> None:
+        """Its client went away: the request leaves at the start of the next step, freeing its slot."""
+        self.inbox.put(("cancel", request_id))
+
+    def has_work(self) -> bool:
+        return not self.inbox.empty() or self.scheduler.has_work()
+
+    # -- on the stepping thread ---------------------------------------------------------------------
+    def step(self) -> StepRecord | None:
+        """Apply the inbox, then run one step if there is anything to compute (None if not)."""
+        self._drain()
+        if not self.scheduler.has_work():
+            return None
+        self.lane.clock = max(self.lane.clock, self.now_ms())  # the wall clock: idle time is waiting
+        record = self.lane.step()
+        touched = {c.request for c in record.slots if c.request} | set(record.finished) | set(record.returned)
+        for request_id in touched:
+            request = self.requests.get(request_id)
+            if request is not None and request_id in self.listeners:
+                self.listeners[request_id](request, record)
+        for request_id in record.returned:
+            self.requests.pop(request_id, None)
+            self.listeners.pop(request_id, None)
+        self.scheduler.forget_returned()
+        self.queued = len(self.scheduler.waiting) + self.inbox.qsize()
+        self.recent.append(record)
+        return record
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                item = self.inbox.get_nowait()
+            except queue.Empty:
+                return
+            if item[0] == "add":
+                _, spec, listener = item
+                request = self.scheduler.add(spec)
+                self.requests[spec.id] = request
+                self.listeners[spec.id] = listener
+            elif item[1] in self.requests:
+                request = self.requests.pop(item[1])
+                self.scheduler.cancel(request)
+                self.listeners.pop(item[1])(request, None)
+                self.scheduler.forget_returned()

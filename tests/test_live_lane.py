@@ -1,0 +1,91 @@
+"""The live lane (engine.live) and how the worker shares the engine between it and page runs: requests join
+and leave a running lane, a cancelled request gives its slot back before the next step, a seeded sampled
+request writes the same tokens whatever shares its batch, and page ticks and live steps alternate."""
+import threading
+import time
+
+from engine import Engine
+from engine.live import LiveLane
+from engine.request import RequestSpec
+from engine.step import StopReason
+
+from conftest import solo_generate
+
+
+def spec(lm, i: int, prompt: str, n: int, **kw) -> RequestSpec:
+    ids = tuple(lm.encode_prompt(prompt)) if lm is not None else (0,) * 40
+    return RequestSpec(id=f"L{i}", prompt=prompt, max_new_tokens=n, prompt_ids=ids, **kw)
+
+
+def drive(lane: LiveLane, specs: list[RequestSpec]) -> dict[str, list[int]]:
+    """Submit `specs`, step until all are done; every request's tokens."""
+    done = {}
+    for s in specs:
+        lane.submit(s, lambda r, rec, s=s: done.__setitem__(s.id, list(r.output_ids)))
+    while lane.has_work():
+        lane.step()
+    return done
+
+
+def test_greedy_live_requests_equal_solo_generate_and_join_a_running_lane(tiny):
+    lane = LiveLane(Engine(tiny), slots=4)
+    first = spec(tiny, 1, "Say hi.", 12)
+    lane.submit(first, lambda r, rec: None)
+    lane.step()
+    lane.step()                                              # L1 runs; L2 and L3 come later
+    got = drive(lane, [spec(tiny, 2, "Name a colour.", 6), spec(tiny, 3, "Count to three.", 9)])
+    for s in (spec(tiny, 2, "Name a colour.", 6), spec(tiny, 3, "Count to three.", 9)):
+        assert got[s.id] == solo_generate(tiny, s.prompt_ids, s.max_new_tokens)
+    steps = [r for r in lane.recent if {"L1", "L2"} <= {c.request for c in r.slots}]
+    assert steps, "L2 joined while L1 was running"
+
+
+def test_a_seeded_sampled_request_writes_the_same_tokens_alone_or_in_a_crowd(tiny):
+    sampled = spec(tiny, 1, "Tell a story.", 16, temperature=1.0, top_p=0.95, seed=42)
+    alone = drive(LiveLane(Engine(tiny), slots=4), [sampled])["L1"]
+    crowd = drive(LiveLane(Engine(tiny), slots=4),
+                  [spec(tiny, 7, "Hello there.", 5, temperature=0.7), sampled, spec(tiny, 8, "Why?", 11, seed=1,
+                                                                                     temperature=1.3)])["L1"]
+    other_seed = drive(LiveLane(Engine(tiny), slots=4), [spec(tiny, 1, "Tell a story.", 16, temperature=1.0,
+                                                              top_p=0.95, seed=43)])["L1"]
+    assert alone == crowd and len(alone) == 16 and other_seed != alone
+
+
+def test_a_cancelled_request_leaves_before_the_next_step_and_its_listener_hears_it():
+    lane = LiveLane(Engine(None), slots=2)
+    heard = []
+    lane.submit(spec(None, 1, "x", 50), lambda r, rec: heard.append((r.stop, rec is None)))
+    lane.step()
+    lane.step()
+    lane.cancel("L1")
+    assert lane.step() is None                               # nothing left to compute: the slot is free
+    assert heard[-1] == (StopReason.CANCELLED, True) and lane.scheduler.slots == [None, None]
+
+
+def test_page_ticks_and_live_steps_alternate_so_neither_starves(make_app, connect):
+    app = make_app({"LIVE_SLOTS": 2, "PACE": 0.5}, engine=Engine(None))  # page ticks take 30 ms and more
+    worker, gateway = app.extensions["worker"], app.extensions["live"]
+    order, lock = [], threading.Lock()
+    emit = worker.emit
+
+    def recording(sends):
+        with lock:
+            order.extend(str(s.event) for s in sends if str(s.event) in ("tick", "live_step"))
+        emit(sends)
+    worker.emit = recording
+    probe = connect(app)
+    probe.emit("submit", {"workload": {"slots": 2, "requests": [{"id": f"P{i}", "prompt": "page", "max_new_tokens": 40}
+                                                                for i in (1, 2)]}})
+    run_id = probe.wait_for("run_queued", timeout=30)["run_id"]
+    probe.wait_for("tick", run_id, timeout=30)              # the page run plays; now live traffic comes
+    streams = [gateway.open([0] * 40, "live", 30, 0.0, 1.0, None, (), True) for _ in range(2)]
+    probe.wait_for("run_finished", run_id, timeout=120)
+    deadline = time.monotonic() + 60
+    while not all(s.done for s in streams):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    with lock:
+        both = order[order.index("tick"):len(order) - order[::-1].index("tick")]  # while the page run played
+    assert both.count("tick") >= 40 and both.count("live_step") >= 25  # the live requests ran while the page played
+    runs = "".join("t" if e == "tick" else "l" for e in both)
+    assert "ll" not in runs.strip("l")                       # never two live steps between two page ticks
