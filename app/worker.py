@@ -113,6 +113,7 @@ class EngineWorker:
         if self.live is None or not self.live.has_work():
             return
         record = self.offload(self.live.step)
+        self.live.notify()                        # on this thread: the streams' queues are the server's
         if record is not None and self.on_live_step is not None:
             self.emit(self.on_live_step(record))
 

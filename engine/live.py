@@ -4,7 +4,7 @@ Its clock is the wall clock, in ms since the lane opened: a step starts when the
 nothing to compute is drawn as waiting, as on any lane with arrivals in ms. Requests and cancellations arrive
 from other threads through a thread-safe inbox and are applied at the start of the next step, so the lane's
 state only ever changes on the thread that steps it. After each step, every request that got a token (or
-finished) is passed to its listener with the step record. This module knows the scheduler, the runner and
+finished) is passed to its listener with the step record by `notify`, on the caller's thread. This module knows the scheduler, the runner and
 the record; nothing of HTTP, sockets or the OpenAI format.
 """
 import queue
@@ -36,6 +36,7 @@ class LiveLane:
         self.lane = Lane("live", scheduler, runner, kv_capacity=slots * self.row_len)
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()   # ("add", spec, listener) | ("cancel", request id)
         self.listeners: dict[str, Listener] = {}
+        self.calls: list[tuple[Listener, Request, StepRecord | None]] = []  # what `notify` will tell
         self.requests: dict[str, Request] = {}                # not yet returned, by id
         self.recent: deque[StepRecord] = deque(maxlen=keep_steps)
         self.t0 = time.monotonic()
@@ -75,7 +76,7 @@ class LiveLane:
         for request_id in touched:
             request = self.requests.get(request_id)
             if request is not None and request_id in self.listeners:
-                self.listeners[request_id](request, record)
+                self.calls.append((self.listeners[request_id], request, record))
         for request_id in record.returned:
             self.requests.pop(request_id, None)
             self.listeners.pop(request_id, None)
@@ -98,5 +99,12 @@ class LiveLane:
             elif item[1] in self.requests:
                 request = self.requests.pop(item[1])
                 self.scheduler.cancel(request)
-                self.listeners.pop(item[1])(request, None)
+                self.calls.append((self.listeners.pop(item[1]), request, None))
                 self.scheduler.forget_returned()
+
+    def notify(self) -> None:
+        """Tell the listeners what the last `step` did to their requests. Called by whoever stepped, on its own
+        thread: the compute may run on a thread pool, the listeners' queues belong to the server's threads."""
+        calls, self.calls = self.calls, []
+        for listener, request, record in calls:
+            listener(request, record)

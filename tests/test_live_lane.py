@@ -24,6 +24,7 @@ def drive(lane: LiveLane, specs: list[RequestSpec]) -> dict[str, list[int]]:
         lane.submit(s, lambda r, rec, s=s: done.__setitem__(s.id, list(r.output_ids)))
     while lane.has_work():
         lane.step()
+        lane.notify()
     return done
 
 
@@ -59,6 +60,7 @@ def test_a_cancelled_request_leaves_before_the_next_step_and_its_listener_hears_
     lane.step()
     lane.cancel("L1")
     assert lane.step() is None                               # nothing left to compute: the slot is free
+    lane.notify()
     assert heard[-1] == (StopReason.CANCELLED, True) and lane.scheduler.slots == [None, None]
 
 

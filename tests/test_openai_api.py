@@ -262,3 +262,12 @@ def test_the_api_answers_503_while_the_model_loads(make_app, monkeypatch):
         assert r.get_json()["error"]["type"] == "server_error"
     finally:
         gate.set()
+
+
+def test_the_endpoint_streams_under_eventlet_too(tmp_path, smol):
+    text, _, tokens = reference(smol, PROMPTS[3], 12)
+    with live_server("--async-mode", "eventlet", data_dir=tmp_path) as url:
+        c = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=120)
+        model = c.models.list().data[0].id
+        got, finish, usage = chat(c, model, PROMPTS[3], stream=True, max_tokens=12, temperature=0)
+        assert got == text and usage.completion_tokens == tokens
