@@ -21,6 +21,7 @@ from .protocol import Event, Send
 LIVE_ROOM = "live"
 KEEP_REQUESTS = 200   # request summaries kept for the Live view and captures
 TEXT_CHARS = 2000     # of a request's text, kept in its summary (the stream gets all of it)
+SNAPSHOT_MS = 120_000  # the steps a Live view opens with: the last two minutes
 
 
 class Unavailable(Exception):
@@ -167,7 +168,8 @@ class LiveGateway:
         return {"ready": live is not None, "model": self.worker.status["model"] if self.worker else None,
                 "slots": live.scheduler.config.slots if live else None, "now_ms": live.now_ms() if live else None,
                 "started_at": time.time() - (live.now_ms() / 1000 if live else 0),
-                "records": [r.to_dict() for r in live.recent] if live else [], "requests": requests}
+                "records": [r.to_dict() for r in list(live.recent) if r.start_ms >= live.now_ms() - SNAPSHOT_MS]
+                if live else [], "requests": requests}
 
     def capture(self, last: int | None = None, window_s: float | None = None) -> dict:
         """The finished live requests (the last `last`, or those that arrived in the last `window_s` seconds) as a
