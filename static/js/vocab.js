@@ -51,6 +51,8 @@ export const ServerEvent = Object.freeze({
   TICK: "tick",
   RUN_FINISHED: "run_finished",
   RUN_ERROR: "run_error",
+  LIVE_SNAPSHOT: "live_snapshot",  // the live lane as a Live view joins: its recent steps and requests
+  LIVE_STEP: "live_step",          // one step of the live lane, with the requests it touched (to the `live` room)
 });
 
 /** Socket events the page sends. */
@@ -60,11 +62,7 @@ export const ClientEvent = Object.freeze({
   CANCEL: "cancel",       // stop your own queued or running run (it ends with run_error code "cancelled")
 });
 
-/** Socket events of the Live view (app/live.py): the server's, to the `live` room, and the one the page sends. */
-export const LiveEvent = Object.freeze({
-  LIVE_SNAPSHOT: "live_snapshot",  // the live lane as the page joins: its recent steps and requests
-  LIVE_STEP: "live_step",          // one step of the live lane, with the requests it touched
-});
+/** The socket event the Live view sends (app/events.py): join the `live` room, answered by live_snapshot. */
 export const LiveClientEvent = Object.freeze({ WATCH_LIVE: "watch_live" });
 
 /** Connection changes socket.js queues next to the server's events (page-only names). */
