@@ -61,6 +61,10 @@ class LiveStream:
         if len(text) > len(self.sent):
             self.events.put(("text", text[len(self.sent):]))
             self.sent = text
+        if record is None and request.stop is StopReason.CANCELLED and self.gateway.worker.live.failure and not self.done:
+            self.done = True                      # the lane dropped it after a failed step: an error, not an end
+            self.events.put(("error", self.gateway.worker.live.failure))
+            return
         if finished and not self.done:
             self.done = True
             reason = "length" if request.stop is StopReason.LENGTH else "stop"
@@ -138,7 +142,7 @@ class LiveGateway:
                     s["first_token_ms"] = end_ms
                     if self.metrics is not None:
                         self.metrics.first_token((end_ms - s["arrival_ms"]) / 1000)
-                elif self.metrics is not None:
+                elif self.metrics is not None and record is not None:
                     self.metrics.tokens_after_first(request.num_tokens - s["tokens"], record.ms / 1000)
                 if self.metrics is not None:
                     self.metrics.generated(request.num_tokens - s["tokens"])

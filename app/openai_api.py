@@ -128,6 +128,10 @@ def _open(prompt_ids: list[int], prompt: str, params: dict, param: str) -> LiveS
     limits = current_app.config["LIMITS"]
     if len(prompt_ids) > limits.max_prompt_tokens:
         raise BadParam(param, f"the prompt is {len(prompt_ids)} tokens, the limit is {limits.max_prompt_tokens}")
+    row = _gateway().lane.row_len
+    if len(prompt_ids) + params["max_tokens"] > row:
+        raise BadParam("max_tokens", f"the prompt ({len(prompt_ids)} tokens) + max_tokens ({params['max_tokens']}) "
+                       f"exceed the live lane's {row} tokens a request")
     return _gateway().open(prompt_ids, prompt, params["max_tokens"], params["temperature"], params["top_p"],
                            params["seed"], params["stop"], params["ignore_eos"])
 
@@ -183,6 +187,8 @@ def whole(stream: LiveStream, kind: str, head: dict):
                 text.append(event[1])
     finally:
         stream.close()
+    if event[0] == "error":
+        return error(500, event[1], None, "engine_error")
     _, finish, usage = event
     choice = {"index": 0, "finish_reason": finish, "logprobs": None}
     choice.update({"message": {"role": "assistant", "content": "".join(text)}} if kind == "chat" else {"text": "".join(text)})
@@ -215,6 +221,11 @@ def sse(stream: LiveStream, kind: str, head: dict, include_usage: bool, sock):
             if event[0] == "text":
                 yield chunk(event[1])
                 continue
+            if event[0] == "error":  # the status line has gone: the error travels as an event, as vLLM sends it
+                yield b"data: " + json.dumps({"error": {"message": event[1], "type": "server_error", "param": None,
+                                                        "code": "engine_error"}}).encode() + b"\n\n"
+                yield b"data: [DONE]\n\n"
+                return
             _, finish, usage = event
             yield chunk(None, finish)
             if include_usage:

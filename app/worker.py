@@ -112,8 +112,15 @@ class EngineWorker:
         """One step of the live lane if it has work: between two page ticks, so neither kind of work starves."""
         if self.live is None or not self.live.has_work():
             return
-        record = self.offload(self.live.step)
+        try:
+            record = self.offload(self.live.step)
+        except Exception as e:  # a broken live step must not stop the worker: its requests end with an error
+            log.exception("live step failed")
+            self.live.failure = f"the engine failed during a live step: {type(e).__name__}: {e}"
+            self.live.abort()
+            record = None
         self.live.notify()                        # on this thread: the streams' queues are the server's
+        self.live.failure = None
         if record is not None and self.on_live_step is not None:
             self.emit(self.on_live_step(record))
 

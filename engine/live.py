@@ -41,6 +41,7 @@ class LiveLane:
         self.recent: deque[StepRecord] = deque(maxlen=keep_steps)
         self.t0 = time.monotonic()
         self.queued = 0                                       # requests in the inbox or waiting for a slot
+        self.failure: str | None = None                       # why the last aborted step failed (for its listeners)
 
     @property
     def scheduler(self) -> ContinuousScheduler:
@@ -108,3 +109,15 @@ class LiveLane:
         calls, self.calls = self.calls, []
         for listener, request, record in calls:
             listener(request, record)
+
+    def abort(self) -> list[Request]:
+        """After a step failed: drop every request (their listeners hear record None); the lane starts clean."""
+        self._drain()
+        dropped = list(self.requests.values())
+        for request in dropped:
+            self.scheduler.cancel(request)
+            self.calls.append((self.listeners.pop(request.id), request, None))
+        self.requests.clear()
+        self.scheduler.forget_returned()
+        self.queued = 0
+        return dropped

@@ -91,3 +91,23 @@ def test_page_ticks_and_live_steps_alternate_so_neither_starves(make_app, connec
     assert both.count("tick") >= 40 and both.count("live_step") >= 25  # the live requests ran while the page played
     runs = "".join("t" if e == "tick" else "l" for e in both)
     assert "ll" not in runs.strip("l")                       # never two live steps between two page ticks
+
+
+def test_a_failed_live_step_ends_its_requests_with_an_error_and_the_lane_serves_the_next(make_app):
+    app = make_app({"LIVE_SLOTS": 2}, engine=Engine(None))
+    gateway, worker = app.extensions["live"], app.extensions["worker"]
+    lane = worker.ensure_live()
+    run, calls = lane.lane.runner.run, []
+
+    def broken_once(rows):
+        calls.append(len(rows))
+        if len(calls) == 1:
+            raise RuntimeError("a broken kernel")
+        return run(rows)
+    lane.lane.runner.run = broken_once
+    first = gateway.open([0] * 40, "first", 5, 0.0, 1.0, None, (), True)
+    event = first.read(timeout=30)
+    assert event[0] == "error" and "a broken kernel" in event[1]
+    second = gateway.open([0] * 40, "second", 5, 0.0, 1.0, None, (), True)
+    events = [second.read(timeout=30) for _ in range(1)]
+    assert events[-1][0] == "done" and events[-1][2]["completion_tokens"] == 5
