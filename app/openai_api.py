@@ -13,31 +13,25 @@ OpenAI's body `{"error": {"message", "type", "param", "code"}}`: 400 for bad inp
 exists. A client that goes away mid-stream frees its slot at the next step. This module knows HTTP and the
 OpenAI format; the live lane is app.live's.
 """
-import json
 import secrets
 import time
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from .live import LiveStream, Unavailable
+from .openai_stream import error, sse, whole
 
 bp = Blueprint("openai_api", __name__, url_prefix="/v1")
 UNSUPPORTED = {"logprobs": (None, False), "top_logprobs": (None, 0), "tools": (None, []), "tool_choice": (None, "none"),
                "functions": (None, []), "logit_bias": (None, {}), "presence_penalty": (None, 0, 0.0),
                "frequency_penalty": (None, 0, 0.0), "response_format": (None, {"type": "text"}), "echo": (None, False),
                "suffix": (None, ""), "best_of": (None, 1)}
-READ_TIMEOUT_S = 0.05   # how often a waiting stream looks whether its client is still there
 
 
 class BadParam(Exception):
     def __init__(self, param: str, message: str, status: int = 400, code: str | None = None):
         super().__init__(message)
         self.param, self.message, self.status, self.code = param, message, status, code
-
-
-def error(status: int, message: str, param: str | None = None, code: str | None = None):
-    kind = {400: "invalid_request_error", 404: "invalid_request_error", 429: "rate_limit_error"}.get(status, "server_error")
-    return jsonify({"error": {"message": message, "type": kind, "param": param, "code": code}}), status
 
 
 def _gateway():
@@ -177,76 +171,6 @@ def _serve(kind: str):
         return Response(sse(stream, kind, head, params["include_usage"], request.environ.get("werkzeug.socket")),
                         mimetype="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     return whole(stream, kind, head)
-
-
-def whole(stream: LiveStream, kind: str, head: dict):
-    text = []
-    try:
-        while (event := stream.read(timeout=1.0)) is None or event[0] == "text":
-            if event is not None:
-                text.append(event[1])
-    finally:
-        stream.close()
-    if event[0] == "error":
-        return error(500, event[1], None, "engine_error")
-    _, finish, usage = event
-    choice = {"index": 0, "finish_reason": finish, "logprobs": None}
-    choice.update({"message": {"role": "assistant", "content": "".join(text)}} if kind == "chat" else {"text": "".join(text)})
-    return jsonify({**head, "object": "chat.completion" if kind == "chat" else "text_completion", "choices": [choice],
-                    "usage": usage})
-
-
-def sse(stream: LiveStream, kind: str, head: dict, include_usage: bool, sock):
-    """The server-sent events of a stream: a role chunk, a chunk per piece of text, the finish chunk, the usage
-    chunk if asked, `[DONE]`. Between events it looks whether the client closed its connection."""
-    obj = "chat.completion.chunk" if kind == "chat" else "text_completion"
-    extra = {"usage": None} if include_usage else {}
-
-    def chunk(delta: str | None, finish: str | None = None, role: bool = False) -> bytes:
-        choice = {"index": 0, "finish_reason": finish, "logprobs": None}
-        if kind == "chat":
-            choice["delta"] = {"role": "assistant", "content": ""} if role else {} if delta is None else {"content": delta}
-        else:
-            choice["text"] = delta or ""
-        return b"data: " + json.dumps({**head, "object": obj, "choices": [choice], **extra}).encode() + b"\n\n"
-    try:
-        if kind == "chat":
-            yield chunk(None, role=True)
-        while True:
-            event = stream.read(READ_TIMEOUT_S)
-            if event is None:
-                if client_gone(sock):
-                    return
-                continue
-            if event[0] == "text":
-                yield chunk(event[1])
-                continue
-            if event[0] == "error":  # the status line has gone: the error travels as an event, as vLLM sends it
-                yield b"data: " + json.dumps({"error": {"message": event[1], "type": "server_error", "param": None,
-                                                        "code": "engine_error"}}).encode() + b"\n\n"
-                yield b"data: [DONE]\n\n"
-                return
-            _, finish, usage = event
-            yield chunk(None, finish)
-            if include_usage:
-                yield b"data: " + json.dumps({**head, "object": obj, "choices": [], "usage": usage}).encode() + b"\n\n"
-            yield b"data: [DONE]\n\n"
-            return
-    finally:
-        stream.close()  # the client went away (or got everything): a request still running leaves its slot
-
-
-def client_gone(sock) -> bool:
-    """Whether the peer of `sock` (werkzeug's connection, where the server gives it) has closed it."""
-    if sock is None:
-        return False
-    import select
-    import socket
-    try:
-        readable, _, _ = select.select([sock], [], [], 0)
-        return bool(readable) and sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
-    except (OSError, ValueError):
-        return True
 
 
 unavailable_bp = Blueprint("openai_api_elsewhere", __name__, url_prefix="/v1")
