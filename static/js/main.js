@@ -211,7 +211,7 @@ function onInput(a, derived) {
       break;
     case "run":  // the button sits in the editor, below the lanes: bring the lanes into view to watch the run
       ui = { ...ui, intro: false, link: null };
-      if (want()) dom.stage.scrollIntoView({ behavior: reducedMotion.matches ? "auto" : "smooth", block: "start" });
+      if (want()) scrollToStage = true;  // after the next render, whose lesson text may move the stage
       break;
     case "export": {
       const run = state.run;
@@ -365,6 +365,7 @@ function refreshPanels(derived, scene, shown, limit) {
 }
 
 let lastTime = performance.now();
+let scrollToStage = false;  // a run from the editor: scroll to the lanes once the page has drawn its new layout
 function frame(now) {
   const dt = Math.min(0.1, Math.max(0, (now - lastTime) / 1000));  // a background tab must not jump the clock
   lastTime = now;
@@ -380,6 +381,10 @@ function frame(now) {
   if (!key.every((k, i) => k === frameKey[i])) {
     frameKey = key;
     render();
+  }
+  if (scrollToStage) {
+    scrollToStage = false;
+    dom.stage.scrollIntoView({ behavior: reducedMotion.matches ? "auto" : "smooth", block: "start" });
   }
   requestAnimationFrame(frame);
 }
