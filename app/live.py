@@ -57,6 +57,8 @@ class LiveStream:
         """On the worker's thread: the request's new text since the last step, and its end."""
         finished = record is None or request.is_finished
         full = decode(request.output_ids) if request.output_ids else ""
+        if not finished:  # a character split across tokens decodes as U+FFFD until its last byte comes
+            full = full.rstrip("\ufffd")
         text, stopped = visible_text(full, self.spec.stop, finished)
         if len(text) > len(self.sent):
             self.events.put(("text", text[len(self.sent):]))

@@ -77,6 +77,13 @@ def test_whole_and_streamed_completions_equal_solo_greedy_generate_with_right_us
     assert r.choices[0].text == smol.decode(solo_generate(smol, ids, 5, smol.eos_ids), skip_special_tokens=True)
 
 
+def test_characters_split_across_tokens_arrive_whole(client, model, smol):
+    prompt = "Repeat exactly: \U0001F431\U0001F436\U0001F42D h\u00e9llo \u65e5\u672c\u8a9e \u2713"
+    text, _, _ = reference(smol, prompt, 40)
+    for stream in (False, True):
+        assert chat(client, model, prompt, stream=stream, max_tokens=40, temperature=0)[0] == text
+
+
 def test_eight_concurrent_streams_share_steps_and_each_equals_solo_generate(client, model, server, smol):
     prompts = [f"{p} ({i})" for i, p in enumerate(PROMPTS)]
     results = {}
