@@ -6,14 +6,14 @@ the captured requests there on the static, dynamic and continuous lanes.
 
 One server per module. Every wait is on state the page exposes (`window.__live`, `window.__lanes`), never a sleep.
 Without /usr/bin/chromium these tests skip, unless BATCH_LANES_REQUIRE_BROWSER=1 (CI), where they fail.
-docs/live.png, the README's screenshot, is taken while the second wave of traffic streams (or just after).
+A screenshot (artifacts/live.png; docs/live.png is one of them) is taken while the second wave of traffic streams.
 """
 from concurrent.futures import Future, ThreadPoolExecutor
 from urllib.parse import urlparse
 
 import pytest
 
-from browser_kit import ROOT, pixels, rgb, share, watched_context, watched_page
+from browser_kit import ARTIFACTS, ROOT, pixels, rgb, share, watched_context, watched_page
 from live_server import live_server
 
 MAX_TOKENS = 24
@@ -102,7 +102,8 @@ def test_streamed_openai_requests_show_with_their_text_figures_cells_and_waits_a
     page.wait_for_function("(ps) => window.__live.requests.filter((q) => ps.includes(q.prompt) && q.tokens >= 8)"
                            ".length >= 2", arg=second)
     page.evaluate("() => window.scrollTo(0, 0)")
-    page.screenshot(path=str(ROOT / "docs" / "live.png"))
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "live.png"))
     expected = {**wave1, **texts(wave2)}
     assert all(expected.values()), expected
 
