@@ -65,6 +65,10 @@ def check_str(value, field: str, max_chars: int, allow_empty: bool = False) -> s
         raise WorkloadError(field, f"is {len(value)} characters, the limit is {max_chars}")
     if "\x00" in value:
         raise WorkloadError(field, "must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise WorkloadError(field, "is not valid text: it holds a lone surrogate (half of a UTF-16 pair)") from None
     return value
 
 

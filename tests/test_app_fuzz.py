@@ -142,8 +142,12 @@ def test_fuzzed_submits_each_get_one_answer_and_a_valid_run_still_completes(fuzz
         if name == "run_error":
             refusals[payload["field"] if payload["code"] == "invalid" else payload["code"]] = True
     assert outcomes.count("run_error") > 150 and outcomes.count("run_queued") >= 1  # refused, and some ran ...
-    assert {"message", "submit", "workload", "lanes", "requests[0].prompt", "active_run"} <= set(refusals)
+    assert {"message", "submit", "workload", "requests[0].prompt", "active_run"} <= set(refusals)
+    assert "internal" not in refusals                 # no input reached an unchecked path
     wait_idle(fuzz_app.extensions["book"])            # ... and any valid one ran to its end
+    for lanes in ("static", [{"policy": "turbo"}], ["static"] * 9):  # lanes the examples above may not have drawn
+        probe.emit("submit", {"workload": VALID, "lanes": lanes})
+        assert probe.named("run_error")[-1]["field"].startswith("lanes")
     assert worker._task.is_alive()
     queued = len(probe.named("run_queued"))
     probe.emit("submit", {"workload": VALID})
