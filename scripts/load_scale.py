@@ -25,32 +25,24 @@ Ctrl-C or an error; the logs are kept (and their folder printed) when something 
 """
 import argparse
 import asyncio
-import ctypes
 import json
 import os
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
-
-import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from engine.metrics import percentile  # noqa: E402  (the engine's nearest-rank definition, as scripts/load.py)
-from live_server import _health, _tail, free_port  # noqa: E402  (also sets engineio's max_decode_packets)
+from scale_procs import READY_TIMEOUT_S, Processes, RssSampler, ScaleError, start_processes  # noqa: E402
+from scale_spectator import CONNECT_RETRIES, Watcher, steps_of  # noqa: E402
 
-READY_TIMEOUT_S = 180
 RUN_TIMEOUT_S = 300
 CONNECT_BATCH = 50
-CONNECT_RETRIES = 2      # a failed connect is tried this many more times
-LANES = ["static", "continuous"]
 LATE = 0.1               # the share of spectators that watch only once the run has ticked (they get a backlog)
 HOLD_TIMEOUT_S = 60      # longest the engine workers are kept busy while the early spectators join
 # What keeps each engine worker busy while the spectators join the queued run (cancelled then): long enough
@@ -59,316 +51,6 @@ HOLD_WORKLOAD = {"name": "hold", "description": "keeps an engine worker busy; ca
                  "slots": 4, "requests": [{"id": f"H{i}", "prompt": "Count slowly to one hundred.",
                                            "max_new_tokens": 256, "ignore_eos": True} for i in range(1, 5)]}
 
-
-class ScaleError(RuntimeError):
-    """The processes could not be started (or one died while starting); the message carries the log tails."""
-
-
-# -------------------------------------------------------------------------------------------------- processes
-
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGTERM should this script die without cleaning up (Linux; elsewhere nothing)."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-class Processes:
-    """The processes one load run started: each with its name, Popen and log file; `stop()` ends them all."""
-
-    def __init__(self, log_dir: Path):
-        self.log_dir = log_dir
-        self.procs: dict[str, subprocess.Popen] = {}
-        self.died: dict[str, int] = {}  # name -> exit code, for a process found dead before stop()
-
-    def start(self, name: str, cmd: list[str], env: dict | None = None) -> subprocess.Popen:
-        with open(self.log_dir / f"{name}.log", "wb") as log:
-            log.write((" ".join(cmd) + "\n").encode())
-            log.flush()
-            proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env={**os.environ, "PYTHONUNBUFFERED": "1", "OMP_WAIT_POLICY": "PASSIVE",
-                                         **(env or {})},
-                                    start_new_session=True, preexec_fn=_die_with_parent)
-        self.procs[name] = proc
-        return proc
-
-    def log_path(self, name: str) -> Path:
-        return self.log_dir / f"{name}.log"
-
-    def check_alive(self) -> None:
-        for name, proc in self.procs.items():
-            if proc.poll() is not None and name not in self.died:
-                self.died[name] = proc.returncode
-
-    def tails(self, names=None, lines: int = 25) -> str:
-        return "\n".join(f"--- {self.log_path(n)} (last {lines} lines)\n{_tail(self.log_path(n), lines)}"
-                         for n in (names or self.procs))
-
-    def stop(self, timeout: float = 15) -> None:
-        """SIGTERM the webs and engine workers, then (once they are gone: they say goodbye to it) redis; SIGKILL
-        whatever is left of a stage after `timeout` seconds, and anything a process left in its group."""
-        for stage in ([n for n in self.procs if n != "redis"], [n for n in self.procs if n == "redis"]):
-            for name in stage:
-                self._signal(self.procs[name], signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            for name in stage:
-                proc = self.procs[name]
-                try:
-                    proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    self._signal(proc, signal.SIGKILL)
-                    proc.wait()
-        for proc in self.procs.values():  # its pid is its group's id (start_new_session)
-            self._signal(proc, signal.SIGKILL)
-
-    @staticmethod
-    def _signal(proc: subprocess.Popen, sig: int) -> None:
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def _redis_ping(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(64).startswith(b"+PONG")
-    except OSError:
-        return False
-
-
-def start_processes(procs: Processes, *, webs: int, workers: int, single: bool, real: bool, eventlet: bool,
-                    data_dir: Path, python: str, ready_timeout_s: float, pace: float = 1.0) -> dict:
-    """Start redis, the engine workers and the webs (or the one single-process server); wait until all are ready.
-    Returns {"urls": [...], "redis_url": str | None}."""
-    web_mode = ["--async-mode", "eventlet"] if eventlet else []
-    sim = [] if real else ["--backend", "sim", "--pace", f"{pace:g}"]
-    urls, redis_url = [], None
-    if single:
-        port = free_port()
-        procs.start("web1", [python, "-m", "app", *sim, "--port", str(port), "--data", str(data_dir), *web_mode])
-        urls.append(f"http://127.0.0.1:{port}")
-    else:
-        redis = shutil.which("redis-server")
-        if redis is None:
-            raise ScaleError("redis-server is not installed; run scripts/need_redis.sh, or: "
-                             "sudo apt-get install -y redis-server")
-        redis_port = free_port()
-        procs.start("redis", [redis, "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",
-                              "--appendonly", "no", "--dir", str(procs.log_dir)])
-        _wait(lambda: _redis_ping(redis_port), procs, 20, "redis-server did not answer PING")
-        redis_url = f"redis://127.0.0.1:{redis_port}/0"
-        for i in range(1, workers + 1):
-            procs.start(f"worker{i}", [python, "-m", "app.engine_worker", "--message-queue", redis_url, *sim,
-                                       "--data", str(data_dir)])
-        for i in range(1, webs + 1):
-            port = free_port()
-            procs.start(f"web{i}", [python, "-m", "app", "--message-queue", redis_url, "--port", str(port),
-                                    "--data", str(data_dir), *web_mode])
-            urls.append(f"http://127.0.0.1:{port}")
-    health: dict[str, dict | None] = {}
-
-    def all_ready() -> bool:
-        for url in urls:
-            if not (health.get(url) or {}).get("ready"):
-                health[url] = _health(url)
-        return all((health.get(u) or {}).get("ready") for u in urls)
-    _wait(all_ready, procs, ready_timeout_s,
-          lambda: f"not every web process was ready; last /healthz answers: {json.dumps(health)}")
-    return {"urls": urls, "redis_url": redis_url}
-
-
-def _wait(ok, procs: Processes, timeout: float, what) -> None:
-    deadline = time.monotonic() + timeout
-    while not ok():
-        procs.check_alive()
-        if procs.died:
-            raise ScaleError(f"exited while starting: {procs.died}\n{procs.tails(list(procs.died))}")
-        if time.monotonic() > deadline:
-            raise ScaleError(f"{what() if callable(what) else what} after {timeout:.0f} s\n{procs.tails()}")
-        time.sleep(0.25)
-
-
-class RssSampler(threading.Thread):
-    """Peak RSS (MiB) of each named process (with its descendants), and of this script itself, every 0.25 s."""
-
-    def __init__(self, procs: dict[str, subprocess.Popen]):
-        super().__init__(daemon=True)
-        self.targets = {name: psutil.Process(p.pid) for name, p in procs.items() if p.poll() is None}
-        self.targets["load_client"] = psutil.Process()
-        self.peak = {name: 0 for name in self.targets}
-        self.halt = threading.Event()
-
-    def sample(self) -> None:
-        for name, proc in self.targets.items():
-            try:
-                family = [proc] + (proc.children(recursive=True) if name != "load_client" else [])
-                rss = sum(p.memory_info().rss for p in family)
-            except psutil.Error:
-                continue
-            self.peak[name] = max(self.peak[name], rss)
-
-    def run(self) -> None:
-        while not self.halt.wait(0.25):
-            self.sample()
-
-    def stop(self) -> dict[str, float]:
-        self.halt.set()
-        self.join(5)
-        self.sample()
-        return {name: round(v / 2 ** 20, 1) for name, v in self.peak.items()}
-
-
-# -------------------------------------------------------------------------------------------------- clients
-
-class Watcher:
-    """One asyncio Socket.IO client (WebSocket only) that records every run event it gets, per run id."""
-
-    def __init__(self, index: int, url: str, web: str):
-        self.index, self.url, self.web = index, url, web
-        self.sio = None
-        self.connected = False
-        self.connect_errors: list[str] = []
-        self.run_id: str | None = None          # the run this client waits for
-        self.ticks: dict[str, Counter] = defaultdict(Counter)
-        self.live = Counter()                   # run id -> live ticks
-        self.replayed = Counter()               # run id -> replayed ticks
-        self.latencies: list[float] = []        # receive - sent_at of live ticks of its run, seconds
-        self.started = Counter()
-        self.finished: dict[str, list[dict]] = defaultdict(list)
-        self.queued: list[dict] = []
-        self.errors: list[dict] = []
-        self.dropped: str | None = None          # why the connection ended before the run did
-        self.closing = False                    # this script is disconnecting it
-        self.done = asyncio.Event()
-        self.joined = asyncio.Event()           # the server answered its watch (or submit): queued, started, ...
-        self.ticked = asyncio.Event()           # the first tick of its run arrived
-
-    async def connect(self, retries: int) -> None:
-        import socketio
-        for attempt in range(retries + 1):
-            self.sio = sio = socketio.AsyncClient(reconnection=False, handle_sigint=False)
-            for name in ("run_queued", "run_started", "tick", "run_finished", "run_error", "disconnect"):
-                sio.on(name, getattr(self, f"_on_{name}"))
-            try:
-                await sio.connect(self.url, transports=["websocket"], wait_timeout=30)
-            except Exception as e:  # a client that cannot connect is a finding of the report
-                self.connect_errors.append(f"{type(e).__name__}: {e}")
-                await self.close()
-                if attempt < retries:
-                    await asyncio.sleep(1 + attempt)
-                continue
-            self.connected = True
-            return
-
-    def _on_run_queued(self, p: dict) -> None:
-        self.queued.append(p)
-        if self.run_id is None:  # the submitter: its run from now on (spectators are told theirs before `watch`)
-            self.run_id = p.get("run_id")
-        if p.get("run_id") == self.run_id:
-            self.joined.set()
-
-    def _on_run_started(self, p: dict) -> None:
-        self.started[p.get("run_id")] += 1
-        if p.get("run_id") == self.run_id:
-            self.joined.set()
-
-    def _on_tick(self, p: dict) -> None:
-        at = time.time()
-        run_id = p.get("run_id")
-        self.ticks[run_id][p.get("t")] += 1
-        if run_id == self.run_id:
-            self.joined.set()
-            self.ticked.set()
-        if p.get("replay"):
-            self.replayed[run_id] += 1
-        else:
-            self.live[run_id] += 1
-            if run_id == self.run_id and isinstance(p.get("sent_at"), (int, float)):
-                self.latencies.append(at - p["sent_at"])
-
-    def _on_run_finished(self, p: dict) -> None:
-        self.finished[p.get("run_id")].append(p.get("metrics"))
-        if p.get("run_id") == self.run_id:
-            self.joined.set()
-            self.done.set()
-
-    def _on_run_error(self, p: dict) -> None:
-        self.errors.append(p)
-        if self.run_id is not None and p.get("run_id") in (None, self.run_id):
-            self.joined.set()
-            self.done.set()
-
-    def _on_disconnect(self, reason=None) -> None:
-        if not self.done.is_set() and not self.closing:
-            self.dropped = str(reason)
-            self.joined.set()
-            self.done.set()
-
-    async def submit(self, workload: dict, timeout: float = 60) -> str:
-        await self.sio.emit("submit", {"workload": workload, "lanes": LANES})
-        deadline = time.monotonic() + timeout
-        while not self.queued:
-            if self.errors:
-                raise ScaleError(f"the submit was refused: {self.errors[-1]}")
-            if time.monotonic() > deadline or self.dropped:
-                raise ScaleError(f"no run_queued within {timeout:.0f} s (disconnected: {self.dropped})")
-            await asyncio.sleep(0.01)
-        self.run_id = self.queued[0]["run_id"]
-        if self.finished.get(self.run_id):  # a run faster than this loop
-            self.done.set()
-        return self.run_id
-
-    async def watch(self, run_id: str) -> None:
-        self.run_id = run_id
-        await self.sio.emit("watch", {"run_id": run_id})
-
-    async def cancel(self) -> None:
-        if self.sio is not None and self.sio.connected and self.run_id:
-            await self.sio.emit("cancel", {"run_id": self.run_id})
-
-    async def close(self) -> None:
-        """Disconnect, and close the HTTP session of a connect that failed or was interrupted half-way."""
-        if self.sio is None:
-            return
-        self.closing = True
-        try:
-            await asyncio.wait_for(self.sio.disconnect(), 10)
-        except Exception:
-            pass
-        http = getattr(self.sio.eio, "http", None)
-        if http is not None and not http.closed:
-            try:
-                await http.close()
-            except Exception:
-                pass
-
-    def check(self, steps: int | None, metrics: dict | None) -> dict:
-        """Its run's ticks against t = 1..steps: missing, duplicated and out-of-range ones; metrics equal?"""
-        got = self.ticks.get(self.run_id, Counter()) if self.run_id else Counter()
-        finished = self.finished.get(self.run_id, []) if self.run_id else []
-        if steps is None and finished and isinstance(finished[0], dict):
-            steps = _steps(finished[0])
-        expected = set(range(1, (steps or 0) + 1))
-        missing = len(expected - set(got))
-        duplicated = sum(n - 1 for t, n in got.items() if t in expected and n > 1)
-        unexpected = sum(n for t, n in got.items() if t not in expected)
-        complete = (self.connected and bool(finished) and steps is not None and not missing and not duplicated
-                    and not unexpected)
-        live, replayed = self.live[self.run_id], self.replayed[self.run_id]
-        return {"complete": complete, "finished": bool(finished), "finished_twice": len(finished) > 1,
-                "metrics_equal": bool(finished) and metrics is not None and finished[0] == metrics,
-                "missing": missing, "duplicated": duplicated, "unexpected": unexpected,
-                "live": live, "replayed": replayed,
-                "joined": None if not got else "before_first_tick" if not replayed else "mid_run" if live
-                else "after_last_tick"}
-
-
-def _steps(metrics: dict) -> int | None:
-    steps = [m.get("steps") for m in metrics.values() if isinstance(m, dict) and isinstance(m.get("steps"), int)]
-    return max(steps) if steps else None
 
 
 async def _drive(urls: list[str], spectators: int, workload: dict, run_timeout_s: float, connect_batch: int,
@@ -512,7 +194,7 @@ def _report(drove: dict, rss: dict, phases: dict, procs: Processes, *,
     run_id = submitter.run_id
     sub_finished = submitter.finished.get(run_id) or []
     metrics = sub_finished[0] if sub_finished and isinstance(sub_finished[0], dict) else None
-    steps = _steps(metrics) if metrics else None
+    steps = steps_of(metrics) if metrics else None
     sub = submitter.check(steps, metrics)
     checks = [w.check(steps, metrics) for w in watchers]
     connected = [w for w in watchers if w.connected]

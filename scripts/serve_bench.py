@@ -24,10 +24,7 @@ import argparse
 import json
 import os
 import random
-import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
@@ -36,19 +33,13 @@ from pathlib import Path
 from statistics import fmean
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from engine.arrivals import arrival_times_ms, generate_requests  # noqa: E402  (no torch: a pure client)
 from engine.metrics import percentile  # noqa: E402
+from chat_prompts import CHAT_PROMPTS as PROMPTS  # noqa: E402  (the built-in mix, as bench.py's)
+from live_server import _health, live_server  # noqa: E402
 
-PROMPTS = [  # the built-in mix: short chat questions (the same list as scripts/bench_common.CHAT_PROMPTS)
-    "What is the capital of France?", "Why is the sky blue? Answer briefly.",
-    "Name three colours of the rainbow, please.", "Translate 'good morning' into French.",
-    "List two planets.", "What is 2 + 2?", "Write a haiku about the sea.", "Who wrote Hamlet?",
-    "Give me one tip for sleeping better.", "What does a bee make?", "Explain what a noun is in one sentence.",
-    "How many legs does a spider have?", "Suggest a name for a black cat.", "What is the boiling point of water?",
-    "Describe a rainbow to a child.", "Is a tomato a fruit?",
-]
 DEFAULT_MAX_TOKENS = 32
 T0 = time.perf_counter()
 
@@ -58,69 +49,25 @@ def log(message: str) -> None:
 
 
 # -- the server ---------------------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def get_json(url: str, timeout: float = 5.0):
     with urllib.request.urlopen(url, timeout=timeout) as r:
         return json.loads(r.read())
 
 
-def wait_ready(url: str, timeout_s: float = 300.0, proc: subprocess.Popen | None = None) -> dict:
-    """Poll GET /healthz until it says ready (the model is loaded); its body."""
-    deadline, last = time.monotonic() + timeout_s, None
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"the server exited with {proc.returncode} before it was ready")
-        try:
-            last = get_json(url.rstrip("/") + "/healthz")
-            if last.get("ready"):
-                return last
-        except urllib.error.HTTPError as e:  # 503 while loading, with the same body
-            try:
-                last = json.loads(e.read())
-            except ValueError:
-                last = {"status": e.code}
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise TimeoutError(f"the server at {url} was not ready after {timeout_s:.0f} s (last /healthz: {last})")
-
-
 @contextmanager
 def server(url: str | None = None, args: list[str] | None = None, ready_timeout_s: float = 300.0):
-    """The base URL of a ready server: `url` as given, or a `python -m app` started here on a free port with a
-    temporary data folder (its log in that folder; its tail printed if it fails), stopped on exit."""
-    if url:
-        wait_ready(url, ready_timeout_s)
-        yield url.rstrip("/")
+    """The base URL of a ready server: `url` as given (once its /healthz says ready), or a `python -m app` started
+    here on a free port with a temporary data folder (tests/live_server.py), stopped on exit."""
+    if not url:
+        with live_server(*(args or []), timeout=ready_timeout_s) as base:
+            yield str(base)
         return
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="serve-bench-") as data:
-        log_path = Path(data) / "server.log"
-        with open(log_path, "wb") as out:
-            proc = subprocess.Popen([sys.executable, "-m", "app", "--port", str(port), "--data", data, *(args or [])],
-                                    cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-        base = f"http://127.0.0.1:{port}"
-        try:
-            t0 = time.perf_counter()
-            wait_ready(base, ready_timeout_s, proc)
-            log(f"server pid {proc.pid} ready on {base} in {time.perf_counter() - t0:.1f} s")
-            yield base
-        except BaseException:
-            tail = log_path.read_text(errors="replace")[-3000:] if log_path.exists() else ""
-            log(f"server log tail:\n{tail}")
-            raise
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    deadline = time.monotonic() + ready_timeout_s
+    while not (_health(url.rstrip("/")) or {}).get("ready"):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the server at {url} was not ready after {ready_timeout_s:.0f} s")
+        time.sleep(0.5)
+    yield url.rstrip("/")
 
 
 # -- the requests -------------------------------------------------------------------------------------------
