@@ -111,7 +111,7 @@ function renderPanels(shown, following) {
   const figureText = renderFigures(dom.figures, figures);
   const requests = shownRequests(s.requests);
   renderRequests(dom.rows, requests, rows);
-  renderEmpty(dom, state.requests.length === 0, (state.lane && state.lane.model) || state.model.model);
+  renderEmpty(dom, state.requests.length === 0 && !state.error, (state.lane && state.lane.model) || state.model.model);
   const finished = finishedCount(state);
   const note = renderCapture(dom, ui.n, finished, ui.message && ui.message.finished === finished ? ui.message : null);
   shownPanels = { figures, figureText, requests, empty: !dom.empty.hidden,
