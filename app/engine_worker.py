@@ -21,7 +21,7 @@ import socketio
 
 from .cli import add_engine_args, config_from_args
 from .extensions import DEFAULTS, ROOT
-from .factory import CHANNEL, QueueUnreachable, connect_redis, open_store
+from .factory import CHANNEL, QueueUnreachable, connect_redis, every, open_store
 from .fanout import deliver
 from .redis_book import HEARTBEAT_S, RedisBook
 from .runs import count_prompt_tokens
@@ -50,20 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _every(seconds: float, chore, stop: threading.Event, what: str) -> threading.Thread:
-    """Run `chore()` every `seconds` until `stop`; a Redis failure is logged once per outage, then retried."""
-    def loop():
-        down = False
-        while not stop.is_set():
-            try:
-                chore()
-                down = False
-            except redis.RedisError as e:
-                if not down:
-                    log.warning("%s: Redis unreachable, retrying: %s", what, e)
-                down = True
-                stop.wait(1.0)
-            stop.wait(seconds)
-    thread = threading.Thread(target=loop, name=what, daemon=True)
+    """`factory.every` on a thread of its own until `stop` (a failed call waits a second more: no spinning)."""
+    thread = threading.Thread(target=every, args=(seconds, chore, stop.wait, what, stop.is_set, 1.0), name=what,
+                              daemon=True)
     thread.start()
     return thread
 

@@ -126,17 +126,26 @@ def _web_process(app: Flask, server, store, client: redis.Redis) -> None:
 
 def _keep_house(book: RedisBook, server) -> None:
     """A web process's chores, every HEARTBEAT_S: say it is alive (its sockets' watches count while it is),
-    cancel queued runs nobody watches, end the runs of engine workers that died. Redis down: retry."""
-    was_down = False
-    while True:
+    cancel queued runs nobody watches, end the runs of engine workers that died."""
+    def chores() -> None:
+        book.beat_web()
+        deliver(server, book.housekeeping())
+    every(HEARTBEAT_S, chores, server.sleep, "housekeeping")
+
+
+def every(seconds: float, chore, sleep, what: str, stopped=lambda: False, backoff_s: float = 0.0) -> None:
+    """Run `chore()` every `seconds` until `stopped()`; while Redis is unreachable, say so once, wait `backoff_s`
+    more each time, and keep trying (every process's background chores: heartbeats, housekeeping, token counts)."""
+    down = False
+    while not stopped():
         try:
-            book.beat_web()
-            deliver(server, book.housekeeping())
-            if was_down:
-                log.info("Redis is reachable again")
-            was_down = False
+            chore()
+            if down:
+                log.info("%s: Redis is reachable again", what)
+            down = False
         except redis.RedisError as e:
-            if not was_down:
-                log.warning("Redis unreachable, retrying every %.0f s: %s", HEARTBEAT_S, e)
-            was_down = True
-        server.sleep(HEARTBEAT_S)
+            if not down:
+                log.warning("%s: Redis unreachable, retrying: %s", what, e)
+            down = True
+            sleep(backoff_s)
+        sleep(seconds)

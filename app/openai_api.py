@@ -118,6 +118,13 @@ def _tokenize(prompt_chars: int, encode) -> list[int]:
         return encode(engine)
 
 
+def simulated_tokens(prompt: str) -> int:
+    """The simulator's token count of a chat prompt: the engine's own estimate (engine.runner, loaded only here,
+    where the engine runs in this process)."""
+    from engine.runner import estimate_prompt_tokens
+    return estimate_prompt_tokens(prompt)
+
+
 def _open(prompt_ids: list[int], prompt: str, params: dict, param: str) -> LiveStream:
     limits = current_app.config["LIMITS"]
     if len(prompt_ids) > limits.max_prompt_tokens:
@@ -148,9 +155,9 @@ def _serve(kind: str):
         params = check_common(body, 2048 if kind == "chat" else 16)
         if kind == "chat":
             messages = chat_messages(body)
-            ids = _tokenize(sum(len(m["content"]) for m in messages), lambda e: e.lm.encode_messages(messages)
-                            if e.lm is not None else [0] * (30 + sum(len(m["content"]) for m in messages) // 4))
             prompt = messages[-1]["content"] if len(messages) == 1 else "\n".join(m["content"] for m in messages)
+            ids = _tokenize(sum(len(m["content"]) for m in messages), lambda e: e.lm.encode_messages(messages)
+                            if e.lm is not None else [0] * simulated_tokens(prompt))
             stream = _open(ids, prompt, params, "messages")
         else:
             prompt = body.get("prompt")
