@@ -35,6 +35,7 @@ class LoadedModel:
     dtype: torch.dtype
     eos_ids: frozenset[int]
     pad_id: int
+    decode_step: str = "fast"    # decode calls: "fast" (engine.fast_decode where the model allows) or "eager"
 
     @functools.cached_property
     def special_ids(self) -> frozenset[int]:

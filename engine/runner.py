@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .fast_decode import FastDecode, unsupported
 from .kv_cache import SlotKVCache
 from .model import LoadedModel
 from .request import Request
@@ -100,6 +101,12 @@ class ModelRunner:
         self.packed = can_pack(lm.model, lm.device)
         self.cache = SlotKVCache(cfg.num_hidden_layers, slots, cfg.num_key_value_heads, row_len, head_dim,
                                  lm.dtype, lm.device)
+        # decode calls (one token a row) go through our own step where the model allows; everything else, and
+        # every call of a model it cannot run, through transformers' forward
+        self.fast = FastDecode(lm.model, self.cache, self.packed) \
+            if lm.decode_step == "fast" and unsupported(lm.model) is None else None
+        if self.fast is not None and self.fast.graphed:
+            self.fast.capture_all()  # CUDA graphs of this cache, before the lane's first step: no step pays for them
 
     def run(self, rows: list[Row]) -> ForwardResult:
         prefills = [r for r in rows if r.state is SlotState.PREFILL]
@@ -124,6 +131,8 @@ class ModelRunner:
         the scratch column: enough for `padded_rows`, and to make the call's slots one contiguous run, so
         that every layer's K/V is a view of the cache rather than a gathered copy. A gap is filled only
         while its extra rows cost less than gathering the real rows' K/V."""
+        if self.lm.device.type != "cpu":
+            return []  # a CPU trick (MKL's few-row anomaly, gathered K/V copies): CUDA has neither
         slots = sorted(r.slot for r in rows)
         taken, num_slots = set(slots), self.cache.slots
         lo, width = slots[0], slots[-1] + 1 - slots[0]
@@ -157,12 +166,17 @@ class ModelRunner:
             pos.append([0] * pad + real)          # pad queries sit at position 0 and attend to column 0
             write.append([scratch] * pad + real)  # ...and write their K/V to the scratch column
         kv_len = max(r.start + len(r.token_ids) for r in rows)
+        # left padding puts every row's last token at column -1
+        wanted = [(slot, b, -1, r.request) for b, (slot, r) in enumerate(batch) if r is not None and r.wants_token]
+        if Q == 1 and self.fast is not None:
+            logits = self.fast.decode([i[0] for i in ids], [p[0] for p in pos], [w[0] for w in write],
+                                      [slot for slot, _ in batch], kv_len, self.needs_mask(rows, fillers, 1),
+                                      [b for _, b, _, _ in wanted])
+            return self.pick(logits, wanted)
         device = self.lm.device
         ids = torch.tensor(ids, device=device)                        # (B, Q)
         pos = torch.tensor(pos, device=device)                        # (B, Q)
         self.cache.plan([slot for slot, _ in batch], torch.tensor(write), kv_len)
-        # left padding puts every row's last token at column -1
-        wanted = [(slot, b, -1, r.request) for b, (slot, r) in enumerate(batch) if r is not None and r.wants_token]
         return self.compute(ids, pos, self.mask(rows, fillers, pos, kv_len), wanted)
 
     @torch.inference_mode()
@@ -202,6 +216,12 @@ class ModelRunner:
                 return {}
             _, b, q, _ = zip(*wanted)
             logits = self.lm.model.lm_head(hidden[list(b), list(q)])  # (W, V)
+        return self.pick(logits, wanted)
+
+    def pick(self, logits: torch.Tensor, wanted: list[tuple[int, int, int, Request]]) -> dict[int, int]:
+        """The next token of each wanted row from its logits (W, V): greedy, or sampled as its request asks."""
+        if not wanted:
+            return {}
         greedy = logits.argmax(-1).tolist()
         return {slot: greedy[i] if r.spec.temperature == 0 else sample(logits[i], r, self.lm.device)
                 for i, (slot, _, _, r) in enumerate(wanted)}
@@ -210,12 +230,15 @@ class ModelRunner:
         """The (B, 1, Q, kv_len) additive attention mask, or None where none is needed: every row has the same
         length and either reads one token or its whole prompt from position 0. transformers then lets sdpa
         run unmasked (decode) or with is_causal (prefill), as generate() does for a lone request."""
-        Q = pos.shape[1]
-        if self.lm.model.config._attn_implementation == "sdpa" and not fillers \
-                and all(r.start == rows[0].start and len(r.token_ids) == Q for r in rows) and (Q == 1 or rows[0].start == 0):
+        if not self.needs_mask(rows, fillers, pos.shape[1]):
             return None
         visible = torch.arange(kv_len, device=pos.device) <= pos[:, :, None]  # (B, Q, kv_len): key k visible to query q
         return additive_mask(visible, self.lm.dtype)[:, None]
+
+    def needs_mask(self, rows: list[Row], fillers: list[int], Q: int) -> bool:
+        return not (self.lm.model.config._attn_implementation == "sdpa" and not fillers
+                    and all(r.start == rows[0].start and len(r.token_ids) == Q for r in rows)
+                    and (Q == 1 or rows[0].start == 0))
 
     def is_special(self, token_id: int) -> bool:
         return token_id in self.lm.special_ids

@@ -10,6 +10,7 @@ Sections (each a key of the JSON; `targets` sums up the goals):
                           with EOS stops
   mixed_x8                continuous vs static wall seconds on demos/mixed.json with every length x8
   overhead                engine time outside the model's forward calls, as a share of step time
+  decode_steps            one decode call of 1/2/4/8/16 rows: transformers' forward (eager) vs engine/fast_decode.py
   decode_floor            the batch-1 decode step next to the weight-read floor (weight bytes / bandwidth)
   split_vs_fused          a joiner's prefill next to others' decode: two calls vs one fused (packed) call
   chunked_prefill         decoders' step time while a ~400-token prompt is prefilled, with and without chunks
@@ -37,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_common, bench_
 # First: bench_common imports the engine, which sets OMP_WAIT_POLICY=PASSIVE before torch loads OpenMP (with
 # spinning waiters a decode step on this 2-core machine ran ~50x slower whenever another process was busy).
 # Set OMP_WAIT_POLICY=ACTIVE to measure the default.
+from bench_decode import decode_steps, weight_read_floor  # noqa: E402
 from bench_common import (CHAT_PROMPTS, ROOT, Records, log, median, outputs, prepare,  # noqa: E402
                           side_by_side, timed, timed_run)
 import torch  # noqa: E402
@@ -51,13 +53,13 @@ SIZES = {  # what each section runs; --quick shrinks everything to a smoke test
                  chat_requests=16, chat_slots=8, chat_new_tokens=48, chat_repeats=2,
                  mixed_scale=8, mixed_repeats=2, fused_prompt_lens=(8, 64, 256),
                  demo_max_new_tokens=None, chunk_sizes=(64, 128), pressure_budgets=(None, 320, 224, 128),
-                 bandwidth_mib=512, warmup_slots=16, fresh_processes=3,
+                 bandwidth_mib=512, warmup_slots=16, decode_rows=(1, 2, 4, 8, 16), decode_context=64, decode_calls=15, fresh_processes=3,
                  sweep_rates=[0.25, 0.5, 1, 2, 4], sweep_requests=24, sweep_output={"min": 16, "max": 48}),
     "quick": dict(repeats=1, batches=(1, 2), static_new_tokens=3,
                   chat_requests=4, chat_slots=2, chat_new_tokens=6, chat_repeats=1,
                   mixed_scale=1, mixed_repeats=1, fused_prompt_lens=(8,),
                   demo_max_new_tokens=4, chunk_sizes=(128,), pressure_budgets=(None, 128),
-                  bandwidth_mib=32, warmup_slots=4, fresh_processes=1,
+                  bandwidth_mib=32, warmup_slots=4, decode_rows=(1, 2), decode_context=8, decode_calls=1, fresh_processes=1,
                   sweep_rates=[1, 8], sweep_requests=3, sweep_output=[2]),
 }
 
@@ -202,40 +204,24 @@ def overhead(records: Records) -> dict:
 
 
 # -- 5) batch-1 decode vs the weight-read floor --------------------------------------------------------------
-def decode_floor(lm, size: dict, static: dict | None) -> dict:
-    seen, weight_bytes = set(), 0
-    for p in lm.model.parameters():  # tied embedding / lm_head counted once
-        if p.data_ptr() not in seen:
-            seen.add(p.data_ptr())
-            weight_bytes += p.numel() * p.element_size()
-    n = size["bandwidth_mib"] * 2**20 // 4
-    src, dst = torch.ones(n, device=lm.device), torch.empty(n, device=lm.device)
-    read_s, copy_s = [], []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        src.sum().item()
-        read_s.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        dst.copy_(src)
-        if lm.device.type == "cuda":
-            torch.cuda.synchronize()
-        copy_s.append(time.perf_counter() - t0)
-    read_bw, copy_bw = 4 * n / min(read_s), 2 * 4 * n / min(copy_s)  # best of 5: the machine's capability
-    floor_ms = weight_bytes / read_bw * 1000
-    decode_ms = (static or {}).get("batches", {}).get("1", {}).get("static_decode_step_ms")
-    return {"weight_bytes": weight_bytes, "read_gb_per_s": read_bw / 1e9, "copy_gb_per_s": copy_bw / 1e9,
-            "floor_ms": floor_ms, "decode_step_ms_batch1": decode_ms,
-            "decode_over_floor": decode_ms / floor_ms if decode_ms else None}
+def decode_floor(lm, size: dict, static: dict | None, steps: dict | None) -> dict:
+    """The batch-1 decode step (the static lane's, engine included; and the bare call of decode_steps) next to the
+    time it takes to read every weight once."""
+    out = weight_read_floor(lm, size["bandwidth_mib"])
+    lane_ms = (static or {}).get("batches", {}).get("1", {}).get("static_decode_step_ms")
+    call_ms = (steps or {}).get("rows", {}).get("1", {}).get("fast_ms")
+    return {**out, "decode_step_ms_batch1": lane_ms, "decode_over_floor": lane_ms / out["floor_ms"] if lane_ms else None,
+            "decode_call_ms_batch1": call_ms, "call_over_floor": call_ms / out["floor_ms"] if call_ms else None}
 
 
 # -- the run ----------------------------------------------------------------------------------------------------
-SECTIONS = ("static_vs_generate", "continuous_vs_generate_batch", "mixed_x8", "decode_floor", "split_vs_fused",
+SECTIONS = ("static_vs_generate", "continuous_vs_generate_batch", "mixed_x8", "decode_steps", "decode_floor", "split_vs_fused",
             "chunked_prefill", "preemption", "first_vs_second_run", "load_sweep")
 
 
 SECTION_RUNS = {"static_vs_generate": static_vs_generate, "continuous_vs_generate_batch": continuous_vs_generate_batch,
                 "mixed_x8": mixed_x8, "split_vs_fused": split_vs_fused, "chunked_prefill": chunked_prefill,
-                "preemption": preemption, "load_sweep": load_sweep}
+                "preemption": preemption, "load_sweep": load_sweep, "decode_steps": decode_steps}
 # decode_floor reads static_vs_generate's figures instead; first_vs_second_run loads the model in fresh processes
 # of its own (from main's --model, --dtype, --device), so it never sees `lm`
 
@@ -251,6 +237,13 @@ def targets(out: dict) -> dict:
         "continuous_over_generate_batch": goal(get("continuous_vs_generate_batch", "ratio"), 1.2, True),
         "mixed_x8_continuous_over_static_wall": goal(get("mixed_x8", "wall_ratio"), 0.70, False),
         "engine_outside_forward_share": goal(out.get("overhead", {}).get("all", {}).get("share"), 0.10, False),
+        # issue 13, faster steps
+        "decode_batch1_over_floor": goal(get("decode_floor", "decode_over_floor"), 2.0, False),
+        "decode_batch8_over_batch1": goal(out.get("decode_steps", {}).get("rows", {}).get("8", {}).get(
+            "fast_over_batch1"), 1.5, False),
+        "static_over_generate_batch1": goal(out.get("static_vs_generate", {}).get("batches", {}).get("1", {}).get(
+            "ratio"), 1.5, True),
+        "continuous_over_generate_batch_2_5": goal(get("continuous_vs_generate_batch", "ratio"), 2.5, True),
     }
 
 
@@ -264,7 +257,7 @@ def run_benchmark(lm, quick: bool = False, sections=SECTIONS, model_args: tuple 
     for name in sections:
         log(name)
         if name == "decode_floor":
-            out[name] = decode_floor(lm, size, out.get("static_vs_generate"))
+            out[name] = decode_floor(lm, size, out.get("static_vs_generate"), out.get("decode_steps"))
         elif name == "first_vs_second_run":
             out[name] = first_vs_second_run(model_args, size)
         else:

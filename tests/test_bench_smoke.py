@@ -20,11 +20,17 @@ def test_bench_quick_prints_every_section_and_target(tiny, capsys):
     out = json.loads(capsys.readouterr().out)
     assert set(bench.SECTIONS) | {"meta", "overhead", "targets"} <= set(out)
     assert set(out["targets"]) == {"static_over_generate", "continuous_over_generate_batch",
-                                   "mixed_x8_continuous_over_static_wall", "engine_outside_forward_share"}
-    assert all(t["value"] is not None for t in out["targets"].values())
+                                   "mixed_x8_continuous_over_static_wall", "engine_outside_forward_share",
+                                   "decode_batch1_over_floor", "decode_batch8_over_batch1",
+                                   "static_over_generate_batch1", "continuous_over_generate_batch_2_5"}
+    assert all(t["value"] is not None for name, t in out["targets"].items()
+               if name != "decode_batch8_over_batch1")  # --quick decodes 1 and 2 rows only
+    steps = out["decode_steps"]
+    assert steps["fast_available"] and set(steps["rows"]) == {"1", "2"}
+    assert all(row["same_tokens"] and row["fast_ms"] > 0 for row in steps["rows"].values())
     assert out["static_vs_generate"]["tokens_match"] and out["continuous_vs_generate_batch"]["tokens_match"]
     assert {"ratio", "generate_tokens_per_s", "static_tokens_per_s"} <= set(out["static_vs_generate"]["batches"]["1"])
-    assert out["decode_floor"]["floor_ms"] > 0
+    assert out["decode_floor"]["floor_ms"] > 0 and out["decode_floor"]["call_over_floor"] > 0
     assert set(out["chunked_prefill"]["variants"]) == {"none", "128", "128+fused"}
     assert [row["kv_budget"] for row in out["preemption"]["budgets"]] == [None, 128]
     sweep = out["load_sweep"]

@@ -1,0 +1,143 @@
+"""The fast decode step (engine/fast_decode.py) writes exactly the tokens of the eager path (transformers' forward),
+on the tiny random Llama and on the real SmolLM2, on every lane; models it cannot run fall back to the eager path."""
+from dataclasses import replace
+
+import pytest
+import torch
+
+from engine import fast_decode
+from engine.fast_decode import FastDecode, graph_bucket, rms_norm, unsupported
+from engine.runner import ModelRunner
+from tests.test_exactness import PROMPTS, check_against_solo, outputs, run_lanes
+
+
+@pytest.fixture
+def decode_calls(monkeypatch) -> list[int]:
+    """Rows of every call the fast step computed (the real method, counted)."""
+    calls, real = [], FastDecode.decode
+
+    def counted(self, ids, *args, **kwargs):
+        calls.append(len(ids))
+        return real(self, ids, *args, **kwargs)
+
+    monkeypatch.setattr(FastDecode, "decode", counted)
+    return calls
+
+
+def mixed_requests(n: int) -> list[dict]:
+    """Staggered arrivals and lengths: joins mid-run, slot reuse, gaps among the running slots."""
+    return [{"id": f"R{i}", "prompt": PROMPTS[i % 8] * (1 + i % 2), "max_new_tokens": 3 + (7 * i) % 13,
+             "ignore_eos": True, "arrival": [0, 0, 1, 3, 3, 4, 6, 9, 9, 10][i % 10]} for i in range(n)]
+
+
+def both_paths(lm, requests, slots, lanes=("static", "dynamic", "continuous"), **options):
+    return (run_lanes(replace(lm, decode_step="eager"), requests, slots, lanes, max_wait=2, **options),
+            run_lanes(lm, requests, slots, lanes, max_wait=2, **options))
+
+
+def test_tiny_model_fast_decode_writes_the_eager_tokens_on_every_lane(tiny, decode_calls):
+    eager, fast = both_paths(tiny, mixed_requests(10), slots=4)
+    assert outputs(fast) == outputs(eager)
+    assert decode_calls and max(decode_calls) >= 2  # the fast step ran, on calls of several rows
+    assert eager.lanes["continuous"].runner.fast is None and fast.lanes["continuous"].runner.fast is not None
+
+
+def test_tiny_model_fast_decode_matches_solo_generate_with_gaps_and_fused_steps(tiny, decode_calls):
+    """8 slots, requests of varied lengths leave gaps among the running slots (filler rows or gathered K/V)."""
+    requests = [{"id": f"R{i}", "prompt": PROMPTS[i % 8], "max_new_tokens": [2, 9, 3, 12, 4, 10, 5, 8, 6, 7][i],
+                 "ignore_eos": True, "arrival": i // 3} for i in range(10)]
+    for fused in (False, True):
+        run = run_lanes(tiny, requests, slots=8, lanes=("continuous", "static"), fused=fused)
+        check_against_solo(tiny, run, frozenset())
+    assert any(r.extra.get("filler_slots") for r in run.lanes["continuous"].records)
+
+
+def test_rms_norm_is_llamas_bit_for_bit(tiny):
+    norm = tiny.model.model.layers[0].input_layernorm
+    x = torch.randn(5, tiny.model.config.hidden_size)
+    with torch.inference_mode():
+        assert torch.equal(rms_norm(norm, x), norm(x))
+        assert torch.equal(rms_norm(norm, x.bfloat16()), norm.bfloat16()(x.bfloat16()))
+    norm.float()
+
+
+def test_a_model_it_cannot_run_takes_the_eager_path(tiny):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(1)
+    config = LlamaConfig(vocab_size=tiny.model.config.vocab_size, hidden_size=64, intermediate_size=128,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, attention_bias=True,
+                         initializer_range=0.2, attn_implementation="sdpa")
+    biased = replace(tiny, model=LlamaForCausalLM(config).eval())
+    assert unsupported(biased.model) == "biased linears"
+    assert ModelRunner(biased, 2, 64).fast is None
+    run = run_lanes(biased, mixed_requests(4), slots=2, lanes=("continuous",))
+    check_against_solo(biased, run, frozenset())
+
+
+def test_graph_buckets_are_powers_of_two_up_to_the_slots():
+    assert [graph_bucket(n, 8) for n in range(1, 9)] == [1, 2, 4, 4, 8, 8, 8, 8]
+    assert [graph_bucket(n, 6) for n in (5, 6)] == [6, 6]
+
+
+def test_fused_weights_are_made_once_per_model(tiny):
+    ModelRunner(tiny, 2, 64), ModelRunner(tiny, 4, 128)
+    first = fast_decode._WEIGHTS[tiny.model]
+    ModelRunner(tiny, 3, 32)
+    assert fast_decode._WEIGHTS[tiny.model] is first
+
+
+def test_smollm2_fast_decode_writes_the_eager_tokens_and_generates_tokens(smol, decode_calls):
+    """The real model: every lane, fast and eager, equal; and both equal solo generate()."""
+    requests = [{"id": f"R{i}", "prompt": p, "max_new_tokens": [20, 6, 14, 10, 16, 12][i], "ignore_eos": i % 2 == 0,
+                 "arrival": [0, 0, 1, 2, 2, 5][i]} for i, p in enumerate(PROMPTS[:6])]
+    eager, fast = both_paths(smol, requests, slots=4)
+    assert outputs(fast) == outputs(eager)
+    check_against_solo(smol, fast, smol.eos_ids)
+    assert decode_calls and max(decode_calls) >= 3
+
+
+def test_smollm2_fast_hidden_state_is_the_eager_one(smol):
+    """One decode call of 3 rows of different lengths: the fast step's logits equal transformers' to float noise."""
+    runner = ModelRunner(smol, 4, 128)
+    prompts = [smol.encode_prompt(p) for p in PROMPTS[:3]]
+    with torch.inference_mode():
+        for slot, ids in enumerate(prompts):  # each prompt's K/V into its slot, through transformers' forward
+            runner.cache.plan([slot], torch.tensor([list(range(len(ids)))]), len(ids))
+            smol.model.model(input_ids=torch.tensor([ids]), position_ids=torch.arange(len(ids))[None],
+                             cache=runner.cache, use_cache=True)
+        nxt, pos = [100, 200, 300], [len(p) for p in prompts]
+        kv_len = max(pos) + 1
+        fast = runner.fast.decode(nxt, pos, pos, [0, 1, 2], kv_len, True, [0, 1, 2])
+        runner.cache.plan([0, 1, 2], torch.tensor(pos)[:, None], kv_len)
+        mask = runner.mask([], [0], torch.tensor(pos)[:, None], kv_len)  # fillers given: a mask is built
+        hidden = smol.model.model(input_ids=torch.tensor(nxt)[:, None], position_ids=torch.tensor(pos)[:, None],
+                                  attention_mask=mask, cache=runner.cache, use_cache=True).last_hidden_state
+        eager = smol.model.lm_head(hidden[:, -1])
+    assert (fast - eager).abs().max().item() < 1e-3
+    assert torch.equal(fast.argmax(-1), eager.argmax(-1))
+
+
+def test_what_a_cuda_graph_captures_computes_the_sliced_steps_logits(tiny):
+    """The graph's arithmetic, run eagerly on the CPU: whole cache rows under a mask built from the positions, the
+    call padded to its bucket with rows that write to slot 0's scratch column, give the sliced call's logits."""
+    runner = ModelRunner(tiny, 8, 48)
+    fast = runner.fast
+    prompts = [tiny.encode_prompt(p)[:20 + 3 * i] for i, p in enumerate(PROMPTS[:3])]
+    with torch.inference_mode():
+        for slot, ids in enumerate(prompts):
+            runner.cache.plan([slot + 2], torch.tensor([list(range(len(ids)))]), len(ids))
+            tiny.model.model(input_ids=torch.tensor([ids]), position_ids=torch.arange(len(ids))[None],
+                             cache=runner.cache, use_cache=True)
+        nxt, pos, slots = [11, 12, 13], [len(p) for p in prompts], [2, 3, 4]
+        before = [layer.keys.clone() for layer in runner.cache.layers]
+        sliced = fast.decode(nxt, pos, pos, slots, max(pos) + 1, True, [0, 1, 2])
+        for layer, keys in zip(runner.cache.layers, before):
+            layer.keys.copy_(keys)
+        bucket = graph_bucket(3, 8)
+        pad = bucket - 3
+        t = lambda values: torch.tensor(values)  # noqa: E731
+        graphed = fast.graph_step(t(nxt + [0] * pad), t(pos + [0] * pad), t(pos + [runner.cache.scratch] * pad),
+                                  t(slots + [0] * pad))[:3]
+    assert bucket == 4 and (graphed - sliced).abs().max().item() < 1e-4
+    assert torch.equal(graphed.argmax(-1), sliced.argmax(-1))
