@@ -15,15 +15,17 @@ from engine.step import SlotState
 
 def decode_steps(lm, size: dict, records=None) -> dict:
     """ms of one decode call of B rows (each row `context` tokens deep), eager and fast, for B in size["decode_rows"];
-    the fast path's batch-B step over its batch-1 step; and the fast path's own one-time cost (CUDA graph capture)."""
+    the fast path's batch-B step over its batch-1 step; and what making each runner cost (on CUDA: the graph captures)."""
     rows_list, context, calls = size["decode_rows"], size["decode_context"], size["decode_calls"]
     slots = max(rows_list)
-    runners = {path: ModelRunner(replace(lm, decode_step=path), slots, context + 8) for path in ("eager", "fast")}
-    out = {"context": context, "calls": calls, "fast_available": runners["fast"].fast is not None, "rows": {}}
-    if runners["fast"].fast is not None and runners["fast"].fast.graphed:
+    runners, init_ms = {}, {}
+    for path in ("eager", "fast"):  # a runner's making: its KV cache, and on CUDA the fast path's graph captures
         t0 = time.perf_counter()
-        out["graph_buckets"] = runners["fast"].fast.capture_all()
-        out["graph_capture_ms"] = (time.perf_counter() - t0) * 1000
+        runners[path] = ModelRunner(replace(lm, decode_step=path), slots, context + 8)
+        init_ms[path] = (time.perf_counter() - t0) * 1000
+    fast = runners["fast"].fast
+    out = {"context": context, "calls": calls, "fast_available": fast is not None, "runner_init_ms": init_ms,
+           "graph_buckets": sorted(fast.graphs) if fast is not None and fast.graphed else None, "rows": {}}
     for n in rows_list:
         requests = [Request(RequestSpec(id=f"D{i}", prompt="", max_new_tokens=1), order=i) for i in range(n)]
         rows = [Row(i, r, SlotState.DECODE, [lm.pad_id + 1 + i], context, True) for i, r in enumerate(requests)]

@@ -9,20 +9,28 @@ import pytest
 
 import app.loader
 from engine import Engine, Limits, parse_workload
+from engine.fast_decode import FastDecode
 from engine.warmup import warm_up
 
 
-def decoder_calls(lm) -> tuple[list[tuple[int, int]], Callable[[], None]]:
-    """(the (rows, tokens) of every call of the decoder, as the model sees it; a function that stops recording)."""
-    calls = []
+def decoder_calls(lm, monkeypatch) -> tuple[list[tuple[int, int]], Callable[[], None]]:
+    """(the (rows, tokens) of every call of the decoder, as the model sees it or as the fast decode step is
+    asked for it (one token a row); a function that stops recording)."""
+    calls, fast_decode = [], FastDecode.decode
     hook = lm.model.model.register_forward_pre_hook(
         lambda module, args, kwargs: calls.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True)
+
+    def recorded(self, ids, *args, **kwargs):
+        calls.append((len(ids), 1))
+        return fast_decode(self, ids, *args, **kwargs)
+
+    monkeypatch.setattr(FastDecode, "decode", recorded)
     return calls, hook.remove
 
 
 @pytest.mark.parametrize("max_slots", [1, 5])
-def test_warm_up_runs_one_prefill_call_and_a_decode_call_of_every_row_count(tiny, max_slots):
-    calls, stop = decoder_calls(tiny)
+def test_warm_up_runs_one_prefill_call_and_a_decode_call_of_every_row_count(tiny, max_slots, monkeypatch):
+    calls, stop = decoder_calls(tiny, monkeypatch)
     try:
         done = warm_up(tiny, max_slots)
     finally:
