@@ -28,6 +28,7 @@ schedules; it only uses the public API (`Engine.prepare/start`, `Run.run_to_end`
 """
 import argparse
 import json
+from dataclasses import replace
 import os
 import sys
 import time
@@ -251,6 +252,7 @@ def run_benchmark(lm, quick: bool = False, sections=SECTIONS, model_args: tuple 
     size, records = SIZES["quick" if quick else "full"], Records()
     t0 = time.perf_counter()
     out = {"meta": {"model": lm.name, "device": str(lm.device), "dtype": str(lm.dtype).removeprefix("torch."),
+                    "decode_step": lm.decode_step,
                     "torch": torch.__version__, "threads": torch.get_num_threads(), "cpus": os.cpu_count(),
                     "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "quick": quick,
                     "load_avg_before": os.getloadavg()[0]}}
@@ -276,6 +278,8 @@ def main(argv: list[str] | None = None, lm=None) -> dict:
     parser.add_argument("--model", default=None, help="a local HF model folder or .gguf (default: SmolLM2-135M)")
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--decode-step", choices=("fast", "eager"), default="fast",
+                        help="the lanes' decode calls: engine/fast_decode.py (default) or transformers' forward")
     args = parser.parse_args(argv)
     sections = [s for s in args.sections.split(",") if s]
     bad = [s for s in sections if s not in SECTIONS]
@@ -284,6 +288,7 @@ def main(argv: list[str] | None = None, lm=None) -> dict:
     if lm is None:
         from engine.model import load_model
         lm = load_model(args.model, dtype=args.dtype, device=args.device)
+    lm = replace(lm, decode_step=args.decode_step)
     out = run_benchmark(lm, quick=args.quick, sections=sections, model_args=(args.model, args.dtype, args.device))
     print(json.dumps(out, indent=1, default=float))
     return out
