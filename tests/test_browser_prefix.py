@@ -42,6 +42,12 @@ def test_shared_instructions_draws_cached_prefills_and_counts_prompt_tokens(tab,
     rect = tab.evaluate(f"() => window.__lanes.cellRect('prefix cache', 1, {row})")
     plain_left = pixels(tab, {"x": rect["x"] + 3, "y": rect["y"] + 3, "w": 4, "h": rect["h"] - 6})
     assert share(rgb(palette["prefill"]), plain_left) > 0.6 and share(rgb(palette["prefillCached"]), plain_left) == 0
+    tab.keyboard.press("Home")
+    tab.keyboard.press("ArrowRight")
+    tab.keyboard.press("ArrowRight")  # step 2: Q2 joins and hits the blocks Q1 computed in step 1
+    tab.wait_for_function("() => window.__lanes.narration.startsWith('Step 2')")
+    total = stored["records"]["prefix cache"][1]["slots"][1]["prefill"][1]
+    assert f"Q2 takes {hit['cached']} of {total} prompt tokens from the prefix cache" in lanes(tab, "narration")
     legend = [i["label"] for i in lanes(tab, "legend")]
     assert "prefill from the prefix cache" in legend
     ARTIFACTS.mkdir(exist_ok=True)
