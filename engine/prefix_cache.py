@@ -42,6 +42,7 @@ class PrefixCache:
     block_size: int
     by_hash: dict[int, CachedBlock] = field(default_factory=dict)
     held: dict[str, list[CachedBlock]] = field(default_factory=dict)  # request id -> its first blocks, cached
+    computing: list[CachedBlock] = field(default_factory=list)        # added this step: ready after it
     free_ids: list[int] = field(default_factory=list)
     next_id: int = 0
     tick: int = 0
@@ -90,6 +91,7 @@ class PrefixCache:
             if b is None:
                 b = CachedBlock(self.take_id(), hashes[i], tuple(request.prefill_ids[start:start + self.block_size]), i)
                 self.by_hash[b.hash] = b
+                self.computing.append(b)
                 new.append((b.id, start))
             b.refs += 1
             b.last_used = self.tick
@@ -99,8 +101,9 @@ class PrefixCache:
     def commit(self) -> None:
         """After a step: the blocks computed in it hold their K/V now."""
         self.tick += 1
-        for b in self.by_hash.values():
+        for b in self.computing:
             b.ready = True
+        self.computing = []
 
     def release(self, request: Request) -> None:
         """`request` left its slot (returned or preempted): its blocks stay cached, held by one request fewer."""
