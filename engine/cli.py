@@ -35,6 +35,8 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kv-budget", type=int, help="KV tokens per lane, in blocks of --kv-block-size")
     p.add_argument("--kv-block-size", type=int, help="tokens per KV block (default 16)")
     p.add_argument("--fused", action="store_true", default=None, help="one fused forward per step")
+    p.add_argument("--prefix-cache", action="store_true", default=None,
+                   help="continuous lane: reuse the K/V of cached full prompt blocks")
     p.add_argument("--model", help="local Hugging Face model folder or .gguf file (default: SmolLM2-135M)")
     p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
     p.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda")
@@ -90,7 +92,7 @@ def workload_options(args) -> dict:
     return dict(slots=args.slots, lanes=parse_lanes_arg(args.lanes), max_wait=args.max_wait,
                 max_wait_ms=args.max_wait_ms, scheduling_policy=args.scheduling_policy, chunk_size=args.chunk_size,
                 max_batch_tokens=args.max_batch_tokens, kv_budget=args.kv_budget,
-                kv_block_size=args.kv_block_size, fused=args.fused)
+                kv_block_size=args.kv_block_size, fused=args.fused, prefix_cache=args.prefix_cache)
 
 
 def make_engine(args, workload) -> Engine:

@@ -20,6 +20,7 @@ class EngineConfig:
     kv_budget: int | None = None          # KV tokens each lane may hold, in blocks of kv_block_size (None: enough for the workload)
     kv_block_size: int = 16               # tokens per KV block
     fused: bool = False                   # one fused forward per step instead of a prefill call plus a decode call
+    prefix_cache: bool = False            # continuous lane: reuse the K/V of cached full prompt blocks (prefix_cache.py)
 
     def __post_init__(self):
         if not isinstance(self.slots, int) or not 1 <= self.slots <= 256:
@@ -41,6 +42,8 @@ class EngineConfig:
         if self.kv_budget is not None and (not isinstance(self.kv_budget, int) or self.kv_budget < self.kv_block_size):
             raise ValueError(f"kv_budget must be an integer >= kv_block_size ({self.kv_block_size}) or unset, "
                              f"got {self.kv_budget!r}")
+        if not isinstance(self.prefix_cache, bool):
+            raise ValueError(f"prefix_cache must be true or false, got {self.prefix_cache!r}")
 
     @property
     def kv_blocks(self) -> int | None:
@@ -53,7 +56,8 @@ class EngineConfig:
 
 # Options that only mean something to some policies; a lane of another policy that sets one is refused.
 POLICY_OPTIONS = {"max_wait": ("dynamic",), "max_wait_ms": ("dynamic",), "scheduling_policy": ("continuous",),
-                  "chunk_size": ("continuous",), "max_batch_tokens": ("continuous",)}
+                  "chunk_size": ("continuous",), "max_batch_tokens": ("continuous",),
+                  "prefix_cache": ("continuous",)}  # static and dynamic stay generate()'s baselines: no cache
 
 
 @dataclass(frozen=True)

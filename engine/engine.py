@@ -14,7 +14,7 @@ from .lane import Lane
 from .model import LoadedModel
 from .policies import POLICIES
 from .request import RequestSpec, max_row_len, row_capacity
-from .runner import ModelRunner, SimRunner, estimate_prompt_tokens
+from .runner import ModelRunner, SimRunner, sim_prompt_ids
 from .step import StepRecord
 from .workload import Limits, Workload, WorkloadError
 
@@ -56,15 +56,15 @@ class Engine:
         budget, the KV its slots allocate); raise WorkloadError naming the field."""
         specs = []
         for i, spec in enumerate(workload.requests):
-            ids = estimate_prompt_tokens(spec.prompt) if self.lm is None else self.lm.encode_prompt(spec.prompt)
-            n = ids if isinstance(ids, int) else len(ids)
+            ids = sim_prompt_ids(spec.prompt) if self.lm is None else self.lm.encode_prompt(spec.prompt)
+            n = len(ids)
             where = f"requests[{i}]"
             if n > self.limits.max_prompt_tokens:
                 raise WorkloadError(f"{where}.prompt", f"is {n} tokens, the limit is {self.limits.max_prompt_tokens}")
             if self.lm is not None and n + spec.max_new_tokens > self.lm.max_context:
                 raise WorkloadError(f"{where}.max_new_tokens", f"prompt ({n} tokens) + max_new_tokens "
                                     f"({spec.max_new_tokens}) exceeds the model's context of {self.lm.max_context}")
-            specs.append(replace(spec, prompt_ids=tuple([0] * ids if isinstance(ids, int) else ids)))
+            specs.append(replace(spec, prompt_ids=tuple(ids)))
         total = sum(len(s.prompt_ids) + s.max_new_tokens for s in specs)
         if total > self.limits.max_total_tokens:
             raise WorkloadError("requests", f"hold {total} prompt + new tokens in all, the limit is "
@@ -110,7 +110,7 @@ class Engine:
         scheduler = POLICIES[spec.policy](config, list(workload.requests), eos_ids=eos_ids, pad_id=pad_id,
                                           timed=workload.timed)
         runner = SimRunner(config.slots, row_len, fused=config.fused) if self.lm is None else \
-            ModelRunner(self.lm, config.slots, row_len, fused=config.fused)
+            ModelRunner(self.lm, config.slots, row_len, fused=config.fused, block_size=config.kv_block_size)
         return Lane(spec.name, scheduler, runner, kv_capacity)
 
 

@@ -52,6 +52,7 @@ class Lane:
             if row.wants_token and r.spec.stop and any(stop in r.text for stop in r.spec.stop):
                 self.scheduler.finish(r, StopReason.STOP)
         kv = (self.scheduler.kv_used(), self.scheduler.blocks.num_used)  # before finished requests leave
+        cached_blocks = self.scheduler.prefix.num_unreferenced if self.scheduler.prefix else 0
         returned = self.scheduler.release()
         if out.rows:  # the simulator's steps last what its cost model says; the model's what they measured
             ms = round(result.forward_ms if self.runner.simulated else (time.perf_counter() - t0) * 1000, 3)
@@ -59,7 +60,7 @@ class Lane:
         else:
             ms = self.idle_step_ms()
         self.clock = round(start + ms, 3)
-        record = self.record(out, result, texts, returned, kv, start, ms)
+        record = self.record(out, result, texts, returned, kv, start, ms, cached_blocks)
         self.records.append(record)
         return record
 
@@ -80,13 +81,15 @@ class Lane:
         return round(statistics.median(self.measured) if self.measured else self.runner.reference_ms(), 3)
 
     def record(self, out: SchedulerOutput, result: ForwardResult, texts: dict, returned: list,
-               kv: tuple[int, int], start_ms: float, ms: float) -> StepRecord:
+               kv: tuple[int, int], start_ms: float, ms: float, cached_blocks: int = 0) -> StepRecord:
         s = self.scheduler
+        hit = {r.id: r.num_from_cache for r in s.requests if r.cache_hit_step == out.step}  # prefix cache hits
         cells = [SlotRecord(SlotState.IDLE)] * len(s.slots)
         for slot, r in out.preempted.items():
             cells[slot] = SlotRecord(SlotState.PREEMPTED, r.id)
         for r in out.stalled:
-            cells[r.slot] = SlotRecord(SlotState.PREFILL, r.id, prefill=(r.num_prefilled, len(r.prefill_ids)))
+            cells[r.slot] = SlotRecord(SlotState.PREFILL, r.id, prefill=(r.num_prefilled, len(r.prefill_ids)),
+                                       cached=hit.get(r.id, 0))
         for row in out.rows:
             r = row.request
             token = result.tokens.get(row.slot) if row.wants_token else None
@@ -96,7 +99,8 @@ class Lane:
                 token=texts.get(row.slot),
                 stop=r.stop if row.wants_token and r.finish_step == out.step else None,
                 prefill=(r.num_prefilled, len(r.prefill_ids)) if row.state is SlotState.PREFILL else None,
-                special=token is not None and self.runner.is_special(token))
+                special=token is not None and self.runner.is_special(token),
+                cached=hit.get(r.id, 0) if row.state is SlotState.PREFILL else 0)
         return StepRecord(
             lane=self.name, step=out.step, slots=tuple(cells),
             waiting=tuple(r.id for r in s.waiting),
@@ -105,7 +109,7 @@ class Lane:
             returned=tuple(r.id for r in returned),
             preempted=tuple(r.id for r in out.preempted.values()),
             kv_used=kv[0], kv_capacity=self.kv_capacity,
-            kv_blocks_used=kv[1], kv_blocks_total=s.blocks.num_blocks or 0,
+            kv_blocks_used=kv[1], kv_blocks_total=s.blocks.num_blocks or 0, kv_blocks_cached=cached_blocks,
             start_ms=start_ms, ms=ms, forward_ms=result.forward_ms, forward=result.forward,
             extra={"simulated": True} if self.runner.simulated else
             {"filler_slots": list(result.filler_slots)} if result.filler_slots else {})

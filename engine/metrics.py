@@ -38,6 +38,23 @@ def lane_times(records: list[dict]) -> tuple[list[float], list[float]]:
     return starts, ends
 
 
+def prompt_tokens(recs: list[dict]) -> tuple[int, int]:
+    """(computed, cached): prompt tokens the lane's prefill cells computed, and took from the prefix cache. A cell's
+    `prefill` says how far its request's prefill got; what it added beyond its `cached` part was computed. A
+    preempted request starts again from 0 (its prompt and tokens so far are computed again: counted again)."""
+    progress, computed, cached = {}, 0, 0
+    for r in recs:
+        for cell in r["slots"]:
+            if cell["state"] == "preempted":
+                progress[cell["request"]] = 0
+            elif cell["state"] == "prefill" and cell.get("prefill"):
+                hit = cell.get("cached", 0)
+                computed += cell["prefill"][0] - progress.get(cell["request"], 0) - hit
+                cached += hit
+                progress[cell["request"]] = cell["prefill"][0]
+    return computed, cached
+
+
 def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> dict:
     recs = [r if isinstance(r, dict) else r.to_dict() for r in records]
     slots = len(recs[0]["slots"]) if recs else workload.config.slots
@@ -117,6 +134,10 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
         out[f"mean_{key}_ms"] = _mean(values)
         for q in (50, 95, 99):
             out[f"p{q}_{key}_ms"] = percentile(values, q)
+    computed, cached = prompt_tokens(recs)
+    out["prompt_tokens_computed"] = computed
+    out["prompt_tokens_cached"] = cached
+    out["prefix_cache_hit_rate"] = cached / (computed + cached) if computed + cached else None  # of prompt tokens, as vLLM
     out["simulated"] = simulated
     out["requests"] = per
     return out

@@ -87,6 +87,7 @@ class DynamicScheduler(StaticScheduler):
 class ContinuousScheduler(Scheduler):
     lane = "continuous"
     chunking = True
+    prefix_caching = True
 
     def precedence(self, r: Request) -> tuple:
         """Sort key, first = most entitled: higher priority (under the priority policy), then earlier admission."""

@@ -64,6 +64,10 @@ class Request:
     num_preemptions: int = 0
     text: str = ""                              # detokenized output so far (including special tokens)
     rng: object = None                          # a sampled request's random generator (the runner's to make)
+    num_from_cache: int = 0                     # prefix cache: prompt tokens its latest (re)start took from the cache
+    cache_hit_step: int | None = None           # ...in this step
+    cache_load: list[tuple[int, int]] = field(default_factory=list)  # (cached block id, first position) still to
+                                                                     # copy into its row (see scheduler.Row.load)
 
     @property
     def id(self) -> str:

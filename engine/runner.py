@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .block_store import BlockStore
 from .fast_decode import FastDecode, unsupported
 from .kv_cache import SlotKVCache
 from .model import LoadedModel
@@ -93,7 +94,7 @@ def packed_linears(model: torch.nn.Module):
 class ModelRunner:
     simulated = False
 
-    def __init__(self, lm: LoadedModel, slots: int, row_len: int, fused: bool = False):
+    def __init__(self, lm: LoadedModel, slots: int, row_len: int, fused: bool = False, block_size: int = 16):
         cfg = lm.model.config
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         self.lm = lm
@@ -107,6 +108,7 @@ class ModelRunner:
             if lm.decode_step == "fast" and unsupported(lm.model) is None else None
         if self.fast is not None and self.fast.graphed:
             self.fast.capture_all()  # CUDA graphs of this cache, before the lane's first step: no step pays for them
+        self.store = BlockStore(block_size)  # the prefix cache's blocks (used only by a lane with prefix_cache)
 
     def run(self, rows: list[Row]) -> ForwardResult:
         prefills = [r for r in rows if r.state is SlotState.PREFILL]
@@ -116,12 +118,14 @@ class ModelRunner:
         kind = "fused" if fused else "split" if len(calls) == 2 else "prefill" if prefills else "decode"
         tokens, fillers = {}, []
         t0 = time.perf_counter()
+        self.store.load(self.cache, rows)  # prefix cache hits: their cached K/V into the rows first
         for call in calls:
             if fused:
                 tokens.update(self.forward_packed(call))
             else:
                 fillers = self.fillers(call) if call is decodes or not prefills else []
                 tokens.update(self.forward(call, fillers))
+        self.store.save(self.cache, rows)  # new full prompt blocks of the prefix cache, out of the rows
         if self.lm.device.type == "cuda":
             torch.cuda.synchronize()
         return ForwardResult(tokens, (time.perf_counter() - t0) * 1000, kind, tuple(fillers))
@@ -338,3 +342,12 @@ class SimRunner:
 def estimate_prompt_tokens(prompt: str) -> int:
     """The simulator's stand-in for a tokenizer: about 4 bytes per token plus a chat template's ~30."""
     return 30 + len(prompt.encode()) // 4
+
+
+def sim_prompt_ids(prompt: str) -> list[int]:
+    """The simulator's placeholder prompt ids, `estimate_prompt_tokens` of them: the template's 30 the same for
+    every prompt, then one id per 4 bytes of the prompt, so prompts that share a beginning share a prefix
+    (what the prefix cache looks for)."""
+    data = prompt.encode()
+    return list(range(1, 31)) + [1 + int.from_bytes(data[i:i + 4], "little") % 49151
+                                 for i in range(0, len(data) - 3, 4)]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from .block_manager import BlockManager
 from .config import EngineConfig
+from .prefix_cache import PrefixCache
 from .request import Request, RequestSpec, RequestStatus
 from .step import SlotState, StopReason
 
@@ -22,6 +23,10 @@ class Row:
     token_ids: list[int]       # tokens fed this step
     start: int                 # cache position of token_ids[0]; the row's KV length before the step
     wants_token: bool          # sample a token from the last position (False for a partial prefill chunk)
+    load: tuple[tuple[int, int], ...] = ()  # prefix cache hit: (cached block id, first position) to copy into
+                                            # the slot's row before the forward
+    save: tuple[tuple[int, int], ...] = ()  # (block id, first position) of new full prompt blocks to keep in the
+                                            # prefix cache after the forward
 
 
 @dataclass
@@ -36,6 +41,7 @@ class SchedulerOutput:
 class Scheduler:
     lane = ""
     chunking = False    # whether chunk_size and max_batch_tokens apply (the continuous lane)
+    prefix_caching = False  # whether the prefix_cache option applies (the continuous lane)
 
     def __init__(self, config: EngineConfig, specs: list[RequestSpec], eos_ids: frozenset[int] = frozenset(),
                  pad_id: int = 0, timed: bool = False):
@@ -47,7 +53,8 @@ class Scheduler:
         self.pending = sorted(self.requests, key=lambda r: (self.arrival_of(r), r.order))
         self.waiting: list[Request] = []
         self.slots: list[Request | None] = [None] * config.slots
-        self.blocks = BlockManager(config.kv_blocks, config.kv_block_size)
+        self.prefix = PrefixCache(config.kv_block_size) if config.prefix_cache and self.prefix_caching else None
+        self.blocks = BlockManager(config.kv_blocks, config.kv_block_size, self.prefix)
         self.step = 0
         self.now: float = 0     # when the current step starts: lane-clock ms if timed, else its 0-based index
 
@@ -119,11 +126,17 @@ class Scheduler:
     def add_row(self, request: Request, state: SlotState, token_ids: list[int], wants_token: bool) -> None:
         start = request.num_cached
         self.blocks.grow(request, start + len(token_ids))
-        self.out.rows.append(Row(request.slot, request, state, token_ids, start, wants_token))
+        load, save = (), ()
+        if self.prefix and state is SlotState.PREFILL:
+            load, request.cache_load = tuple(request.cache_load), []
+            save = tuple(self.prefix.add_computed(request, request.num_prefilled + len(token_ids)))
+        self.out.rows.append(Row(request.slot, request, state, token_ids, start, wants_token, load, save))
         if self.token_budget is not None:
             self.token_budget -= len(token_ids)
 
     def add_prefill(self, request: Request) -> None:
+        if self.prefix and request.num_cached == 0 and request.id not in self.prefix.held:
+            self.reuse_prefix(request)
         n = self.prefill_room(request)
         if n == 0:
             self.out.stalled.append(request)
@@ -131,6 +144,17 @@ class Scheduler:
         chunk = request.prefill_ids[request.num_prefilled:request.num_prefilled + n]
         done = request.num_prefilled + n == len(request.prefill_ids)
         self.add_row(request, SlotState.PREFILL, chunk, wants_token=done)
+
+    def reuse_prefix(self, request: Request) -> None:
+        """A request (re)starting its prefill takes its longest cached prefix: those tokens count as prefilled,
+        and their K/V are copied into its row before its first computed step."""
+        blocks = self.prefix.match(request)
+        self.blocks.hold_cached(request, len(blocks))
+        size = self.blocks.block_size
+        request.num_prefilled = request.num_cached = len(blocks) * size
+        request.cache_load = [(b.id, i * size) for i, b in enumerate(blocks)]
+        if blocks:
+            request.num_from_cache, request.cache_hit_step = len(blocks) * size, self.step
 
     def prefill_room(self, request: Request) -> int:
         """Prompt tokens `request` may prefill now (0: none), within the chunk size, token and KV budgets."""
@@ -174,6 +198,8 @@ class Scheduler:
                 r.status = RequestStatus.FINISHED
                 r.finish_step = self.step
                 finished.append(r)
+        if self.prefix:
+            self.prefix.commit()
         return finished
 
     # -- requests that come while the lane runs (the live lane) ----------------------------------------
@@ -228,4 +254,5 @@ class Scheduler:
         return [s for s, r in enumerate(self.slots) if r is None]
 
     def kv_used(self) -> int:
-        return sum(r.num_cached for r in self.slots if r is not None)
+        shared = self.prefix.num_shared * self.blocks.block_size if self.prefix else 0  # a shared block once
+        return sum(r.num_cached for r in self.slots if r is not None) - shared

@@ -33,6 +33,8 @@ class SlotRecord:
     stop: StopReason | None = None   # set on the request's last token
     prefill: tuple[int, int] | None = None  # (prompt tokens cached after this step, prompt tokens in all)
     special: bool = False            # the token is a special token of the tokenizer (<|im_end|>, ...), not text
+    cached: int = 0                  # prompt tokens this prefill cell took from the prefix cache (not computed);
+                                     # set on the cell of the step the request (re)started in
 
     def to_dict(self) -> dict:
         d = {"state": self.state.value, "request": self.request, "token_id": self.token_id, "token": self.token}
@@ -42,6 +44,8 @@ class SlotRecord:
             d["special"] = True
         if self.prefill is not None:
             d["prefill"] = list(self.prefill)
+        if self.cached:
+            d["cached"] = self.cached
         return d
 
 
@@ -59,6 +63,8 @@ class StepRecord:
     kv_capacity: int = 0                # KV tokens the lane may hold
     kv_blocks_used: int = 0             # blocks of `kv_block_size` tokens held at the same moment
     kv_blocks_total: int = 0            # blocks in the lane's budget (0: no block budget)
+    kv_blocks_cached: int = 0           # prefix cache: cached blocks no running request holds (counted free,
+                                        # evicted LRU when room is needed; not in kv_used or kv_blocks_used)
     start_ms: float = 0.0               # the lane clock when the step started: the lane's earlier step times plus
                                         # the time it waited for arrivals (a gap after the previous step)
     ms: float = 0.0                     # how long the step lasted: its measured wall time (synchronized on CUDA);

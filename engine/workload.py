@@ -77,8 +77,9 @@ def _options(obj: dict, where: str, limits: Limits, timed: bool) -> dict:
             raise WorkloadError(f"{where}max_wait_ms", "counts milliseconds, but this workload's arrivals are in "
                                                        "steps: use max_wait, or give the requests arrival_ms")
         check_number(options["max_wait_ms"], f"{where}max_wait_ms", 0, limits.max_arrival_ms)
-    if "fused" in options and not isinstance(options["fused"], bool):
-        raise WorkloadError(f"{where}fused", "must be true or false")
+    for key in ("fused", "prefix_cache"):
+        if key in options and not isinstance(options[key], bool):
+            raise WorkloadError(f"{where}{key}", "must be true or false")
     if "slots" in obj:
         options["slots"] = check_int(obj["slots"], f"{where}slots", 1, limits.max_slots)
     return options

@@ -20,6 +20,8 @@ Sections (each a key of the JSON; `targets` sums up the goals):
                           each lane on demos/mixed.json, first run vs second
   load_sweep              a generated Poisson mix at rising request rates on static, dynamic and continuous: what
                           `vllm bench serve` reports per rate and lane, and where each lane's p95 TTFT crosses 2 s
+  prefix_cache            a preset's continuous lane with and without prefix_cache (demos/shared-instructions.json,
+                          demos/mixed.json): wall time, tokens/s, prompt tokens computed and cached, same tokens
 
 Every ratio compares runs made in the same process, interleaved repeat by repeat, so the load other
 processes put on the machine hits both sides alike; absolute numbers still move with that load (the
@@ -44,6 +46,7 @@ from bench_common import (CHAT_PROMPTS, ROOT, Records, log, median, outputs, pre
                           side_by_side, timed, timed_run)
 import torch  # noqa: E402
 from bench_features import chunked_prefill, preemption, split_vs_fused  # noqa: E402
+from bench_prefix import prefix_cache  # noqa: E402
 from bench_sweep import load_sweep  # noqa: E402
 from bench_warmup import first_vs_second_run  # noqa: E402
 from engine import Engine  # noqa: E402
@@ -55,13 +58,14 @@ SIZES = {  # what each section runs; --quick shrinks everything to a smoke test
                  mixed_scale=8, mixed_repeats=2, fused_prompt_lens=(8, 64, 256),
                  demo_max_new_tokens=None, chunk_sizes=(64, 128), pressure_budgets=(None, 320, 224, 128),
                  bandwidth_mib=512, warmup_slots=16, decode_rows=(1, 2, 4, 8, 16), decode_context=64, decode_calls=15, fresh_processes=3,
-                 sweep_rates=[0.25, 0.5, 1, 2, 4], sweep_requests=24, sweep_output={"min": 16, "max": 48}),
+                 sweep_rates=[0.25, 0.5, 1, 2, 4], sweep_requests=24, sweep_output={"min": 16, "max": 48},
+                 prefix_presets=("shared-instructions", "mixed")),
     "quick": dict(repeats=1, batches=(1, 2), static_new_tokens=3,
                   chat_requests=4, chat_slots=2, chat_new_tokens=6, chat_repeats=1,
                   mixed_scale=1, mixed_repeats=1, fused_prompt_lens=(8,),
                   demo_max_new_tokens=4, chunk_sizes=(128,), pressure_budgets=(None, 128),
                   bandwidth_mib=32, warmup_slots=4, decode_rows=(1, 2), decode_context=8, decode_calls=1, fresh_processes=1,
-                  sweep_rates=[1, 8], sweep_requests=3, sweep_output=[2]),
+                  sweep_rates=[1, 8], sweep_requests=3, sweep_output=[2], prefix_presets=("shared-instructions",)),
 }
 
 
@@ -217,12 +221,13 @@ def decode_floor(lm, size: dict, static: dict | None, steps: dict | None) -> dic
 
 # -- the run ----------------------------------------------------------------------------------------------------
 SECTIONS = ("static_vs_generate", "continuous_vs_generate_batch", "mixed_x8", "decode_steps", "decode_floor", "split_vs_fused",
-            "chunked_prefill", "preemption", "first_vs_second_run", "load_sweep")
+            "chunked_prefill", "preemption", "first_vs_second_run", "load_sweep", "prefix_cache")
 
 
 SECTION_RUNS = {"static_vs_generate": static_vs_generate, "continuous_vs_generate_batch": continuous_vs_generate_batch,
                 "mixed_x8": mixed_x8, "split_vs_fused": split_vs_fused, "chunked_prefill": chunked_prefill,
-                "preemption": preemption, "load_sweep": load_sweep, "decode_steps": decode_steps}
+                "preemption": preemption, "load_sweep": load_sweep, "decode_steps": decode_steps,
+                "prefix_cache": prefix_cache}
 # decode_floor reads static_vs_generate's figures instead; first_vs_second_run loads the model in fresh processes
 # of its own (from main's --model, --dtype, --device), so it never sees `lm`
 

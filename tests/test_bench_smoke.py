@@ -37,3 +37,6 @@ def test_bench_quick_prints_every_section_and_target(tiny, capsys):
     assert [p["rate"] for p in sweep["points"]] == [1, 8] and set(sweep["p95_ttft_over_2s_from_rate"]) == {
         "static", "dynamic", "continuous"}
     assert all(s["completed"] == 3 for p in sweep["points"] for s in p["lanes"].values())
+    prefix = out["prefix_cache"]["presets"]["shared-instructions"]
+    assert prefix["tokens_match"] and prefix["without"]["prompt_tokens_cached"] == 0
+    assert prefix["with"]["prompt_tokens_cached"] > 0 and prefix["with"]["wall_s"] > 0

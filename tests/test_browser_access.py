@@ -37,12 +37,14 @@ def test_palette_text_outlines_and_focus_rings_reach_wcag_aa(tab, server):
     open_page(tab, server)
     p = {k: colour(v) for k, v in lanes(tab, "palette").items()}
     text_pairs = [("prefillText", "prefill"), ("decodeText", "decode"), ("preemptedText", "preempted"),
-                  ("waitingText", "waiting"), ("text", "background"), ("muted", "background")]  # cells, legend, axis
+                  ("waitingText", "waiting"), ("text", "background"), ("muted", "background"),  # cells, legend, axis
+                  ("prefillText", "prefillCached")]  # a P cell's label over its prefix-cached part
     line_pairs = [("idleLine", "background"), ("idleLine", "idle"), ("queuedLine", "background"),
                   ("queuedLine", "queued"), ("hatch", "padding"), ("waitingMark", "waiting"), ("arrival", "background"),
                   ("kv", "kvTrack"), ("kvBudget", "kvTrack"), ("playhead", "background"), ("focus", "background"),
                   ("focus", "prefill"), ("focus", "decode"), ("focus", "preempted"), ("focus", "padding"),
-                  ("text", "decode"), ("text", "prefill")]  # the last-token bar
+                  ("text", "decode"), ("text", "prefill"),  # the last-token bar
+                  ("prefillCachedLine", "prefillCached")]  # the prefix cache's stripes
     low = [(a, b, round(contrast(p[a], p[b]), 2)) for a, b in text_pairs if contrast(p[a], p[b]) < 4.5]
     low += [(a, b, round(contrast(p[a], p[b]), 2)) for a, b in line_pairs if contrast(p[a], p[b]) < 3]
     assert low == []

@@ -32,3 +32,41 @@ def test_demo_reproduces_the_classroom_table_on_the_real_model(smol, name):
         assert m["wall_s"] > 0 and m["tokens_per_s"] > 0 and not m["simulated"]
         texts[lane] = {rid: q["token_ids"] for rid, q in m["requests"].items()}
     assert texts["static"] == texts["continuous"]  # both servers write the same tokens
+
+
+def test_shared_instructions_reuses_the_prefix_and_writes_the_same_tokens_on_the_real_model(smol):
+    """The prefix cache computes fewer prompt tokens and changes no token; its lesson's system-prompt figure holds."""
+    workload = json.loads((DEMOS / "shared-instructions.json").read_text())
+    assert len(workload["requests"]) == 8 and workload["description"]
+    engine = Engine(smol)
+    run = engine.start(engine.prepare(parse_workload(workload)))
+    run.run_to_end()
+    plain, cached = (lane_metrics(run.lanes[n].records, run.workload) for n in ("continuous", "prefix cache"))
+    ids = [list(s.prompt_ids) for s in run.workload.requests]
+    shared = min(next(i for i, (a, b) in enumerate(zip(p, ids[0])) if a != b) for p in ids[1:])
+    assert 200 <= shared < min(map(len, ids))  # ~200 shared tokens, then each its own question
+    assert cached["prompt_tokens_cached"] == 7 * (shared // 16 * 16)  # every request after the first hits
+    assert cached["prompt_tokens_computed"] + cached["prompt_tokens_cached"] == plain["prompt_tokens_computed"]
+    assert {r: q["token_ids"] for r, q in cached["requests"].items()} == \
+        {r: q["token_ids"] for r, q in plain["requests"].items()}
+    system = smol.tokenizer.decode(ids[0]).split("<|im_start|>user")[0]  # the chat template's default system prompt
+    system_tokens = len(smol.tokenizer(system, add_special_tokens=False)["input_ids"])
+    assert system_tokens == 21 and "21 tokens" in workload["description"]
+    assert 180 <= shared - system_tokens <= 200 and "about 190 tokens" in workload["description"]
+
+
+def test_shared_instructions_hits_match_solo_generate_on_the_real_model(smol):
+    """Two requests that took ~200 prompt tokens' K/V from the cache write what generate() writes for them alone."""
+    from tests.conftest import solo_generate
+    workload = json.loads((DEMOS / "shared-instructions.json").read_text())
+    workload["requests"] = workload["requests"][:3]
+    workload["lanes"] = [workload["lanes"][1]]
+    engine = Engine(smol)
+    run = engine.start(engine.prepare(parse_workload(workload)))
+    run.run_to_end()
+    lane = run.lanes["prefix cache"]
+    hit = {c.request for r in lane.records for c in r.slots if c.cached}
+    assert hit == {"Q2", "Q3"}
+    for spec in run.workload.requests:
+        got = next(r for r in lane.scheduler.requests if r.id == spec.id).output_ids
+        assert got == solo_generate(smol, spec.prompt_ids, spec.max_new_tokens)

@@ -4,7 +4,8 @@
  * least 3:1 against what they touch; tests/test_browser_access.py checks the pairs) and the painters
  * of one cell, a wait, an arrival mark and a focus ring. Every cell kind differs by more than colour:
  * prefill carries a "P", padding is hatched, idle is an outline, preempted carries a cross, queued a
- * dashed outline, waiting a dotted tint with a "waiting" label. Reads its arguments, changes none.
+ * dashed outline, waiting a dotted tint with a "waiting" label; the part of a prefill cell whose prompt
+ * tokens came from the prefix cache is a light, striped tint. Reads its arguments, changes none.
  */
 import { Phase, SlotState, StopReason } from "./vocab.js";
 
@@ -14,7 +15,7 @@ export const PALETTE = Object.freeze({
   text: "#1d2330",
   muted: "#5b6472",
   rule: "#e3e6ea",
-  prefill: "#e69f00", prefillText: "#3a2600",
+  prefill: "#e69f00", prefillText: "#3a2600", prefillCached: "#fbe3b0", prefillCachedLine: "#9a6a00",
   decode: "#56b4e9", decodeText: "#08263a",
   padding: "#dadde2", hatch: "#6b737e", paddingText: "#4a525e",
   idle: "#ffffff", idleLine: "#878f9b",
@@ -33,13 +34,13 @@ export function fitText(ctx, options, maxW) {
   return options.find((s) => s && ctx.measureText(s).width <= maxW) || null;
 }
 
-/** Padding's diagonal hatch, clipped to the cell. */
-function hatch(ctx, r) {
+/** Padding's diagonal hatch (or the prefix cache's stripes, in `colour`), clipped to the cell. */
+function hatch(ctx, r, colour = PALETTE.hatch) {
   ctx.save();
   ctx.beginPath();
   ctx.rect(r.x, r.y, r.w, r.h);
   ctx.clip();
-  ctx.strokeStyle = PALETTE.hatch;
+  ctx.strokeStyle = colour;
   ctx.lineWidth = 1;
   ctx.beginPath();
   for (let d = -r.h; d < r.w; d += 6) {
@@ -95,10 +96,29 @@ export function label(ctx, text, r, yFrac = 0.5) {
   ctx.fillText(text, r.x + r.w / 2, r.y + r.h * yFrac + 0.5);
 }
 
+/**
+ * The share of a prefill cell whose prompt tokens came from the prefix cache (`info.cached` of `info.prefill[1]`):
+ * from the left, a light tint with stripes and a dividing line where the computed part starts.
+ */
+function drawCachedPart(ctx, r, info) {
+  const w = Math.round((r.w * info.cached) / info.prefill[1]);
+  if (w <= 0) return;
+  const part = { x: r.x, y: r.y, w: Math.min(w, r.w), h: r.h };
+  ctx.fillStyle = PALETTE.prefillCached;
+  ctx.fillRect(part.x, part.y, part.w, part.h);
+  ctx.save();
+  ctx.setLineDash([2, 4]);
+  hatch(ctx, part, PALETTE.prefillCachedLine);
+  ctx.restore();
+  ctx.fillStyle = PALETTE.prefillCachedLine;
+  if (part.w < r.w) ctx.fillRect(part.x + part.w - 1, r.y, 2, r.h);
+}
+
 /** Prefill: a "P" with the request id, and for a chunked prompt how much of it is cached ("P 96/160"). */
 function drawPrefill(ctx, r, id, info) {
   ctx.fillStyle = PALETTE.prefill;
   ctx.fillRect(r.x, r.y, r.w, r.h);
+  if (info.cached && info.prefill) drawCachedPart(ctx, r, info);
   ctx.fillStyle = PALETTE.prefillText;
   const part = info.prefill && info.chunked ? `${info.prefill[0]}/${info.prefill[1]}` : null;
   const oneLine = part ? [`P ${part} ${id}`, `P ${part}`] : [`P ${id}`, "P"];
@@ -123,7 +143,10 @@ function drawPrefill(ctx, r, id, info) {
   return undefined;
 }
 
-/** One cell. kind: a Phase; info: {label, prefill: [cached, total] | null, chunked, stop, maxPx (its largest font)}. */
+/**
+ * One cell. kind: a Phase; info: {label, prefill: [cached, total] | null, chunked, cached (prompt tokens from the
+ * prefix cache), stop, maxPx (its largest font)}.
+ */
 export function drawCell(ctx, rect, kind, info = {}) {
   const r = { x: rect.x + 1, y: rect.y + 1, w: Math.max(1, rect.w - 2), h: Math.max(1, rect.h - 2) };
   const id = info.label || "";

@@ -28,6 +28,9 @@ export const GLOSSARY = Object.freeze({
   waiting: { term: "waiting for arrivals", text: "The lane has nothing it may compute: it waits for more requests to arrive, or to fill a group." },
   last_token: { term: "last token", text: "A request's final token: a bar on the cell's right edge, with a dot when the model itself wrote EOS (end of sequence)." },
   arrival: { term: "request arrives", text: "When a request reaches the server: a triangle above the lane at its arrival time." },
+  prefix_cache: { term: "prefix cache", text: "Prompts that start alike (the chat template's system prompt, shared instructions) share their key/value entries: the lane keeps full 16-token blocks of prompts it computed, and a request that starts with the same blocks copies them instead of computing them. The light striped part of a P cell came from the cache." },
+  prompt_tokens: { term: "prompt tokens computed / cached", text: "Prompt tokens the lane's prefill steps computed (again after a preemption), and those it took from the prefix cache instead." },
+  hit_rate: { term: "prefix cache hit rate", text: "The share of prompt tokens taken from the prefix cache: cached \u00f7 (computed + cached), counted in tokens as vLLM does." },
   kv: { term: "KV memory", text: "The key/value cache: every running request keeps one entry per prompt and answer token. The strip under a lane shows how full it is each step; the dashed line on top is the budget (or, without one, the lane's capacity). At the line, the scheduler must preempt." },
 });
 
@@ -37,6 +40,7 @@ export const METRIC_TERMS = Object.freeze({
   mean_ttft_steps: "ttft", mean_ttft_ms: "ttft", ttft_ms_p50_p95: "ttft", mean_tpot_ms: "tpot", mean_itl_ms: "itl",
   latency_steps_p50_p95: "latency", wall_s: "wall_time", tokens_per_s: "tokens_per_s", requests_per_s: "requests_per_s",
   padding_slot_steps: "padding_cells", preemptions: "preempted",
+  prompt_tokens: "prompt_tokens", prefix_cache_hit_rate: "hit_rate",
 });
 
 /** The definition of a term key, or null. */

@@ -11,10 +11,12 @@ import { Phase, SlotState, StopReason } from "./vocab.js";
 
 const ARRIVAL = "arrival";  // the legend's arrival mark (not a cell kind)
 const KV = "kv";            // the KV memory strip under each lane
+const CACHED = "cached";    // a prefill cell whose prompt came partly from the prefix cache
 
 // [kind, label, cell info, glossary term, short label (presenter mode: one row; the glossary says the rest)]
 const LEGEND = [
   [Phase.PREFILL, "prefill: reads the prompt", { label: "" }, "prefill", "prefill"],
+  [CACHED, "prefill from the prefix cache", { label: "", prefill: [2, 3], cached: 2 }, "prefix_cache", "prefix cache"],
   [Phase.DECODE, "decode: one more token", { label: "" }, "decode", "decode"],
   [Phase.PADDING, "padding: finished, still computed", {}, "padding", "padding"],
   [SlotState.IDLE, "idle slot", {}, "idle", "idle slot"],
@@ -32,6 +34,7 @@ function shown(kind, flags) {
   if (kind === Phase.PREEMPTED) return flags.preemption;
   if (kind === Phase.WAITING) return flags.waiting;
   if (kind === ARRIVAL) return flags.marks;
+  if (kind === CACHED) return Boolean(flags.prefixCache);
   return true;
 }
 
@@ -73,6 +76,7 @@ function drawEntry(ctx, entry, x, y, px, h = 18) {
   if (entry.kind === Phase.WAITING) drawWaiting(ctx, swatch, "");
   else if (entry.kind === ARRIVAL) drawMark(ctx, x + 6, { y: y + h / 2 - 5, h: 10 });
   else if (entry.kind === KV) drawKvSwatch(ctx, swatch);
+  else if (entry.kind === CACHED) drawCell(ctx, swatch, Phase.PREFILL, entry.info);
   else drawCell(ctx, swatch, entry.kind, entry.info);
   ctx.fillStyle = PALETTE.text;
   ctx.textAlign = "left";

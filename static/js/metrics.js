@@ -90,6 +90,28 @@ function requestFacts(records, workload, starts, end) {
   return per;
 }
 
+/**
+ * {computed, cached}: prompt tokens the lane's prefill cells computed, and took from the prefix cache
+ * (engine/metrics.py prompt_tokens). A preempted request starts again from 0 and is counted again.
+ */
+export function promptTokens(records) {
+  const progress = new Map();
+  let computed = 0;
+  let cached = 0;
+  for (const r of records) {
+    for (const cell of r.slots) {
+      if (cell.state === SlotState.PREEMPTED) progress.set(cell.request, 0);
+      else if (cell.state === SlotState.PREFILL && cell.prefill) {
+        const hit = cell.cached || 0;
+        computed += cell.prefill[0] - (progress.get(cell.request) || 0) - hit;
+        cached += hit;
+        progress.set(cell.request, cell.prefill[0]);
+      }
+    }
+  }
+  return { computed, cached };
+}
+
 /** The metrics of one lane: the same keys and values as engine/metrics.py's lane_metrics. */
 export function laneMetrics(records, workload) {
   const slots = records.length ? records[0].slots.length : workload.slots || 4;
@@ -138,6 +160,10 @@ export function laneMetrics(records, workload) {
     out[`mean_${key}_ms`] = mean(values);
     for (const q of [50, 95, 99]) out[`p${q}_${key}_ms`] = percentile(values, q);
   }
+  const prompt = promptTokens(records);
+  out.prompt_tokens_computed = prompt.computed;
+  out.prompt_tokens_cached = prompt.cached;
+  out.prefix_cache_hit_rate = prompt.computed + prompt.cached ? prompt.cached / (prompt.computed + prompt.cached) : null;
   out.simulated = simulated;
   out.requests = Object.fromEntries(all.map((q) => [q.id, q]));
   return out;
@@ -148,7 +174,8 @@ const MS_KEYS = ["ttft", "tpot", "itl", "latency"].flatMap((k) => ["mean", "p50"
 /** Every number of a lane's metrics (not its requests): what is checked against the server and exported as CSV. */
 export const METRIC_KEYS = Object.freeze(["steps", "tokens", "tokens_per_step", "slot_use", "mean_ttft_steps",
   "mean_latency_steps", "p50_latency_steps", "p95_latency_steps", "wall_s", "tokens_per_s", "requests_per_s",
-  ...MS_KEYS, "padding_slot_steps", "idle_slot_steps", "prefill_slot_steps", "preemptions"]);
+  ...MS_KEYS, "padding_slot_steps", "idle_slot_steps", "prefill_slot_steps", "preemptions",
+  "prompt_tokens_computed", "prompt_tokens_cached", "prefix_cache_hit_rate"]);
 
 function close(a, b) {
   if (a === null || a === undefined || b === null || b === undefined) return (a ?? null) === (b ?? null);

@@ -73,6 +73,8 @@ function laneFacts(lane, timed, reveal) {
   }
   const padding = count(r, SlotState.PADDING);
   if (padding) facts.push(`computes ${plural(padding, "finished row", "finished rows")} as padding`);
+  const hit = r.slots.find((c) => c.cached && c.prefill);
+  if (hit) facts.push(`${hit.request} takes ${hit.cached} of ${hit.prefill[1]} prompt tokens from the prefix cache`);
   const partial = r.slots.filter((c) => c.state === SlotState.PREFILL && c.prefill && c.token_id === null);
   if (partial.length) facts.push(`${partial[0].request} prefills ${partial[0].prefill[0]}/${partial[0].prefill[1]} prompt tokens`);
   const idle = count(r, SlotState.IDLE);

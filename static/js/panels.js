@@ -41,6 +41,13 @@ const METRIC_COLUMNS = [
   ["preemptions", "preempted", (m) => String(m.preemptions)],
 ];
 
+/** Shown only when some lane took prompt tokens from its prefix cache. */
+const PREFIX_COLUMNS = [
+  ["prompt_tokens", "prompt tokens computed / cached", (m) => `${m.prompt_tokens_computed} / ${m.prompt_tokens_cached}`],
+  ["prefix_cache_hit_rate", "prefix cache hit rate",
+    (m) => (m.prefix_cache_hit_rate === null ? dash : `${Math.round(m.prefix_cache_hit_rate * 100)}%`)],
+];
+
 /**
  * Fill the metrics table: one row per lane, its numbers up to the playhead. `metrics`: lane -> metrics;
  * `rowNote`: lane -> "" or what the row's numbers cover ("so far", "at step 2 of 15"); `check`: "" (no server
@@ -49,13 +56,17 @@ const METRIC_COLUMNS = [
  * back (its cells show "?"). The header row is built once, so a focused header keeps its focus.
  */
 export function renderMetrics(table, caption, metrics, rowNote, check, at = null, hidden = {}) {
+  const prefix = Object.values(metrics).some((m) => m.prompt_tokens_cached > 0);
+  const columns = prefix ? [...METRIC_COLUMNS, ...PREFIX_COLUMNS] : METRIC_COLUMNS;
+  if (table.tHead && table.tHead.dataset.prefix !== String(prefix)) table.tHead.remove();
   if (!table.tHead) {
-    table.append(el("thead", {}, [el("tr", {}, [el("th", { text: "lane", scope: "col" }),
-      ...METRIC_COLUMNS.map(([key, label]) => el("th", { scope: "col" }, [termNode(METRIC_TERMS[key], label)]))])]));
+    const head = el("thead", { dataset: { prefix: String(prefix) } }, [el("tr", {}, [el("th", { text: "lane", scope: "col" }),
+      ...columns.map(([key, label]) => el("th", { scope: "col" }, [termNode(METRIC_TERMS[key], label)]))])]);
+    table.insertBefore(head, table.tBodies[0] || null);
   }
   const body = el("tbody", {}, Object.entries(metrics).map(([lane, m]) => el("tr", { dataset: { lane } }, [
     el("th", { scope: "row" }, [lane, ...(rowNote[lane] ? [el("span", { className: "row-note", text: rowNote[lane] })] : [])]),
-    ...METRIC_COLUMNS.map(([key, , fmt]) => el("td", { text: hidden[lane] ? "?" : fmt(m),
+    ...columns.map(([key, , fmt]) => el("td", { text: hidden[lane] ? "?" : fmt(m),
       dataset: { lane, metric: key, ...(hidden[lane] ? { hidden: "true" } : {}) } }))])));
   if (table.tBodies[0]) table.tBodies[0].replaceWith(body);
   else table.append(body);
@@ -162,6 +173,7 @@ function cellLines(lane, step, what, view, workload) {
   if (arrival) lines.push(`arrived at ${seconds(arrival.arrival_ms)} on this lane's clock`);
   const cell = what.cell;
   if (cell && cell.prefill) lines.push(`prompt tokens cached: ${cell.prefill[0]} of ${cell.prefill[1]}`);
+  if (cell && cell.cached) lines.push(`from the prefix cache: ${cell.cached} (not computed)`);
   const spec = workload && what.request && workload.requests.find((q) => String(q.id) === what.request);
   if (cell && cell.token !== null && cell.token !== undefined) lines.push(...tokenLines(cell, spec));
   if (cell && cell.stop) lines.push(stopLine(cell, spec));
