@@ -21,12 +21,13 @@ from .kv_cache import SlotKVCache
 from .model import LoadedModel
 from .request import Request
 from .scheduler import Row
+from .speculative import accept
 from .step import SlotState
 
 
 @dataclass
 class ForwardResult:
-    tokens: dict[int, int | None]  # slot -> sampled token id
+    tokens: dict[int, int | list[int] | None]  # slot -> sampled token id (a speculative row: the tokens it writes)
     forward_ms: float              # time inside forward calls (synchronized on CUDA)
     forward: str                   # "none", "prefill", "decode", "split" (two calls) or "fused" (one call, both kinds)
     filler_slots: tuple[int, ...] = ()  # idle slots computed as throwaway rows to speed a decode call up
@@ -115,6 +116,9 @@ class ModelRunner:
             else:
                 fillers = self.fillers(call) if call is decodes or not prefills else []
                 tokens.update(self.forward(call, fillers))
+        for row in rows:  # a speculative row: keep the proposals the model agrees with, then its own token
+            if row.proposed:
+                tokens[row.slot] = accept(row.token_ids[1:], tokens[row.slot])
         if self.lm.device.type == "cuda":
             torch.cuda.synchronize()
         return ForwardResult(tokens, (time.perf_counter() - t0) * 1000, kind, tuple(fillers))
@@ -161,8 +165,9 @@ class ModelRunner:
         ids = torch.tensor(ids, device=device)                        # (B, Q)
         pos = torch.tensor(pos, device=device)                        # (B, Q)
         self.cache.plan([slot for slot, _ in batch], torch.tensor(write), kv_len)
-        # left padding puts every row's last token at column -1
-        wanted = [(slot, b, -1, r.request) for b, (slot, r) in enumerate(batch) if r is not None and r.wants_token]
+        # left padding puts every row's last token at column -1 (a speculative row wants its last proposed + 1)
+        wanted = [(slot, b, q, r.request) for b, (slot, r) in enumerate(batch) if r is not None and r.wants_token
+                  for q in range(-1 - r.proposed, 0)]
         return self.compute(ids, pos, self.mask(rows, fillers, pos, kv_len), wanted)
 
     @torch.inference_mode()
@@ -182,7 +187,7 @@ class ModelRunner:
             read_pos += range(kv)
             k_row += [i] * kv
             if r.wants_token:
-                wanted.append((r.slot, 0, len(ids) - 1, r.request))
+                wanted += [(r.slot, 0, len(ids) - 1 - q, r.request) for q in range(r.proposed, -1, -1)]
         device = self.lm.device
         pos, read_pos = torch.tensor(pos, device=device), torch.tensor(read_pos, device=device)  # (M,), (T,)
         visible = (torch.tensor(q_row, device=device)[:, None] == torch.tensor(k_row, device=device)) \
@@ -194,7 +199,8 @@ class ModelRunner:
     def compute(self, ids: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor | None,
                 wanted: list[tuple[int, int, int, Request]]) -> dict[int, int]:
         """The decoder over ids and pos (B, Q) as planned in the cache, then the next token of each
-        (slot, batch row, column, request) in `wanted`, by slot."""
+        (slot, batch row, column, request) in `wanted`, by slot (a slot wanted at several columns, in
+        column order: the list of their greedy tokens)."""
         with packed_linears(self.lm.model) if self.packed else contextlib.nullcontext():
             hidden = self.lm.model.model(input_ids=ids, position_ids=pos, attention_mask=mask,
                                          cache=self.cache, use_cache=True).last_hidden_state  # (B, Q, E)
@@ -203,8 +209,10 @@ class ModelRunner:
             _, b, q, _ = zip(*wanted)
             logits = self.lm.model.lm_head(hidden[list(b), list(q)])  # (W, V)
         greedy = logits.argmax(-1).tolist()
-        return {slot: greedy[i] if r.spec.temperature == 0 else sample(logits[i], r, self.lm.device)
-                for i, (slot, _, _, r) in enumerate(wanted)}
+        tokens = {}
+        for i, (slot, _, _, r) in enumerate(wanted):
+            tokens.setdefault(slot, []).append(greedy[i] if r.spec.temperature == 0 else sample(logits[i], r, self.lm.device))
+        return {slot: t if len(t) > 1 else t[0] for slot, t in tokens.items()}
 
     def mask(self, rows: list[Row], fillers: list[int], pos: torch.Tensor, kv_len: int) -> torch.Tensor | None:
         """The (B, 1, Q, kv_len) additive attention mask, or None where none is needed: every row has the same
@@ -237,9 +245,10 @@ class ModelRunner:
             _REFERENCE_MS[model] = sorted(times)[1]
         return _REFERENCE_MS[model]
 
-    def text_delta(self, request: Request) -> str:
-        """The text `request`'s newest token adds to its response (empty while a UTF-8 character is incomplete)."""
-        full = self.lm.tokenizer.decode(request.output_ids, clean_up_tokenization_spaces=False)
+    def text_delta(self, request: Request, upto: int | None = None) -> str:
+        """The text `request`'s newest tokens (those before `upto`) add to its response (empty while a UTF-8
+        character is incomplete)."""
+        full = self.lm.tokenizer.decode(request.output_ids[:upto], clean_up_tokenization_spaces=False)
         if full.endswith("\ufffd"):
             return ""
         delta, request.text = full[len(request.text):], full
@@ -304,7 +313,7 @@ class SimRunner:
     def is_special(self, token_id: int) -> bool:
         return False
 
-    def text_delta(self, request: Request) -> str | None:
+    def text_delta(self, request: Request, upto: int | None = None) -> str | None:
         return None
 
 

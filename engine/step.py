@@ -33,6 +33,10 @@ class SlotRecord:
     stop: StopReason | None = None   # set on the request's last token
     prefill: tuple[int, int] | None = None  # (prompt tokens cached after this step, prompt tokens in all)
     special: bool = False            # the token is a special token of the tokenizer (<|im_end|>, ...), not text
+    tokens: tuple[int, ...] | None = None  # a speculative cell that wrote several tokens: all of them (token_id is
+                                           # the last; token is their text, without a closing EOS)
+    proposed: int | None = None      # a speculative cell: tokens proposed by prompt lookup and verified this step
+    accepted: int | None = None      # ...of which the model agreed with (and the cell wrote) this many
 
     def to_dict(self) -> dict:
         d = {"state": self.state.value, "request": self.request, "token_id": self.token_id, "token": self.token}
@@ -42,6 +46,10 @@ class SlotRecord:
             d["special"] = True
         if self.prefill is not None:
             d["prefill"] = list(self.prefill)
+        if self.tokens is not None:
+            d["tokens"] = list(self.tokens)
+        if self.proposed is not None:
+            d["proposed"], d["accepted"] = self.proposed, self.accepted
         return d
 
 
