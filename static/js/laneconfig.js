@@ -18,6 +18,7 @@ const OPTION_TEXT = Object.freeze({
   max_wait_ms: (v) => `max wait ${v} ms`,
   scheduling_policy: (v) => v,
   fused: (v) => (v ? "fused" : "split"),
+  speculative: (v) => (v ? `prompt lookup k ${v.k}` : "no speculation"),
 });
 
 /** {name, policy, options} of one entry of workload.lanes. */

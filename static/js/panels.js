@@ -38,6 +38,8 @@ const METRIC_COLUMNS = [
   ["tokens_per_s", "tokens/s", (m) => num(m.tokens_per_s, 1)],
   ["requests_per_s", "requests/s", (m) => num(m.requests_per_s, 2)],
   ["padding_slot_steps", "padding cells", (m) => String(m.padding_slot_steps)],
+  ["speculative", "lookup kept \u00b7 tok/cell", (m) => (m.spec_acceptance_rate === null || m.spec_acceptance_rate === undefined
+    ? dash : `${Math.round(m.spec_acceptance_rate * 100)}% \u00b7 ${num(m.tokens_per_decode_cell, 2)}`)],
   ["preemptions", "preempted", (m) => String(m.preemptions)],
 ];
 
@@ -130,8 +132,11 @@ export function renderRequests(tbody, workload, records, metrics, step, reveal =
 
 /** What a token line says: ordinary text quoted, a special token as a chip and what it meant for this request. */
 function tokenLines(cell, spec) {
+  const lookup = cell.proposed === undefined || cell.proposed === null ? []
+    : [`prompt lookup: proposed ${cell.proposed}, the model agreed with ${cell.accepted}`];
+  if (cell.tokens) return [`${cell.tokens.length} tokens in one step: ${JSON.stringify(cell.token)} (ids ${cell.tokens.join(", ")})`, ...lookup];
   const id = `(id ${cell.token_id})`;
-  if (!cell.special) return [`token: ${JSON.stringify(cell.token)} ${id}`];
+  if (!cell.special) return [`token: ${JSON.stringify(cell.token)} ${id}`, ...lookup];
   const lines = [["token: ", tokenChip(cell.token), ` ${id}, a special token`]];
   if (spec && spec.ignore_eos !== false && cell.stop !== StopReason.EOS) {
     lines.push(cell.stop ? "the request ignores EOS (fixed length): this token did not stop it"

@@ -23,7 +23,8 @@ export function cellAt(lane, view, step, row) {
     const cell = record.slots[row];
     if (!cell) return null;
     return { kind: cell.state, request: cell.request, cell, record,
-      info: { label: cell.request, prefill: cell.prefill, chunked: lane.timeline.chunked.has(cell.request), stop: cell.stop } };
+      info: { label: cell.request, prefill: cell.prefill, chunked: lane.timeline.chunked.has(cell.request), stop: cell.stop,
+        written: cell.tokens ? cell.tokens.length : 1 } };
   }
   const id = lane.timeline.ids[row];
   const phase = lane.timeline.phases.get(id)[step - 1];
@@ -31,7 +32,8 @@ export function cellAt(lane, view, step, row) {
   const slot = lane.timeline.slotOf.get(id)[step - 1];
   const cell = slot === null ? null : record.slots[slot];
   return { kind: phase, request: id, cell, record, slot,
-    info: { label: id, prefill: cell && cell.prefill, chunked: lane.timeline.chunked.has(id), stop: cell && cell.stop } };
+    info: { label: id, prefill: cell && cell.prefill, chunked: lane.timeline.chunked.has(id), stop: cell && cell.stop,
+      written: cell && cell.tokens ? cell.tokens.length : 1 } };
 }
 
 function drawAxis(ctx, layout, scene) {
