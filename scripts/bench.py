@@ -17,6 +17,8 @@ Sections (each a key of the JSON; `targets` sums up the goals):
   preemption              preemptions (and steps) vs the KV budget on a workload with more work than memory
   first_vs_second_run     in fresh processes, as the server loads (with and without its warm-up): step-1 ms of
                           each lane on demos/mixed.json, first run vs second
+  speculative             prompt-lookup speculative decoding on and off: wall time and tokens/s on a preset where
+                          it pays (spec-quote) and one where it does not (spec-chat)
   load_sweep              a generated Poisson mix at rising request rates on static, dynamic and continuous: what
                           `vllm bench serve` reports per rate and lane, and where each lane's p95 TTFT crosses 2 s
 
@@ -41,6 +43,7 @@ from bench_common import (CHAT_PROMPTS, ROOT, Records, log, median, outputs, pre
                           side_by_side, timed, timed_run)
 import torch  # noqa: E402
 from bench_features import chunked_prefill, preemption, split_vs_fused  # noqa: E402
+from bench_spec import speculative  # noqa: E402
 from bench_sweep import load_sweep  # noqa: E402
 from bench_warmup import first_vs_second_run  # noqa: E402
 from engine import Engine  # noqa: E402
@@ -230,12 +233,12 @@ def decode_floor(lm, size: dict, static: dict | None) -> dict:
 
 # -- the run ----------------------------------------------------------------------------------------------------
 SECTIONS = ("static_vs_generate", "continuous_vs_generate_batch", "mixed_x8", "decode_floor", "split_vs_fused",
-            "chunked_prefill", "preemption", "first_vs_second_run", "load_sweep")
+            "chunked_prefill", "preemption", "first_vs_second_run", "load_sweep", "speculative")
 
 
 SECTION_RUNS = {"static_vs_generate": static_vs_generate, "continuous_vs_generate_batch": continuous_vs_generate_batch,
                 "mixed_x8": mixed_x8, "split_vs_fused": split_vs_fused, "chunked_prefill": chunked_prefill,
-                "preemption": preemption, "load_sweep": load_sweep}
+                "preemption": preemption, "load_sweep": load_sweep, "speculative": speculative}
 # decode_floor reads static_vs_generate's figures instead; first_vs_second_run loads the model in fresh processes
 # of its own (from main's --model, --dtype, --device), so it never sees `lm`
 

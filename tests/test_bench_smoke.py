@@ -31,3 +31,6 @@ def test_bench_quick_prints_every_section_and_target(tiny, capsys):
     assert [p["rate"] for p in sweep["points"]] == [1, 8] and set(sweep["p95_ttft_over_2s_from_rate"]) == {
         "static", "dynamic", "continuous"}
     assert all(s["completed"] == 3 for p in sweep["points"] for s in p["lanes"].values())
+    spec = out["speculative"]
+    assert set(spec) == {"spec-quote", "spec-chat"} and all(s["tokens_match"] for s in spec.values())
+    assert all(s[k]["wall_s"] > 0 and s[k]["tokens_per_s"] > 0 for s in spec.values() for k in ("with", "without"))
