@@ -32,3 +32,26 @@ def test_demo_reproduces_the_classroom_table_on_the_real_model(smol, name):
         assert m["wall_s"] > 0 and m["tokens_per_s"] > 0 and not m["simulated"]
         texts[lane] = {rid: q["token_ids"] for rid, q in m["requests"].items()}
     assert texts["static"] == texts["continuous"]  # both servers write the same tokens
+
+
+SPEC_DEMOS = {  # preset: (speculative lane fewer steps than plain continuous, acceptance rate bounds)
+    "spec-quote": (True, (0.5, 1.0)),
+    "spec-chat": (False, (0.0, 0.2)),
+}
+
+
+@pytest.mark.parametrize("name", SPEC_DEMOS)
+def test_speculative_demos_show_where_prompt_lookup_pays_and_where_it_does_not(smol, name):
+    workload = json.loads((DEMOS / f"{name}.json").read_text())
+    assert workload["description"] and [lane if isinstance(lane, str) else lane["policy"]
+                                        for lane in workload["lanes"]] == ["continuous", "continuous"]
+    engine = Engine(smol)
+    run = engine.start(engine.prepare(parse_workload(workload)))
+    run.run_to_end()
+    plain, spec = (lane_metrics(run.lanes[lane.name].records, run.workload) for lane in run.workload.lanes)
+    fewer, (low, high) = SPEC_DEMOS[name]
+    assert (spec["steps"] < plain["steps"] * 0.5) if fewer else spec["steps"] == plain["steps"]
+    assert low <= spec["spec_acceptance_rate"] <= high and plain["spec_acceptance_rate"] is None
+    assert spec["tokens_per_decode_cell"] > (2 if fewer else 1) and plain["tokens_per_decode_cell"] == 1
+    assert {rid: q["token_ids"] for rid, q in spec["requests"].items()} == \
+        {rid: q["token_ids"] for rid, q in plain["requests"].items()}  # the same tokens, speculation or not
