@@ -38,9 +38,9 @@ const METRIC_COLUMNS = [
   ["tokens_per_s", "tokens/s", (m) => num(m.tokens_per_s, 1)],
   ["requests_per_s", "requests/s", (m) => num(m.requests_per_s, 2)],
   ["padding_slot_steps", "padding cells", (m) => String(m.padding_slot_steps)],
+  ["preemptions", "preempted", (m) => String(m.preemptions)],
   ["speculative", "lookup kept \u00b7 tok/cell", (m) => (m.spec_acceptance_rate === null || m.spec_acceptance_rate === undefined
     ? dash : `${Math.round(m.spec_acceptance_rate * 100)}% \u00b7 ${num(m.tokens_per_decode_cell, 2)}`)],
-  ["preemptions", "preempted", (m) => String(m.preemptions)],
 ];
 
 /**
@@ -48,16 +48,20 @@ const METRIC_COLUMNS = [
  * `rowNote`: lane -> "" or what the row's numbers cover ("so far", "at step 2 of 15"); `check`: "" (no server
  * numbers yet), "ok", or a list of mismatches (always on the full records); `at`: null when the playhead is at
  * the end, else where it is ("step 2", "0.84 s"); `hidden`: lane -> true for a row predict-then-reveal keeps
- * back (its cells show "?"). The header row is built once, so a focused header keeps its focus.
+ * back (its cells show "?"); `speculative`: the run has a speculative lane (its column shows). The header row is
+ * built once per set of columns, so a focused header keeps its focus.
  */
-export function renderMetrics(table, caption, metrics, rowNote, check, at = null, hidden = {}) {
+export function renderMetrics(table, caption, metrics, rowNote, check, at = null, hidden = {}, speculative = false) {
+  // the speculative column only for a run with a speculative lane (the table is full enough without it)
+  const columns = METRIC_COLUMNS.filter(([key]) => speculative || key !== "speculative");
+  if (table.tHead && table.tHead.rows[0].cells.length !== columns.length + 1) table.tHead.remove();
   if (!table.tHead) {
-    table.append(el("thead", {}, [el("tr", {}, [el("th", { text: "lane", scope: "col" }),
-      ...METRIC_COLUMNS.map(([key, label]) => el("th", { scope: "col" }, [termNode(METRIC_TERMS[key], label)]))])]));
+    table.prepend(el("thead", {}, [el("tr", {}, [el("th", { text: "lane", scope: "col" }),
+      ...columns.map(([key, label]) => el("th", { scope: "col" }, [termNode(METRIC_TERMS[key], label)]))])]));
   }
   const body = el("tbody", {}, Object.entries(metrics).map(([lane, m]) => el("tr", { dataset: { lane } }, [
     el("th", { scope: "row" }, [lane, ...(rowNote[lane] ? [el("span", { className: "row-note", text: rowNote[lane] })] : [])]),
-    ...METRIC_COLUMNS.map(([key, , fmt]) => el("td", { text: hidden[lane] ? "?" : fmt(m),
+    ...columns.map(([key, , fmt]) => el("td", { text: hidden[lane] ? "?" : fmt(m),
       dataset: { lane, metric: key, ...(hidden[lane] ? { hidden: "true" } : {}) } }))])));
   if (table.tBodies[0]) table.tBodies[0].replaceWith(body);
   else table.append(body);
