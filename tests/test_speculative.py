@@ -181,3 +181,64 @@ def test_real_model_eos_and_max_new_tokens_cut_an_accepted_run_exactly(smol):
     last = [c for r in run.lanes["spec"].records for c in r.slots if c.request == "EOS" and c.stop]
     assert last[0].tokens and len(last[0].tokens) > 1  # the EOS came inside a several-token step
     assert proposed_and_accepted(run, "spec")[1] > 0
+
+
+# -- the scheduler's side, without a model: what a speculative decode row feeds and how its tokens fold in --------
+def scheduler(budget: int | None, *specs):
+    from engine.config import EngineConfig
+    from engine.policies import ContinuousScheduler
+    config = EngineConfig(slots=2, kv_budget=budget, kv_block_size=4, speculative=SpeculativeConfig(k=4))
+    return ContinuousScheduler(config, list(specs), eos_ids=frozenset({99}))
+
+
+def prefilled(s, first: dict[int, int]):
+    """Step 1 (every prompt prefilled), its first tokens folded in; then the rows of step 2."""
+    out = s.schedule()
+    s.update_from_output(out, first)
+    return s.schedule()
+
+
+def spec_of(rid: str, prompt: list[int], new: int, ignore_eos: bool = True):
+    from engine.request import RequestSpec
+    return RequestSpec(rid, "p", new, ignore_eos=ignore_eos, prompt_ids=tuple(prompt))
+
+
+LOOP = [1, 2, 3, 4, 5, 1, 2, 3, 4, 5]  # after a written 1, lookup proposes 2 3 4 5
+
+
+def test_a_decode_row_feeds_the_last_token_and_the_proposals_and_holds_their_kv_blocks():
+    s = scheduler(None, spec_of("A", LOOP, 20))
+    row = prefilled(s, {0: 1}).rows[0]
+    assert (row.token_ids, row.start, row.proposed) == ([1, 2, 3, 4, 5], 10, 4)
+    assert s.blocks.held["A"] == 4  # 15 positions in blocks of 4: grown before the step by k + 1
+    s.update_from_output(s.out, tokens := {0: [2, 3, 7]})  # two proposals kept, then the model's own token
+    r = s.requests[0]
+    assert (r.output_ids, r.num_cached, tokens[0]) == ([1, 2, 3, 7], 13, [2, 3, 7])
+
+
+def test_proposals_stop_at_max_new_tokens_and_at_the_kv_blocks_the_others_need():
+    s = scheduler(None, spec_of("A", LOOP, 3))
+    assert prefilled(s, {0: 1}).rows[0].token_ids == [1, 2]  # 2 more tokens may be written: 1 proposal at most
+    # 12 tokens of budget (3 blocks) for A alone: 10 prompt + 1 written + 1 proposal
+    s = scheduler(12, spec_of("A", LOOP, 2))
+    assert prefilled(s, {0: 1}).rows[0].token_ids == [1]  # max_new_tokens 2: nothing to propose
+    s = scheduler(12, spec_of("A", LOOP, 20))
+    assert prefilled(s, {0: 1}).rows[0].token_ids == [1, 2]
+    # 5 blocks; beside B (a full block of prompt: its first token needs a second block), A may not take the last
+    # free block for proposals: it keeps to its own 3 blocks (12 tokens: 11 + 1 proposal)
+    s = scheduler(20, spec_of("A", LOOP, 20), spec_of("B", [6, 7, 8, 10], 20))
+    rows = prefilled(s, {0: 1, 1: 9}).rows
+    assert [row.token_ids for row in rows] == [[1, 2], [9]] and s.blocks.num_free == 0
+
+
+def test_an_eos_or_max_new_tokens_inside_the_kept_tokens_cuts_them_there():
+    s = scheduler(None, spec_of("A", LOOP, 20, ignore_eos=False))
+    prefilled(s, {0: 1})
+    s.update_from_output(s.out, tokens := {0: [2, 99, 4, 5, 1]})
+    r = s.requests[0]
+    assert (r.output_ids, r.stop.value, r.num_cached, tokens[0]) == ([1, 2, 99], "eos", 12, [2, 99])
+    # max_new_tokens: 3 more tokens may be written, so 2 proposals; all kept, the bonus token is the last one
+    s = scheduler(None, spec_of("A", LOOP, 4))
+    assert prefilled(s, {0: 1}).rows[0].proposed == 2
+    s.update_from_output(s.out, tokens := {0: [2, 3, 4]})
+    assert (s.requests[0].output_ids, s.requests[0].stop.value, tokens[0]) == ([1, 2, 3, 4], "length", [2, 3, 4])
