@@ -27,6 +27,8 @@ const METRIC_COLUMNS = [
   ["steps", "steps", (m) => String(m.steps)],
   ["tokens", "tokens", (m) => String(m.tokens)],
   ["tokens_per_step", "tokens/step", (m) => m.tokens_per_step.toFixed(2)],
+  ["speculative", "lookup kept \u00b7 tok/cell", (m) => (m.spec_acceptance_rate === null || m.spec_acceptance_rate === undefined
+    ? dash : `${Math.round(m.spec_acceptance_rate * 100)}% \u00b7 ${num(m.tokens_per_decode_cell, 2)}`)],
   ["slot_use", "slot use", (m) => `${Math.round(m.slot_use * 100)}%`],
   ["mean_ttft_steps", "mean TTFT steps", (m) => formatMean(m.mean_ttft_steps)],
   ["mean_ttft_ms", "mean TTFT ms", (m) => ms(m.mean_ttft_ms)],
@@ -39,8 +41,6 @@ const METRIC_COLUMNS = [
   ["requests_per_s", "requests/s", (m) => num(m.requests_per_s, 2)],
   ["padding_slot_steps", "padding cells", (m) => String(m.padding_slot_steps)],
   ["preemptions", "preempted", (m) => String(m.preemptions)],
-  ["speculative", "lookup kept \u00b7 tok/cell", (m) => (m.spec_acceptance_rate === null || m.spec_acceptance_rate === undefined
-    ? dash : `${Math.round(m.spec_acceptance_rate * 100)}% \u00b7 ${num(m.tokens_per_decode_cell, 2)}`)],
 ];
 
 /**
