@@ -5,6 +5,8 @@ policy and its own `EngineConfig`, so one run can put "continuous" beside "conti
 """
 from dataclasses import dataclass, fields
 
+from .speculative import SpeculativeConfig
+
 LANES = ("static", "dynamic", "continuous")   # the batching policies
 POLICIES = ("fcfs", "priority")               # the continuous lane's scheduling policies (admission order)
 
@@ -21,6 +23,7 @@ class EngineConfig:
     kv_block_size: int = 16               # tokens per KV block
     fused: bool = False                   # one fused forward per step instead of a prefill call plus a decode call
     prefix_cache: bool = False            # continuous lane: reuse the K/V of cached full prompt blocks (prefix_cache.py)
+    speculative: SpeculativeConfig | None = None  # propose tokens by prompt lookup and verify them in one forward (None: off)
 
     def __post_init__(self):
         if not isinstance(self.slots, int) or not 1 <= self.slots <= 256:
@@ -44,6 +47,8 @@ class EngineConfig:
                              f"got {self.kv_budget!r}")
         if not isinstance(self.prefix_cache, bool):
             raise ValueError(f"prefix_cache must be true or false, got {self.prefix_cache!r}")
+        if self.speculative is not None and not isinstance(self.speculative, SpeculativeConfig):
+            raise ValueError(f"speculative must be a SpeculativeConfig or unset, got {self.speculative!r}")
 
     @property
     def kv_blocks(self) -> int | None:
@@ -51,7 +56,10 @@ class EngineConfig:
 
     def changes(self, base: "EngineConfig") -> dict:
         """The options that differ from `base`, by name (what a workload or lane JSON must say)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != getattr(base, f.name)}
+        changed = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != getattr(base, f.name)}
+        if changed.get("speculative") is not None:
+            changed["speculative"] = changed["speculative"].to_dict()
+        return changed
 
 
 # Options that only mean something to some policies; a lane of another policy that sets one is refused.

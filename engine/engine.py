@@ -77,6 +77,10 @@ class Engine:
         """The KV checks of one lane: every request fits its budget alone; its slots allocate at most the limit."""
         config = lane.config
         where = f" on lane {lane.name!r}" if len(workload.lanes) > 1 else ""
+        if self.lm is None and config.speculative is not None:
+            field = "speculative" if config.speculative == workload.config.speculative else f"lanes[{index}].speculative"
+            raise WorkloadError(field, "needs the model's tokens: the simulator writes placeholders, so prompt lookup "
+                                       "could never propose (run it with --backend model)")
         for i, spec in enumerate(specs):
             if config.kv_blocks is not None and blocks_for(max_row_len(spec), config.kv_block_size) > config.kv_blocks:
                 raise WorkloadError(f"requests[{i}].max_new_tokens", f"prompt ({len(spec.prompt_ids)} tokens) + "

@@ -14,6 +14,7 @@ import time
 
 from .runner import ForwardResult
 from .scheduler import Scheduler, SchedulerOutput
+from .speculative import cell_facts, text_upto
 from .step import SlotRecord, SlotState, StepRecord, StopReason
 
 
@@ -46,7 +47,9 @@ class Lane:
         out = self.scheduler.schedule(start)
         result = self.runner.run(out.rows) if out.rows else ForwardResult({}, 0.0, "none")
         self.scheduler.update_from_output(out, result.tokens)
-        texts = {row.slot: self.runner.text_delta(row.request) for row in out.rows if row.wants_token}
+        texts = {row.slot: self.runner.text_delta(row.request, text_upto(
+                     result.tokens.get(row.slot), row.request.stop is StopReason.EOS))
+                 for row in out.rows if row.wants_token}
         for row in out.rows:  # stop strings need the text, which only the runner's tokenizer knows
             r = row.request
             if row.wants_token and r.spec.stop and any(stop in r.text for stop in r.spec.stop):
@@ -92,10 +95,10 @@ class Lane:
                                        cached=hit.get(r.id, 0))
         for row in out.rows:
             r = row.request
-            token = result.tokens.get(row.slot) if row.wants_token else None
+            facts = cell_facts(row.token_ids[1:], result.tokens.get(row.slot) if row.wants_token else None)
+            token = facts["token_id"]
             cells[row.slot] = SlotRecord(
-                state=row.state, request=r.id,
-                token_id=token,
+                state=row.state, request=r.id, **facts,
                 token=texts.get(row.slot),
                 stop=r.stop if row.wants_token and r.finish_step == out.step else None,
                 prefill=(r.num_prefilled, len(r.prefill_ids)) if row.state is SlotState.PREFILL else None,

@@ -73,6 +73,7 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
                         "return_step": None, "token_ids": [], "token_steps": [], "text": "", "stop": None,
                         "preemptions": 0}
     counts = {"prefill": 0, "decode": 0, "padding": 0, "idle": 0, "preempted": 0}
+    written_cells = decode_tokens = proposed = accepted = 0
     for r in recs:
         for cell in r["slots"]:
             counts[cell["state"]] += 1
@@ -81,12 +82,18 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
             q = per[cell["request"]]
             if q["first_token_step"] is None:
                 q["first_token_step"] = r["step"]
-            q["token_ids"].append(cell["token_id"])
-            q["token_steps"].append(r["step"])
+            ids = cell.get("tokens") or [cell["token_id"]]  # a speculative cell may write several tokens
+            q["token_ids"] += ids
+            q["token_steps"].append(r["step"])  # one entry per cell: tokens written together have no gap between them
+            written_cells += 1
+            if cell["state"] == "decode":
+                decode_tokens += len(ids)
+            proposed += cell.get("proposed") or 0
+            accepted += cell.get("accepted") or 0
             if cell.get("stop"):
                 q["stop"] = cell["stop"]
-            if cell.get("stop") != "eos" and cell["token"]:
-                q["text"] += cell["token"]
+            if (cell.get("tokens") or cell.get("stop") != "eos") and cell["token"]:
+                q["text"] += cell["token"]  # an EOS writes no text; a several-token cell's text holds no EOS
         for rid in r["finished"]:
             per[rid]["finish_step"] = r["step"]
         for rid in r["returned"]:
@@ -116,7 +123,7 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
         "steps": steps,
         "tokens": tokens,
         "tokens_per_step": tokens / steps if steps else 0.0,
-        "slot_use": tokens / (slots * steps) if steps else 0.0,
+        "slot_use": written_cells / (slots * steps) if steps else 0.0,
         "padding_slot_steps": counts["padding"],
         "idle_slot_steps": counts["idle"],
         "prefill_slot_steps": counts["prefill"],
@@ -128,6 +135,8 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
         "wall_s": wall_s,
         "tokens_per_s": tokens / wall_s if wall_s > 0 else None,
         "requests_per_s": returned / wall_s if wall_s > 0 else None,
+        "spec_acceptance_rate": accepted / proposed if proposed else None,  # proposals kept / proposals verified
+        "tokens_per_decode_cell": decode_tokens / counts["decode"] if counts["decode"] else None,
     }
     for key, values in (("ttft", stat("ttft_ms")), ("tpot", stat("tpot_ms")), ("itl", itl),
                         ("latency", stat("latency_ms"))):

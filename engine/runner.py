@@ -23,12 +23,13 @@ from .kv_cache import SlotKVCache
 from .model import LoadedModel
 from .request import Request
 from .scheduler import Row
+from .speculative import accept
 from .step import SlotState
 
 
 @dataclass
 class ForwardResult:
-    tokens: dict[int, int | None]  # slot -> sampled token id
+    tokens: dict[int, int | list[int] | None]  # slot -> sampled token id (a speculative row: the tokens it writes)
     forward_ms: float              # time inside forward calls (synchronized on CUDA)
     forward: str                   # "none", "prefill", "decode", "split" (two calls) or "fused" (one call, both kinds)
     filler_slots: tuple[int, ...] = ()  # idle slots computed as throwaway rows to speed a decode call up
@@ -126,6 +127,9 @@ class ModelRunner:
                 fillers = self.fillers(call) if call is decodes or not prefills else []
                 tokens.update(self.forward(call, fillers))
         self.store.save(self.cache, rows)  # new full prompt blocks of the prefix cache, out of the rows
+        for row in rows:  # a speculative row: keep the proposals the model agrees with, then its own token
+            if row.proposed:
+                tokens[row.slot] = accept(row.token_ids[1:], tokens[row.slot])
         if self.lm.device.type == "cuda":
             torch.cuda.synchronize()
         return ForwardResult(tokens, (time.perf_counter() - t0) * 1000, kind, tuple(fillers))
@@ -170,8 +174,9 @@ class ModelRunner:
             pos.append([0] * pad + real)          # pad queries sit at position 0 and attend to column 0
             write.append([scratch] * pad + real)  # ...and write their K/V to the scratch column
         kv_len = max(r.start + len(r.token_ids) for r in rows)
-        # left padding puts every row's last token at column -1
-        wanted = [(slot, b, -1, r.request) for b, (slot, r) in enumerate(batch) if r is not None and r.wants_token]
+        # left padding puts every row's last token at column -1 (a speculative row wants its last proposed + 1)
+        wanted = [(slot, b, q, r.request) for b, (slot, r) in enumerate(batch) if r is not None and r.wants_token
+                  for q in range(-1 - r.proposed, 0)]
         if Q == 1 and self.fast is not None:
             logits = self.fast.decode([i[0] for i in ids], [p[0] for p in pos], [w[0] for w in write],
                                       [slot for slot, _ in batch], kv_len, self.needs_mask(rows, fillers, 1),
@@ -200,7 +205,7 @@ class ModelRunner:
             read_pos += range(kv)
             k_row += [i] * kv
             if r.wants_token:
-                wanted.append((r.slot, 0, len(ids) - 1, r.request))
+                wanted += [(r.slot, 0, len(ids) - 1 - q, r.request) for q in range(r.proposed, -1, -1)]
         device = self.lm.device
         pos, read_pos = torch.tensor(pos, device=device), torch.tensor(read_pos, device=device)  # (M,), (T,)
         visible = (torch.tensor(q_row, device=device)[:, None] == torch.tensor(k_row, device=device)) \
@@ -212,7 +217,8 @@ class ModelRunner:
     def compute(self, ids: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor | None,
                 wanted: list[tuple[int, int, int, Request]]) -> dict[int, int]:
         """The decoder over ids and pos (B, Q) as planned in the cache, then the next token of each
-        (slot, batch row, column, request) in `wanted`, by slot."""
+        (slot, batch row, column, request) in `wanted`, by slot (a slot wanted at several columns, in
+        column order: the list of their greedy tokens)."""
         with packed_linears(self.lm.model) if self.packed else contextlib.nullcontext():
             hidden = self.lm.model.model(input_ids=ids, position_ids=pos, attention_mask=mask,
                                          cache=self.cache, use_cache=True).last_hidden_state  # (B, Q, E)
@@ -227,8 +233,10 @@ class ModelRunner:
         if not wanted:
             return {}
         greedy = logits.argmax(-1).tolist()
-        return {slot: greedy[i] if r.spec.temperature == 0 else sample(logits[i], r, self.lm.device)
-                for i, (slot, _, _, r) in enumerate(wanted)}
+        tokens = {}
+        for i, (slot, _, _, r) in enumerate(wanted):
+            tokens.setdefault(slot, []).append(greedy[i] if r.spec.temperature == 0 else sample(logits[i], r, self.lm.device))
+        return {slot: t if len(t) > 1 else t[0] for slot, t in tokens.items()}
 
     def mask(self, rows: list[Row], fillers: list[int], pos: torch.Tensor, kv_len: int) -> torch.Tensor | None:
         """The (B, 1, Q, kv_len) additive attention mask, or None where none is needed: every row has the same
@@ -268,9 +276,10 @@ class ModelRunner:
             known[path] = sorted(times)[1]
         return known[path]
 
-    def text_delta(self, request: Request) -> str:
-        """The text `request`'s newest token adds to its response (empty while a UTF-8 character is incomplete)."""
-        full = self.lm.tokenizer.decode(request.output_ids, clean_up_tokenization_spaces=False)
+    def text_delta(self, request: Request, upto: int | None = None) -> str:
+        """The text `request`'s newest tokens (those before `upto`) add to its response (empty while a UTF-8
+        character is incomplete)."""
+        full = self.lm.tokenizer.decode(request.output_ids[:upto], clean_up_tokenization_spaces=False)
         if full.endswith("\ufffd"):
             return ""
         delta, request.text = full[len(request.text):], full
@@ -335,7 +344,7 @@ class SimRunner:
     def is_special(self, token_id: int) -> bool:
         return False
 
-    def text_delta(self, request: Request) -> str | None:
+    def text_delta(self, request: Request, upto: int | None = None) -> str | None:
         return None
 
 

@@ -11,6 +11,7 @@ from .block_manager import BlockManager
 from .config import EngineConfig
 from .prefix_cache import PrefixCache
 from .request import Request, RequestSpec, RequestStatus
+from .speculative import proposals_for
 from .step import SlotState, StopReason
 
 
@@ -27,6 +28,7 @@ class Row:
                                             # the slot's row before the forward
     save: tuple[tuple[int, int], ...] = ()  # (block id, first position) of new full prompt blocks to keep in the
                                             # prefix cache after the forward
+    proposed: int = 0          # a speculative decode row: its last `proposed` tokens are guesses to verify
 
 
 @dataclass
@@ -110,11 +112,14 @@ class Scheduler:
         self.out = SchedulerOutput(self.step, [], preempted=preempted)
         self.token_budget = self.config.max_batch_tokens if self.chunking else None
         running = [r for r in self.slots if r is not None]
+        decoding = [r for r in running if not r.is_finished and not r.is_prefilling]
         for r in running:
             if r.is_finished:
                 self.add_row(r, SlotState.PADDING, [self.pad_id], wants_token=False)
             elif not r.is_prefilling:
-                self.add_row(r, SlotState.DECODE, [r.output_ids[-1]], wants_token=True)
+                decoding.pop(0)  # r: the others still to come follow it
+                guesses = self.proposals(r, decoding)
+                self.add_row(r, SlotState.DECODE, [r.output_ids[-1]] + guesses, wants_token=True, proposed=len(guesses))
         for r in sorted((r for r in running if r.is_prefilling and not r.is_finished),
                         key=lambda r: (r.admitted_step, r.order)):
             self.add_prefill(r)
@@ -123,16 +128,24 @@ class Scheduler:
         self.out.rows.sort(key=lambda row: row.slot)
         return self.out
 
-    def add_row(self, request: Request, state: SlotState, token_ids: list[int], wants_token: bool) -> None:
+    def add_row(self, request: Request, state: SlotState, token_ids: list[int], wants_token: bool,
+                proposed: int = 0) -> None:
         start = request.num_cached
         self.blocks.grow(request, start + len(token_ids))
         load, save = (), ()
         if self.prefix and state is SlotState.PREFILL:
             load, request.cache_load = tuple(request.cache_load), []
             save = tuple(self.prefix.add_computed(request, request.num_prefilled + len(token_ids)))
-        self.out.rows.append(Row(request.slot, request, state, token_ids, start, wants_token, load, save))
+        self.out.rows.append(Row(request.slot, request, state, token_ids, start, wants_token, load, save,
+                                 proposed))
         if self.token_budget is not None:
             self.token_budget -= len(token_ids)
+
+    def proposals(self, request: Request, others: list[Request]) -> list[int]:
+        """Tokens to verify after `request`'s last one (speculative lanes; `others`: decoders still to come)."""
+        if self.config.speculative is None:
+            return []
+        return proposals_for(request, self.config.speculative, self.blocks, others, self.token_budget)
 
     def add_prefill(self, request: Request) -> None:
         if self.prefix and request.num_cached == 0 and request.id not in self.prefix.held:
@@ -176,24 +189,32 @@ class Scheduler:
         """Whether prompts may be prefilled over several steps (chunk size or token budget set)."""
         return self.chunking and (self.config.chunk_size is not None or self.config.max_batch_tokens is not None)
 
-    def update_from_output(self, out: SchedulerOutput, tokens: dict[int, int | None]) -> list[Request]:
-        """Fold the runner's sampled tokens (slot -> token id) into the requests; return the finished."""
+    def update_from_output(self, out: SchedulerOutput, tokens: dict[int, int | list[int] | None]) -> list[Request]:
+        """Fold the runner's tokens (slot -> token id, or a verified row's list of ids) into the requests; return
+        the finished. A list stops at EOS or max_new_tokens, where it is cut (in `tokens` too)."""
         finished = []
         for row in out.rows:
             r = row.request
-            r.num_cached += len(row.token_ids)
+            if not row.proposed:
+                r.num_cached += len(row.token_ids)
             if row.state is SlotState.PREFILL:
                 r.num_prefilled += len(row.token_ids)
             if not row.wants_token:
                 continue
-            token = tokens[row.slot]
-            r.output_ids.append(token)
+            written = tokens[row.slot] if row.proposed else [tokens[row.slot]]
+            for n, token in enumerate(written, 1):
+                r.output_ids.append(token)
+                if r.num_tokens >= r.spec.max_new_tokens:
+                    r.stop = StopReason.LENGTH
+                elif not r.spec.ignore_eos and token in self.eos_ids:
+                    r.stop = StopReason.EOS
+                if r.stop is not None:
+                    break
+            if row.proposed:  # the K/V of the last token and of the proposals kept count: one per token written
+                tokens[row.slot] = written[:n]
+                r.num_cached += n
             if r.first_token_step is None:
                 r.first_token_step = self.step
-            if r.num_tokens >= r.spec.max_new_tokens:
-                r.stop = StopReason.LENGTH
-            elif not r.spec.ignore_eos and token in self.eos_ids:
-                r.stop = StopReason.EOS
             if r.stop is not None:
                 r.status = RequestStatus.FINISHED
                 r.finish_step = self.step

@@ -35,6 +35,10 @@ class SlotRecord:
     special: bool = False            # the token is a special token of the tokenizer (<|im_end|>, ...), not text
     cached: int = 0                  # prompt tokens this prefill cell took from the prefix cache (not computed);
                                      # set on the cell of the step the request (re)started in
+    tokens: tuple[int, ...] | None = None  # a speculative cell that wrote several tokens: all of them (token_id is
+                                           # the last; token is their text, without a closing EOS)
+    proposed: int | None = None      # a speculative cell: tokens proposed by prompt lookup and verified this step
+    accepted: int | None = None      # ...of which the model agreed with (and the cell wrote) this many
 
     def to_dict(self) -> dict:
         d = {"state": self.state.value, "request": self.request, "token_id": self.token_id, "token": self.token}
@@ -46,6 +50,10 @@ class SlotRecord:
             d["prefill"] = list(self.prefill)
         if self.cached:
             d["cached"] = self.cached
+        if self.tokens is not None:
+            d["tokens"] = list(self.tokens)
+        if self.proposed is not None:
+            d["proposed"], d["accepted"] = self.proposed, self.accepted
         return d
 
 

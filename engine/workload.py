@@ -19,6 +19,7 @@ from .arrivals import generate_requests
 from .config import LANES, POLICIES, POLICY_OPTIONS, EngineConfig, LaneSpec
 from .limits import CLI_LIMITS, Limits, WorkloadError, check_int, check_number, check_str, reject_unknown
 from .request import RequestSpec
+from .speculative import SpeculativeConfig
 
 __all__ = ["Workload", "parse_workload", "parse_lanes", "load_workload", "Limits", "CLI_LIMITS", "WorkloadError"]
 
@@ -80,9 +81,25 @@ def _options(obj: dict, where: str, limits: Limits, timed: bool) -> dict:
     for key in ("fused", "prefix_cache"):
         if key in options and not isinstance(options[key], bool):
             raise WorkloadError(f"{where}{key}", "must be true or false")
+    if options.get("speculative") is not None:
+        options["speculative"] = speculative_option(options["speculative"], f"{where}speculative")
     if "slots" in obj:
         options["slots"] = check_int(obj["slots"], f"{where}slots", 1, limits.max_slots)
     return options
+
+
+def speculative_option(raw, where: str) -> SpeculativeConfig:
+    """`{"method": "prompt_lookup", "k": 4}` (optionally max_ngram, min_ngram) as a SpeculativeConfig."""
+    if not isinstance(raw, dict):
+        raise WorkloadError(where, 'must be an object like {"method": "prompt_lookup", "k": 4}, or null')
+    reject_unknown(raw, {"method", "k", "max_ngram", "min_ngram"}, f"{where}.")
+    if "method" not in raw:
+        raise WorkloadError(f"{where}.method", 'is required ("prompt_lookup")')
+    try:
+        return SpeculativeConfig(**raw)
+    except ValueError as e:
+        key = next((k for k in ("method", "min_ngram", "max_ngram", "k") if f"speculative.{k}" in str(e)), None)
+        raise WorkloadError(f"{where}.{key}" if key else where, str(e).split(" ", 1)[1]) from None
 
 
 def _config(base: EngineConfig, options: dict, where: str) -> EngineConfig:

@@ -18,6 +18,8 @@ Sections (each a key of the JSON; `targets` sums up the goals):
   preemption              preemptions (and steps) vs the KV budget on a workload with more work than memory
   first_vs_second_run     in fresh processes, as the server loads (with and without its warm-up): step-1 ms of
                           each lane on demos/mixed.json, first run vs second
+  speculative             prompt-lookup speculative decoding on and off: wall time and tokens/s on a preset where
+                          it pays (spec-quote) and one where it does not (spec-chat)
   load_sweep              a generated Poisson mix at rising request rates on static, dynamic and continuous: what
                           `vllm bench serve` reports per rate and lane, and where each lane's p95 TTFT crosses 2 s
   prefix_cache            a preset's continuous lane with and without prefix_cache (demos/shared-instructions.json,
@@ -47,6 +49,7 @@ from bench_common import (CHAT_PROMPTS, ROOT, Records, log, median, outputs, pre
 import torch  # noqa: E402
 from bench_features import chunked_prefill, preemption, split_vs_fused  # noqa: E402
 from bench_prefix import prefix_cache  # noqa: E402
+from bench_spec import speculative  # noqa: E402
 from bench_sweep import load_sweep  # noqa: E402
 from bench_warmup import first_vs_second_run  # noqa: E402
 from engine import Engine  # noqa: E402
@@ -221,13 +224,14 @@ def decode_floor(lm, size: dict, static: dict | None, steps: dict | None) -> dic
 
 # -- the run ----------------------------------------------------------------------------------------------------
 SECTIONS = ("static_vs_generate", "continuous_vs_generate_batch", "mixed_x8", "decode_steps", "decode_floor", "split_vs_fused",
-            "chunked_prefill", "preemption", "first_vs_second_run", "load_sweep", "prefix_cache")
+            "chunked_prefill", "preemption", "first_vs_second_run", "load_sweep", "prefix_cache",
+            "speculative")
 
 
 SECTION_RUNS = {"static_vs_generate": static_vs_generate, "continuous_vs_generate_batch": continuous_vs_generate_batch,
                 "mixed_x8": mixed_x8, "split_vs_fused": split_vs_fused, "chunked_prefill": chunked_prefill,
                 "preemption": preemption, "load_sweep": load_sweep, "decode_steps": decode_steps,
-                "prefix_cache": prefix_cache}
+                "prefix_cache": prefix_cache, "speculative": speculative}
 # decode_floor reads static_vs_generate's figures instead; first_vs_second_run loads the model in fresh processes
 # of its own (from main's --model, --dtype, --device), so it never sees `lm`
 

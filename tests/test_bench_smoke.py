@@ -40,3 +40,6 @@ def test_bench_quick_prints_every_section_and_target(tiny, capsys):
     prefix = out["prefix_cache"]["presets"]["shared-instructions"]
     assert prefix["tokens_match"] and prefix["without"]["prompt_tokens_cached"] == 0
     assert prefix["with"]["prompt_tokens_cached"] > 0 and prefix["with"]["wall_s"] > 0
+    spec = out["speculative"]
+    assert set(spec) == {"spec-quote", "spec-chat"} and all(s["tokens_match"] for s in spec.values())
+    assert all(s[k]["wall_s"] > 0 and s[k]["tokens_per_s"] > 0 for s in spec.values() for k in ("with", "without"))

@@ -70,3 +70,26 @@ def test_shared_instructions_hits_match_solo_generate_on_the_real_model(smol):
     for spec in run.workload.requests:
         got = next(r for r in lane.scheduler.requests if r.id == spec.id).output_ids
         assert got == solo_generate(smol, spec.prompt_ids, spec.max_new_tokens)
+
+
+SPEC_DEMOS = {  # preset: (speculative lane fewer steps than plain continuous, acceptance rate bounds)
+    "spec-quote": (True, (0.5, 1.0)),
+    "spec-chat": (False, (0.0, 0.2)),
+}
+
+
+@pytest.mark.parametrize("name", SPEC_DEMOS)
+def test_speculative_demos_show_where_prompt_lookup_pays_and_where_it_does_not(smol, name):
+    workload = json.loads((DEMOS / f"{name}.json").read_text())
+    assert workload["description"] and [lane if isinstance(lane, str) else lane["policy"]
+                                        for lane in workload["lanes"]] == ["continuous", "continuous"]
+    engine = Engine(smol)
+    run = engine.start(engine.prepare(parse_workload(workload)))
+    run.run_to_end()
+    plain, spec = (lane_metrics(run.lanes[lane.name].records, run.workload) for lane in run.workload.lanes)
+    fewer, (low, high) = SPEC_DEMOS[name]
+    assert (spec["steps"] < plain["steps"] * 0.5) if fewer else spec["steps"] == plain["steps"]
+    assert low <= spec["spec_acceptance_rate"] <= high and plain["spec_acceptance_rate"] is None
+    assert spec["tokens_per_decode_cell"] > (2 if fewer else 1) and plain["tokens_per_decode_cell"] == 1
+    assert {rid: q["token_ids"] for rid, q in spec["requests"].items()} == \
+        {rid: q["token_ids"] for rid, q in plain["requests"].items()}  # the same tokens, speculation or not

@@ -114,6 +114,14 @@ function drawCachedPart(ctx, r, info) {
   if (part.w < r.w) ctx.fillRect(part.x + part.w - 1, r.y, 2, r.h);
 }
 
+/** `n` ticks along a cell's bottom edge, one per token the cell wrote (as many as fit, 2 px apart). */
+function ticks(ctx, r, n) {
+  const gap = 2;
+  const w = (r.w - 4 - gap * (n - 1)) / n;
+  if (w < 1 || r.h < 8) return;
+  for (let i = 0; i < n; i += 1) ctx.fillRect(r.x + 2 + i * (w + gap), r.y + r.h - 4, w, 2);
+}
+
 /** Prefill: a "P" with the request id, and for a chunked prompt how much of it is cached ("P 96/160"). */
 function drawPrefill(ctx, r, id, info) {
   ctx.fillStyle = PALETTE.prefill;
@@ -145,7 +153,8 @@ function drawPrefill(ctx, r, id, info) {
 
 /**
  * One cell. kind: a Phase; info: {label, prefill: [cached, total] | null, chunked, cached (prompt tokens from the
- * prefix cache), stop, maxPx (its largest font)}.
+ * prefix cache), stop, maxPx (its largest font), written (tokens the cell wrote: more than 1 for a speculative
+ * cell that kept proposals)}.
  */
 export function drawCell(ctx, rect, kind, info = {}) {
   const r = { x: rect.x + 1, y: rect.y + 1, w: Math.max(1, rect.w - 2), h: Math.max(1, rect.h - 2) };
@@ -159,8 +168,10 @@ export function drawCell(ctx, rect, kind, info = {}) {
     ctx.fillStyle = PALETTE.decode;
     ctx.fillRect(r.x, r.y, r.w, r.h);
     ctx.fillStyle = PALETTE.decodeText;
-    const text = fitText(ctx, [id], r.w - 4);
-    if (text) label(ctx, text, r);
+    const many = info.written > 1;  // a speculative cell that kept proposals: "R3 +2" and one tick per token
+    const text = fitText(ctx, many ? [`${id} +${info.written - 1}`, `+${info.written - 1}`, id] : [id], r.w - 4);
+    if (text) label(ctx, text, r, many && r.h >= 18 ? 0.42 : 0.5);
+    if (many) ticks(ctx, r, info.written);
   } else if (kind === Phase.PADDING) {
     ctx.fillStyle = PALETTE.padding;
     ctx.fillRect(r.x, r.y, r.w, r.h);

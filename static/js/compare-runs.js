@@ -79,6 +79,7 @@ export function mergeScenes(sides, scenes) {
   const any = (key) => scenes.some((sc) => sc[key]);
   const { view, clock, t, focus } = scenes[0];
   return { lanes, view, clock, t, focus, preemption: any("preemption"), waiting: any("waiting"), marks: any("marks"),
+    speculative: any("speculative"),
     timed: any("timed") };
 }
 

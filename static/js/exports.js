@@ -84,6 +84,7 @@ export function chromeTrace(run) {
         if (c.state === SlotState.IDLE) return;
         events.push({ ph: "X", pid, tid: s + 1, ts, dur: r.ms * 1000, name: `${c.request} ${c.state}`,
           cat: c.state, args: { step: r.step, request: c.request, token: c.token, token_id: c.token_id,
+            ...(c.tokens ? { tokens: c.tokens } : {}), ...(c.proposed !== undefined ? { proposed: c.proposed, accepted: c.accepted } : {}),
             prefill: c.prefill || null, stop: c.stop || null } });
       });
       events.push({ ph: "C", pid, ts, name: "KV in use",

@@ -19,6 +19,7 @@ const OPTION_TEXT = Object.freeze({
   scheduling_policy: (v) => v,
   fused: (v) => (v ? "fused" : "split"),
   prefix_cache: (v) => (v ? "prefix cache" : "no prefix cache"),
+  speculative: (v) => (v ? `prompt lookup k ${v.k}` : "no speculation"),
 });
 
 /** {name, policy, options} of one entry of workload.lanes. */

@@ -14,7 +14,7 @@ import { LANE_ORDER, Lane, Policy } from "./vocab.js";
 /** Which policies may set an option (engine/config.py POLICY_OPTIONS); the rest apply to every lane. */
 const ONLY_FOR = Object.freeze({ max_wait: Lane.DYNAMIC, scheduling_policy: Lane.CONTINUOUS,
   chunk_size: Lane.CONTINUOUS, max_batch_tokens: Lane.CONTINUOUS });
-const KEPT = ["kv_block_size", "fused", "prefix_cache"];  // lane options without a field here: carried through unchanged
+const KEPT = ["kv_block_size", "fused", "prefix_cache", "speculative"];  // lane options without a field here: carried through unchanged
 
 export function createLaneList(container, { onChange }) {
   let limits = { max_lanes: 4, max_slots: 16, max_kv_budget: 65536, max_wait: 100, max_arrival_ms: 600000, max_id_chars: 32 };

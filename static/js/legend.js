@@ -23,28 +23,30 @@ const LEGEND = [
   [Phase.QUEUED, "queued", {}, "queued", "queued"],
   [Phase.WAITING, "waiting for arrivals", {}, "waiting", "waiting"],
   [Phase.PREEMPTED, "preempted: KV memory full", { label: "" }, "preempted", "preempted"],
+  [Phase.DECODE, "several tokens: proposals kept", { label: "", written: 3 }, "several_tokens", "several tokens"],
   [Phase.DECODE, "last token (\u25cf at EOS)", { label: "", stop: StopReason.EOS }, "last_token", "last token"],
   [ARRIVAL, "request arrives", {}, "arrival", "arrives"],
   [KV, "KV memory (- - budget)", {}, "kv", "KV memory"],
 ];
 
-function shown(kind, flags) {
+function shown(kind, flags, term) {
   if (kind === Phase.QUEUED) return flags.view === "requests";
   if (kind === SlotState.IDLE) return flags.view !== "requests";
   if (kind === Phase.PREEMPTED) return flags.preemption;
   if (kind === Phase.WAITING) return flags.waiting;
   if (kind === ARRIVAL) return flags.marks;
   if (kind === CACHED) return Boolean(flags.prefixCache);
+  if (term === "several_tokens") return Boolean(flags.speculative);
   return true;
 }
 
 /**
- * The entries a scene's legend shows, `flags` = {view, preemption, waiting, marks}: [{kind, label, info, term, swatch}];
+ * The entries a scene's legend shows, `flags` = {view, preemption, waiting, marks, speculative}: [{kind, label, info, term, swatch}];
  * `px`: the label font size (the swatches grow with it); `short`: the short labels (presenter mode).
  */
 export function legendEntries(flags, px = 12, short = false) {
   const cell = Math.round((26 * px) / 12);
-  return LEGEND.filter(([kind]) => shown(kind, flags)).map(([kind, label, info, term, brief]) => ({ kind,
+  return LEGEND.filter(([kind, , , term]) => shown(kind, flags, term)).map(([kind, label, info, term, brief]) => ({ kind,
     label: short ? brief : label, info, term, swatch: kind === ARRIVAL ? 12 : cell }));
 }
 

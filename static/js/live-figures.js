@@ -24,7 +24,7 @@ export function liveFigures(state, now) {
   let tokens = 0;
   for (const r of state.records) {
     if (r.start_ms + r.ms < from) continue;
-    for (const cell of r.slots) if (cell.token_id !== null && cell.token_id !== undefined) tokens += 1;
+    for (const cell of r.slots) if (cell.token_id !== null && cell.token_id !== undefined) tokens += cell.tokens ? cell.tokens.length : 1;
   }
   const last = state.records.length ? state.records[state.records.length - 1] : null;
   const done = state.requests.filter((q) => q.finish_ms !== null && q.finish_ms !== undefined && q.finish_ms >= from

@@ -355,7 +355,8 @@ function refreshPanels(derived, scene, shown, limit) {
   panelKey = key;
   const metrics = Object.fromEntries(scene.lanes.map((l) => [l.name, l.metrics]));
   const notes = Object.fromEntries(scene.lanes.map((l) => [l.name, hidden[l.name] ? "predict first" : rowNote(l)]));
-  renderMetrics(dom.metricsTable, dom.metricsCheck, metrics, notes, derived.check, at, hidden);
+  renderMetrics(dom.metricsTable, dom.metricsCheck, metrics, notes, derived.check, at, hidden,
+    legendFlags(derived, { view: ui.view, clock: pb.clock }).speculative);
   if (dom.requestLane.options.length !== lanes.length || [...dom.requestLane.options].some((o, i) => o.value !== lanes[i])) {
     dom.requestLane.replaceChildren(...lanes.map((name) => new Option(name, name)));
   }

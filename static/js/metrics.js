@@ -18,9 +18,17 @@ function mean(values) {
   return values.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
 }
 
-/** The text a cell adds to its request's response: its token, except an EOS token, which writes nothing. */
+/**
+ * The text a cell adds to its request's response: its token, except an EOS token, which writes nothing (a
+ * speculative cell that wrote several tokens carries their text without a closing EOS).
+ */
 export function writtenText(cell) {
-  return cell.token && cell.stop !== StopReason.EOS ? cell.token : "";
+  return cell.token && (cell.tokens || cell.stop !== StopReason.EOS) ? cell.token : "";
+}
+
+/** The token ids a cell wrote: several for a speculative cell that kept proposals, else its one token. */
+export function cellTokens(cell) {
+  return cell.tokens || [cell.token_id];
 }
 
 /**
@@ -78,8 +86,8 @@ function requestFacts(records, workload, starts, end) {
       const q = per.get(cell.request);
       if (!q) continue;
       if (q.first_token_step === null) q.first_token_step = r.step;
-      q.token_ids.push(cell.token_id);
-      q.token_steps.push(r.step);
+      q.token_ids.push(...cellTokens(cell));
+      q.token_steps.push(r.step);  // one entry per cell: tokens written together have no gap between them
       if (cell.stop) q.stop = cell.stop;
       q.text += writtenText(cell);
     }
@@ -121,7 +129,20 @@ export function laneMetrics(records, workload) {
   const simulated = Boolean(records.length && records[0].extra && records[0].extra.simulated);
   const per = requestFacts(records, workload, starts, end);
   const counts = Object.fromEntries(Object.values(SlotState).map((s) => [s, 0]));
-  for (const r of records) for (const cell of r.slots) counts[cell.state] += 1;
+  let writtenCells = 0;
+  let decodeTokens = 0;
+  let proposed = 0;
+  let accepted = 0;
+  for (const r of records) {
+    for (const cell of r.slots) {
+      counts[cell.state] += 1;
+      if (cell.token_id === null || cell.token_id === undefined || !per.has(cell.request)) continue;
+      writtenCells += 1;
+      if (cell.state === SlotState.DECODE) decodeTokens += cellTokens(cell).length;
+      proposed += cell.proposed || 0;
+      accepted += cell.accepted || 0;
+    }
+  }
   const itl = [];  // every gap between two tokens of one request, in ms
   for (const q of per.values()) {
     const { arrival: a, first_token_step: first, finish_step: fin, return_step: ret } = q;
@@ -143,7 +164,7 @@ export function laneMetrics(records, workload) {
     steps,
     tokens,
     tokens_per_step: steps ? tokens / steps : 0,
-    slot_use: steps ? tokens / (slots * steps) : 0,
+    slot_use: steps ? writtenCells / (slots * steps) : 0,
     padding_slot_steps: counts[SlotState.PADDING],
     idle_slot_steps: counts[SlotState.IDLE],
     prefill_slot_steps: counts[SlotState.PREFILL],
@@ -155,6 +176,8 @@ export function laneMetrics(records, workload) {
     wall_s: wallS,
     tokens_per_s: wallS > 0 ? tokens / wallS : null,
     requests_per_s: wallS > 0 ? returned / wallS : null,
+    spec_acceptance_rate: proposed ? accepted / proposed : null,
+    tokens_per_decode_cell: counts[SlotState.DECODE] ? decodeTokens / counts[SlotState.DECODE] : null,
   };
   for (const [key, values] of [["ttft", stat("ttft_ms")], ["tpot", stat("tpot_ms")], ["itl", itl], ["latency", stat("latency_ms")]]) {
     out[`mean_${key}_ms`] = mean(values);
@@ -175,7 +198,8 @@ const MS_KEYS = ["ttft", "tpot", "itl", "latency"].flatMap((k) => ["mean", "p50"
 export const METRIC_KEYS = Object.freeze(["steps", "tokens", "tokens_per_step", "slot_use", "mean_ttft_steps",
   "mean_latency_steps", "p50_latency_steps", "p95_latency_steps", "wall_s", "tokens_per_s", "requests_per_s",
   ...MS_KEYS, "padding_slot_steps", "idle_slot_steps", "prefill_slot_steps", "preemptions",
-  "prompt_tokens_computed", "prompt_tokens_cached", "prefix_cache_hit_rate"]);
+  "prompt_tokens_computed", "prompt_tokens_cached", "prefix_cache_hit_rate", "spec_acceptance_rate",
+  "tokens_per_decode_cell"]);
 
 function close(a, b) {
   if (a === null || a === undefined || b === null || b === undefined) return (a ?? null) === (b ?? null);

@@ -27,6 +27,8 @@ const METRIC_COLUMNS = [
   ["steps", "steps", (m) => String(m.steps)],
   ["tokens", "tokens", (m) => String(m.tokens)],
   ["tokens_per_step", "tokens/step", (m) => m.tokens_per_step.toFixed(2)],
+  ["speculative", "lookup kept \u00b7 tok/cell", (m) => (m.spec_acceptance_rate === null || m.spec_acceptance_rate === undefined
+    ? dash : `${Math.round(m.spec_acceptance_rate * 100)}% \u00b7 ${num(m.tokens_per_decode_cell, 2)}`)],
   ["slot_use", "slot use", (m) => `${Math.round(m.slot_use * 100)}%`],
   ["mean_ttft_steps", "mean TTFT steps", (m) => formatMean(m.mean_ttft_steps)],
   ["mean_ttft_ms", "mean TTFT ms", (m) => ms(m.mean_ttft_ms)],
@@ -53,14 +55,19 @@ const PREFIX_COLUMNS = [
  * `rowNote`: lane -> "" or what the row's numbers cover ("so far", "at step 2 of 15"); `check`: "" (no server
  * numbers yet), "ok", or a list of mismatches (always on the full records); `at`: null when the playhead is at
  * the end, else where it is ("step 2", "0.84 s"); `hidden`: lane -> true for a row predict-then-reveal keeps
- * back (its cells show "?"). The header row is built once, so a focused header keeps its focus.
+ * back (its cells show "?"); `speculative`: the run has a speculative lane (its column shows). The header row is
+ * built once per set of columns, so a focused header keeps its focus.
  */
-export function renderMetrics(table, caption, metrics, rowNote, check, at = null, hidden = {}) {
+export function renderMetrics(table, caption, metrics, rowNote, check, at = null, hidden = {}, speculative = false) {
+  // the speculative column only for a run with a speculative lane, the prompt-token ones only for a run with a
+  // prefix cache hit (the table is full enough without them)
   const prefix = Object.values(metrics).some((m) => m.prompt_tokens_cached > 0);
-  const columns = prefix ? [...METRIC_COLUMNS, ...PREFIX_COLUMNS] : METRIC_COLUMNS;
-  if (table.tHead && table.tHead.dataset.prefix !== String(prefix)) table.tHead.remove();
+  const columns = [...METRIC_COLUMNS.filter(([key]) => speculative || key !== "speculative"),
+    ...(prefix ? PREFIX_COLUMNS : [])];
+  const shown = columns.map(([key]) => key).join(" ");
+  if (table.tHead && table.tHead.dataset.columns !== shown) table.tHead.remove();
   if (!table.tHead) {
-    const head = el("thead", { dataset: { prefix: String(prefix) } }, [el("tr", {}, [el("th", { text: "lane", scope: "col" }),
+    const head = el("thead", { dataset: { columns: shown } }, [el("tr", {}, [el("th", { text: "lane", scope: "col" }),
       ...columns.map(([key, label]) => el("th", { scope: "col" }, [termNode(METRIC_TERMS[key], label)]))])]);
     table.insertBefore(head, table.tBodies[0] || null);
   }
@@ -141,8 +148,11 @@ export function renderRequests(tbody, workload, records, metrics, step, reveal =
 
 /** What a token line says: ordinary text quoted, a special token as a chip and what it meant for this request. */
 function tokenLines(cell, spec) {
+  const lookup = cell.proposed === undefined || cell.proposed === null ? []
+    : [`prompt lookup: proposed ${cell.proposed}, the model agreed with ${cell.accepted}`];
+  if (cell.tokens) return [`${cell.tokens.length} tokens in one step: ${JSON.stringify(cell.token)} (ids ${cell.tokens.join(", ")})`, ...lookup];
   const id = `(id ${cell.token_id})`;
-  if (!cell.special) return [`token: ${JSON.stringify(cell.token)} ${id}`];
+  if (!cell.special) return [`token: ${JSON.stringify(cell.token)} ${id}`, ...lookup];
   const lines = [["token: ", tokenChip(cell.token), ` ${id}, a special token`]];
   if (spec && spec.ignore_eos !== false && cell.stop !== StopReason.EOS) {
     lines.push(cell.stop ? "the request ignores EOS (fixed length): this token did not stop it"

@@ -24,7 +24,7 @@ export function cellAt(lane, view, step, row) {
     if (!cell) return null;
     return { kind: cell.state, request: cell.request, cell, record,
       info: { label: cell.request, prefill: cell.prefill, chunked: lane.timeline.chunked.has(cell.request), stop: cell.stop,
-        cached: cell.cached } };
+        cached: cell.cached, written: cell.tokens ? cell.tokens.length : 1 } };
   }
   const id = lane.timeline.ids[row];
   const phase = lane.timeline.phases.get(id)[step - 1];
@@ -33,7 +33,7 @@ export function cellAt(lane, view, step, row) {
   const cell = slot === null ? null : record.slots[slot];
   return { kind: phase, request: id, cell, record, slot,
     info: { label: id, prefill: cell && cell.prefill, chunked: lane.timeline.chunked.has(id), stop: cell && cell.stop,
-      cached: cell && cell.cached } };
+      cached: cell && cell.cached, written: cell && cell.tokens ? cell.tokens.length : 1 } };
 }
 
 function drawAxis(ctx, layout, scene) {

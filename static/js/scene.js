@@ -120,14 +120,17 @@ function kvLabel(point) {
   return `KV ${point.used}/${point.total} ${point.unit === "blocks" ? "blk" : "tok"}`;
 }
 
-/** What the legend explains for a run on a clock and view: {view, preemption, waiting, marks, prefixCache}. */
+/** What the legend explains for a run on a clock and view: {view, preemption, waiting, marks, prefixCache,
+ * speculative}. */
 export function legendFlags(derived, { view, clock }) {
   const preemption = Boolean(derived.run && derived.run.workload && derived.run.workload.kv_budget)
     || derived.lanes.some((l) => l.config.options.kv_budget) || Object.values(derived.metrics).some((m) => m.preemptions > 0);
   // The legend explains waiting when some lane shows it on this clock.
   const waiting = derived.lanes.some((l) => l.timeline.waits.size || (clock === "ms" && l.timeline.gaps.length));
   const prefixCache = Object.values(derived.metrics).some((m) => m.prompt_tokens_cached > 0);
-  return { view, preemption, waiting, marks: derived.marks, prefixCache };
+  const speculative = derived.lanes.some((l) => l.config.options.speculative)
+    || Boolean(derived.run && derived.run.workload && derived.run.workload.speculative);
+  return { view, preemption, waiting, marks: derived.marks, prefixCache, speculative };
 }
 
 /**
