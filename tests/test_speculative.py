@@ -148,11 +148,18 @@ def test_tiny_model_speculative_lane_under_a_kv_budget_matches_solo_generate(tin
 
 # -- the real model ---------------------------------------------------------------------------------
 def test_real_model_quote_preset_is_token_exact_and_keeps_proposals(smol):
+    """Also with the prefix cache on the same lane: hits and kept proposals together still write generate()'s tokens."""
     raw = json.loads((DEMOS / "spec-quote.json").read_text())
+    raw["lanes"].append({"name": "lookup + prefix cache", "policy": "continuous", "prefix_cache": True,
+                         "speculative": {"method": "prompt_lookup", "k": 4}})
+    for i, request in enumerate(raw["requests"]):  # one a step: a prompt's blocks can be hit from the next step on
+        request["arrival"] = i
     engine = Engine(smol)
     run = engine.start(engine.prepare(parse_workload(raw)))
     run.run_to_end()
     check_against_solo(smol, run, smol.eos_ids)
+    both = check_cells(run, "lookup + prefix cache")
+    assert both["prompt_tokens_cached"] > 0 and both["spec_acceptance_rate"] > 0.5
     spec_lane = next(lane.name for lane in run.workload.lanes if lane.config.speculative is not None)
     plain_lane = next(lane.name for lane in run.workload.lanes if lane.config.speculative is None)
     m, plain = check_cells(run, spec_lane), check_cells(run, plain_lane)
