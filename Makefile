@@ -7,11 +7,16 @@ PORT   ?= 5000
 # idle OpenMP threads sleep rather than spin: on 2 shared cores spinning made decode steps ~50x slower
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: setup run test bench clean browser redis scale
+.PHONY: setup run test bench clean browser redis scale kernels
 
 VENDOR := static/vendor/socket.io.min.js static/vendor/uPlot.iife.min.js static/vendor/uPlot.min.css
 
-setup: $(VENV)/.installed $(VENDOR)
+setup: $(VENV)/.installed $(VENDOR) kernels
+
+# the decode step's compiled few-row linear, built once per machine into the user cache (~30 s; then it only loads);
+# where it cannot be built the engine says why and uses oneDNN instead
+kernels: $(VENV)/.installed
+	@$(PY) -m engine.cpu_kernels
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from .block_store import BlockStore
+from .cpu_kernels import MAX_ROWS
 from .fast_decode import FastDecode, unsupported
 from .kv_cache import SlotKVCache
 from .model import LoadedModel
@@ -141,6 +142,8 @@ class ModelRunner:
         while its extra rows cost less than gathering the real rows' K/V."""
         if self.lm.device.type != "cpu":
             return []  # a CPU trick (MKL's few-row anomaly, gathered K/V copies): CUDA has neither
+        if self.fast is not None and self.fast.w.kernel is not None and len(rows) <= MAX_ROWS:
+            return []  # few_row_linear computes 1-4 rows faster than oneDNN computes 4
         slots = sorted(r.slot for r in rows)
         taken, num_slots = set(slots), self.cache.slots
         lo, width = slots[0], slots[-1] + 1 - slots[0]
