@@ -7,12 +7,12 @@ Sections (each a key of the report, written as soon as it is done, so a section 
 short keeps what came before; a section that raises records its error and the next one runs):
   env            torch, transformers, the device
   tiny_graphs    a tiny random Llama: fast decode (CUDA graphs) and eager write the same tokens at 1, 3, 5, 8 rows
-  exact_float32  every lane (static, dynamic, continuous, chunked 16, fused) equals solo generate() on the device,
-                 request by request, with the fast decode step (CUDA graphs) and with the eager one
+  exact_float32  every lane (static, dynamic, continuous, chunked 16, fused, prefix cache, prompt lookup) equals solo
+                 generate() on the device, request by request, with the fast decode step (CUDA graphs) and the eager one
   bfloat16       the same workload in bfloat16: how many requests agree with solo generate() and fast with eager
                  (bfloat16 is not exact: near-ties flip between batch shapes)
   decode_steps   one decode call of 1..16 rows, eager vs fast, float32 and bfloat16 (scripts/bench_decode.py)
-  bench          scripts/bench.py's static_vs_generate, continuous_vs_generate_batch, decode_floor sections
+  bench          scripts/bench.py's static_vs_generate, continuous_vs_generate_batch, decode_steps, decode_floor
   socket_run     `python -m app` on the device, a python-socketio client submits a 4-lane workload and reads it
                  to run_finished
 """
@@ -40,7 +40,9 @@ PROMPTS = ["Hi", "What is the capital of France?",
            "2+2?", "Name three colours of the rainbow, please.", "Why is the sky blue? Answer briefly.",
            "Translate 'good morning' into French.", "List two planets."]
 LANES = ["static", "dynamic", "continuous", {"name": "chunked 16", "policy": "continuous", "chunk_size": 16},
-         {"name": "fused", "policy": "continuous", "fused": True}]
+         {"name": "fused", "policy": "continuous", "fused": True},
+         {"name": "prefix cache", "policy": "continuous", "prefix_cache": True},
+         {"name": "prompt lookup", "policy": "continuous", "speculative": {"method": "prompt_lookup", "k": 4}}]
 
 
 def workload(quick: bool) -> dict:
