@@ -13,6 +13,7 @@ from typing import Callable
 
 from .engine import Engine
 from .model import LoadedModel
+from .runner import can_pack
 from .workload import Limits, parse_workload
 
 # Why this shape of warm-up, measured here (float32 SmolLM2-135M, 2 shared cores; demos/mixed.json on static +
@@ -42,6 +43,10 @@ def warm_up(lm: LoadedModel, max_slots: int,
     assert max_slots >= 1, "warm up at least one slot"
     report = progress or (lambda fraction, message: None)
     t0 = time.perf_counter()
+    if lm.decode_step == "fast" and can_pack(lm.model, lm.device):  # the CPU decode step's compiled linear
+        from . import cpu_kernels
+        report(0.0, "warming up: loading the decode kernel (built once per machine by make setup, else now: ~30 s)")
+        cpu_kernels.kernel()
     limits = Limits(max_requests=max_slots, max_slots=max_slots, max_new_tokens=max_slots + 1,
                     max_total_tokens=10**9, max_lane_kv_tokens=10**9)  # warm every slot the server allows
     engine = Engine(lm, limits)
