@@ -5,6 +5,8 @@ positions, left-padded to the longest row of the call with explicit `position_id
 is read at the last column, where every row's last real token sits. Padded query positions attend to
 column 0 and write to the scratch column, so they can neither produce NaN nor touch real K/V. On CPU
 its calls compute the model's linear layers with oneDNN-packed copies of their weights (`packed_linears`).
+A decode call (one token a row) goes through `fast_decode.FastDecode` where the model allows (CUDA graphs on a GPU,
+the compiled few-row linear on a CPU), every other call through transformers' forward.
 `SimRunner` needs no model: every token is a placeholder and every step costs what a simple cost model says.
 Runners know rows and slots, never policies.
 """
