@@ -226,3 +226,31 @@ def test_long_prompt_lesson_shows_numbers_from_the_run(tab, server):
     ARTIFACTS.mkdir(exist_ok=True)
     tab.screenshot(path=str(ARTIFACTS / "browser-long-prompt-ms.png"), full_page=True)
     assert tab.problems == []
+
+
+def test_the_editor_sets_prefix_cache_and_prompt_lookup_on_a_lane(tab, server):
+    """Both issue-14 options from the editor's fields: only continuous lanes offer the prefix cache, a lookup k on
+    any lane; the run's lane carries both (its title says so, the speculative column shows); the link keeps them."""
+    open_page(tab, server)
+    tab.wait_for_selector("[data-field='lanes[1].name']", state="attached")
+    tab.click("#editor-details summary")
+    assert tab.input_value("[data-field='lanes[1].policy']") == "continuous"
+    assert tab.is_hidden("[data-field='lanes[0].prefix_cache']") and tab.is_visible("[data-field='lanes[1].prefix_cache']")
+    tab.fill("[data-field='lanes[1].name']", "lookup")
+    tab.select_option("[data-field='lanes[1].prefix_cache']", "on")
+    tab.fill("[data-field='lanes[1].speculative']", "17")  # over the bound: refused on the page, by field
+    tab.click("#run-mix")
+    tab.wait_for_selector("[data-field='lanes[1].speculative'][aria-invalid=true]")
+    assert tab.text_content("[data-error-for='lanes[1].speculative']")
+    tab.fill("[data-field='lanes[1].speculative']", "3")
+    tab.click("#run-mix")
+    tab.wait_for_function("() => window.__lanes.ticks >= 1", timeout=RUN_TIMEOUT_MS)
+    wait_finished(tab)
+    assert lanes(tab, "lanes['lookup'].title") == "lookup \u2014 continuous, prefix cache, prompt lookup k 3"
+    assert tab.locator('#metrics-table td[data-lane="lookup"][data-metric="speculative"]').count() == 1
+    assert lanes(tab, "metricsCheck") == "ok"
+    # the mix in the link brings both fields back as they were
+    tab.goto(server + "/" + tab.evaluate("() => location.hash"))
+    tab.wait_for_selector("[data-field='lanes[1].name']", state="attached")
+    assert tab.input_value("[data-field='lanes[1].prefix_cache']") == "on"
+    assert tab.input_value("[data-field='lanes[1].speculative']") == "3"

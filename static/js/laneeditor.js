@@ -1,7 +1,7 @@
 /**
  * The editor's lanes: up to `max_lanes` rows, each a lane configuration — a name, a batching policy
- * and the options that policy allows (slots, KV budget; max wait for dynamic; scheduling policy,
- * chunk size, max batch tokens for continuous). An empty option inherits the workload's default. A
+ * and the options that policy allows (slots, KV budget, prompt lookup k; max wait for dynamic; scheduling
+ * policy, chunk size, max batch tokens, prefix cache for continuous). An empty option inherits the workload's default. A
  * row reads back as a bare policy name when it is a plain lane, else `{name, policy, ...options}`,
  * the shape the server's `lanes` takes; its fields are named `lanes[i].chunk_size` like the server's
  * errors. Knows nothing of requests or the socket.
@@ -13,13 +13,15 @@ import { LANE_ORDER, Lane, Policy } from "./vocab.js";
 
 /** Which policies may set an option (engine/config.py POLICY_OPTIONS); the rest apply to every lane. */
 const ONLY_FOR = Object.freeze({ max_wait: Lane.DYNAMIC, scheduling_policy: Lane.CONTINUOUS,
-  chunk_size: Lane.CONTINUOUS, max_batch_tokens: Lane.CONTINUOUS });
-const KEPT = ["kv_block_size", "fused", "prefix_cache", "speculative"];  // lane options without a field here: carried through unchanged
+  chunk_size: Lane.CONTINUOUS, max_batch_tokens: Lane.CONTINUOUS, prefix_cache: Lane.CONTINUOUS });
+const KEPT = ["kv_block_size", "fused"];  // lane options without a field here: carried through unchanged
+const SPEC_K_MAX = 16;  // engine/speculative.py's bound on k
 
 export function createLaneList(container, { onChange }) {
   let limits = { max_lanes: 4, max_slots: 16, max_kv_budget: 65536, max_wait: 100, max_arrival_ms: 600000, max_id_chars: 32 };
   let timed = false;
   const kept = new WeakMap();  // row -> options it carries without a field
+  const speculativeOf = new WeakMap();  // row -> the speculative option it was loaded with (max_ngram, min_ngram kept)
   const rows = el("div", { className: "lane-rows" });
   const addButton = el("button", { type: "button", className: "secondary", id: "add-lane", text: "+ Add lane" });
   container.append(rows, el("div", { className: "lane-actions" }, [addButton, errorSlot("lanes")]));
@@ -48,6 +50,9 @@ export function createLaneList(container, { onChange }) {
         select([["", "default"], ...Object.values(Policy).map((p) => [p, p])], o.scheduling_policy ?? "")),
       chunk_size: () => field(at("chunk_size"), "chunk size", numberInput(o.chunk_size, 1, limits.max_kv_budget, "off")),
       max_batch_tokens: () => field(at("max_batch_tokens"), "max batch tokens", numberInput(o.max_batch_tokens, 1, limits.max_kv_budget, "off")),
+      prefix_cache: () => field(at("prefix_cache"), "prefix cache", select([["", "off"], ["on", "on"]], o.prefix_cache ? "on" : "")),
+      speculative: () => field(at("speculative"), "prompt lookup k",
+        numberInput(o.speculative ? o.speculative.k : undefined, 1, SPEC_K_MAX, "off")),
     };
     const labels = Object.entries(make).map(([key, build]) => {
       const label = build();
@@ -60,6 +65,7 @@ export function createLaneList(container, { onChange }) {
     const row = el("div", { className: "lane-row", dataset: { lane: String(i) } }, [...labels, remove, errorSlot(`lanes[${i}]`)]);
     inputs(row).policy.dataset.was = c.policy;  // the policy before a change: a lane named after it follows it
     kept.set(row, Object.fromEntries(KEPT.filter((k) => o[k] !== undefined).map((k) => [k, o[k]])));
+    if (o.speculative) speculativeOf.set(row, o.speculative);  // its n-gram bounds, if it set them
     rows.append(row);
     sync(row);
   }
@@ -108,7 +114,10 @@ export function createLaneList(container, { onChange }) {
         if (f.scheduling_policy.value) options.scheduling_policy = f.scheduling_policy.value;
         add("chunk_size", int("chunk_size", limits.max_kv_budget));
         add("max_batch_tokens", int("max_batch_tokens", limits.max_kv_budget));
+        if (f.prefix_cache.value === "on") options.prefix_cache = true;
       }
+      const k = checkInt(f.speculative.value, f.speculative.dataset.field, 1, SPEC_K_MAX, errors, true);
+      if (k !== undefined) options.speculative = { ...(speculativeOf.get(row) || { method: "prompt_lookup" }), k };
       return name === policy && !Object.keys(options).length ? policy : { name, policy, ...options };
     });
     if (!lanes.length) errors.push({ field: "lanes", message: "add at least one lane" });
