@@ -17,12 +17,12 @@ What it does not know: prefill (the runner keeps transformers' forward for every
 one token a row), sampling (it returns logits), and any model that is not a plain Llama (`unsupported` says why,
 and the runner falls back to the eager path).
 """
-import math
 import weakref
 
 import torch
 import torch.nn.functional as F
 
+from . import cpu_kernels
 from .kv_cache import SlotKVCache
 
 
@@ -47,7 +47,6 @@ class FusedWeights:
     every runner of it."""
 
     def __init__(self, model: torch.nn.Module, packed: bool):
-        from . import cpu_kernels
         from .runner import packed_weight  # the runner's packed copies of o, down and lm_head are reused
 
         self.packed = packed
@@ -70,16 +69,11 @@ class FusedWeights:
 
     def linear(self, x: torch.Tensor, w: tuple[torch.Tensor | None, torch.Tensor]) -> torch.Tensor:
         packed, plain = w
-        if self.kernel is not None and cpu_kernels_usable(x, plain):
+        if self.kernel is not None and cpu_kernels.usable(x, plain):
             return self.kernel.few_row_linear(x, plain)
         if packed is not None:
             return torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
         return F.linear(x, plain)
-
-
-def cpu_kernels_usable(x: torch.Tensor, w: torch.Tensor) -> bool:
-    from .cpu_kernels import usable
-    return usable(x, w)
 
 
 _WEIGHTS: "weakref.WeakKeyDictionary[torch.nn.Module, FusedWeights]" = weakref.WeakKeyDictionary()
@@ -117,8 +111,7 @@ class FastDecode:
         self.heads, self.kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
         self.head_dim = cache.layers[0].keys.shape[3]
         self.inter = cfg.intermediate_size
-        self.graphed = cache.device.type == "cuda" if isinstance(cache.device, torch.device) \
-            else str(cache.device).startswith("cuda")
+        self.graphed = torch.device(cache.device).type == "cuda"
         self.graphs: dict[int, tuple] = {}  # bucket -> (graph, static ids, pos, write, slots, logits)
         self.pool = None
 
@@ -161,9 +154,9 @@ class FastDecode:
         contiguous = slots == list(range(slots[0], slots[0] + len(slots)))
         mask = None
         if masked:
+            from .runner import additive_mask
             visible = torch.arange(kv_len, device=device) <= pos_t[:, None]      # (B, kv_len)
-            mask = torch.zeros(visible.shape, dtype=self.model.dtype, device=device) \
-                .masked_fill_(~visible, -math.inf)[:, None, None]                # (B, 1, 1, kv_len)
+            mask = additive_mask(visible, self.model.dtype)[:, None, None]       # (B, 1, 1, kv_len)
         hidden = self.hidden(torch.tensor(ids, device=device), pos_t, torch.tensor(write, device=device),
                              torch.tensor(slots, device=device), kv_len, mask,
                              slice(slots[0], slots[0] + len(slots)) if contiguous else None)
@@ -187,10 +180,10 @@ class FastDecode:
 
     def graph_step(self, ids, pos, write, slots) -> torch.Tensor:
         """What a graph captures: whole cache rows read under a mask built on the device from the positions."""
+        from .runner import additive_mask
         width = self.cache.layers[0].keys.shape[2]
         visible = torch.arange(width, device=pos.device) <= pos[:, None]           # (B, L + 1); scratch never
-        mask = torch.zeros(visible.shape, dtype=self.model.dtype, device=pos.device) \
-            .masked_fill(~visible, -math.inf)[:, None, None]
+        mask = additive_mask(visible, self.model.dtype)[:, None, None]
         return self.logits(self.hidden(ids, pos, write, slots, width, mask, None))
 
     def capture(self, bucket: int) -> None:
@@ -213,7 +206,7 @@ class FastDecode:
         self.graphs[bucket] = (graph, s_ids, s_pos, s_write, s_slots, s_logits)
 
     def capture_all(self) -> list[int]:
-        """Capture every bucket up to the slots now (the warm-up does, so no user's run pays for it)."""
+        """Capture every bucket up to the slots now (the runner does when it is made, so no step pays for it)."""
         buckets = sorted({graph_bucket(n, self.cache.slots) for n in range(1, self.cache.slots + 1)})
         for b in buckets:
             if b not in self.graphs:

@@ -58,14 +58,12 @@ def accept(proposals: list[int], greedy: list[int]) -> list[int]:
     before it; then the model's own token follows (its correction at the first mismatch, or the bonus token
     after all of them)."""
     assert len(greedy) == len(proposals) + 1, "one greedy token per column of the row"
-    n = 0
-    while n < len(proposals) and proposals[n] == greedy[n]:
-        n += 1
-    return greedy[:n + 1]
+    return greedy[:num_accepted(proposals, greedy) + 1]
 
 
 def num_accepted(proposals: list[int], written: list[int]) -> int:
-    """How many of `written` (a step's tokens, perhaps cut by a stop) are proposals the model agreed with."""
+    """How many of `written` (the model's tokens, or a step's, perhaps cut by a stop) are proposals it agreed with:
+    the length of their common beginning."""
     n = 0
     while n < min(len(proposals), len(written)) and proposals[n] == written[n]:
         n += 1

@@ -11,6 +11,7 @@ page memory out on a machine that is short of it); it times its own run and noth
 import time
 from typing import Callable
 
+from . import cpu_kernels
 from .engine import Engine
 from .model import LoadedModel
 from .runner import can_pack
@@ -44,7 +45,6 @@ def warm_up(lm: LoadedModel, max_slots: int,
     report = progress or (lambda fraction, message: None)
     t0 = time.perf_counter()
     if lm.decode_step == "fast" and can_pack(lm.model, lm.device):  # the CPU decode step's compiled linear
-        from . import cpu_kernels
         report(0.0, "warming up: loading the decode kernel (built once per machine by make setup, else now: ~30 s)")
         cpu_kernels.kernel()
     limits = Limits(max_requests=max_slots, max_slots=max_slots, max_new_tokens=max_slots + 1,

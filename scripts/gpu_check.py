@@ -34,11 +34,8 @@ import torch  # noqa: E402
 from engine import Engine, parse_workload  # noqa: E402
 from engine.model import load_model  # noqa: E402
 from engine.workload import CLI_LIMITS  # noqa: E402
+from test_exactness import PROMPTS  # noqa: E402  (the exactness tests' prompts, the same on the device)
 
-PROMPTS = ["Hi", "What is the capital of France?",
-           "Write one long sentence about the history of the Roman empire, its roads and its aqueducts.",
-           "2+2?", "Name three colours of the rainbow, please.", "Why is the sky blue? Answer briefly.",
-           "Translate 'good morning' into French.", "List two planets."]
 LANES = ["static", "dynamic", "continuous", {"name": "chunked 16", "policy": "continuous", "chunk_size": 16},
          {"name": "fused", "policy": "continuous", "fused": True},
          {"name": "prefix cache", "policy": "continuous", "prefix_cache": True},
