@@ -16,9 +16,10 @@ from dataclasses import asdict
 import segno
 from flask import Blueprint, Response, current_app, jsonify, render_template, request
 
+from engine.admission import ORDERS
 from engine.arrivals import generate_requests
-from engine.config import LANES, POLICIES
 from engine.limits import CLI_LIMITS, WorkloadError
+from engine.policies import POLICIES
 from engine.workload import parse_workload
 
 from .events import RUN_ID
@@ -200,7 +201,7 @@ def presets():
 @bp.get("/api/limits")
 def limits():
     server = {name: current_app.config[key] for name, key in SERVER_LIMITS.items()}
-    return jsonify({**asdict(current_app.config["LIMITS"]), "lanes": list(LANES), "policies": list(POLICIES), **server})
+    return jsonify({**asdict(current_app.config["LIMITS"]), "lanes": list(POLICIES), "policies": list(ORDERS), **server})
 
 
 @bp.post("/api/generate")

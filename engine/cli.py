@@ -9,13 +9,14 @@ import argparse
 import json
 import sys
 
-from .config import LANES, POLICIES
+from .admission import ORDERS
+from .policies import POLICIES
 from .engine import Engine
 from .metrics import run_metrics
 from .model import ModelLoadError
 from .workload import CLI_LIMITS, WorkloadError, load_workload
 
-LANES_HELP = (f"comma-separated policies from {','.join(LANES)}, or a JSON list of lanes such as "
+LANES_HELP = (f"comma-separated policies from {','.join(POLICIES)}, or a JSON list of lanes such as "
               f"'[\"continuous\", {{\"name\": \"chunked 64\", \"policy\": \"continuous\", \"chunk_size\": 64}}]' "
               f"(default: the workload's \"lanes\", else static,continuous)")
 
@@ -28,7 +29,7 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slots", type=int, help="batch slots per lane (default: the workload's)")
     p.add_argument("--max-wait", type=int, help="dynamic lane, step arrivals: steps before a partial group starts")
     p.add_argument("--max-wait-ms", type=float, help="dynamic lane, arrivals in ms: ms before a partial group starts")
-    p.add_argument("--scheduling-policy", "--policy", dest="scheduling_policy", choices=POLICIES,
+    p.add_argument("--scheduling-policy", "--policy", dest="scheduling_policy", choices=list(ORDERS),
                    help="continuous lane admission order")
     p.add_argument("--chunk-size", type=int, help="continuous lane: prompt tokens per prefill chunk")
     p.add_argument("--max-batch-tokens", type=int, help="continuous lane: tokens computed per step")

@@ -5,10 +5,8 @@ policy and its own `EngineConfig`, so one run can put "continuous" beside "conti
 """
 from dataclasses import dataclass, fields
 
+from .admission import ORDERS
 from .speculative import SpeculativeConfig
-
-LANES = ("static", "dynamic", "continuous")   # the batching policies
-POLICIES = ("fcfs", "priority")               # the continuous lane's scheduling policies (admission order)
 
 
 @dataclass(frozen=True)
@@ -16,7 +14,7 @@ class EngineConfig:
     slots: int = 4                        # rows of the batch (requests computed together per step)
     max_wait: int = 15                    # dynamic lane, step arrivals: steps the oldest waiter may wait before a partial group starts
     max_wait_ms: float = 1000.0           # dynamic lane, arrivals in ms: the same wait in lane-clock milliseconds
-    scheduling_policy: str = "fcfs"       # continuous lane admission order: "fcfs" or "priority"
+    scheduling_policy: str = "fcfs"       # continuous lane admission order: a name of admission.ORDERS
     chunk_size: int | None = None         # continuous lane: most prompt tokens one request prefills per step (None: whole prompt)
     max_batch_tokens: int | None = None   # continuous lane: most tokens (decode + prefill) computed per step (None: no cap)
     kv_budget: int | None = None          # KV tokens each lane may hold, in blocks of kv_block_size (None: enough for the workload)
@@ -32,8 +30,8 @@ class EngineConfig:
             raise ValueError(f"max_wait must be an integer >= 0, got {self.max_wait!r}")
         if isinstance(self.max_wait_ms, bool) or not isinstance(self.max_wait_ms, (int, float)) or self.max_wait_ms < 0:
             raise ValueError(f"max_wait_ms must be a number >= 0, got {self.max_wait_ms!r}")
-        if self.scheduling_policy not in POLICIES:
-            raise ValueError(f"scheduling_policy must be one of {', '.join(POLICIES)}, got {self.scheduling_policy!r}")
+        if self.scheduling_policy not in ORDERS:
+            raise ValueError(f"scheduling_policy must be one of {', '.join(ORDERS)}, got {self.scheduling_policy!r}")
         if self.chunk_size is not None and (not isinstance(self.chunk_size, int) or self.chunk_size < 1):
             raise ValueError(f"chunk_size must be an integer >= 1 or unset, got {self.chunk_size!r}")
         if self.max_batch_tokens is not None and (
@@ -62,20 +60,11 @@ class EngineConfig:
         return changed
 
 
-# Options that only mean something to some policies; a lane of another policy that sets one is refused.
-POLICY_OPTIONS = {"max_wait": ("dynamic",), "max_wait_ms": ("dynamic",), "scheduling_policy": ("continuous",),
-                  "chunk_size": ("continuous",), "max_batch_tokens": ("continuous",),
-                  "prefix_cache": ("continuous",)}  # static and dynamic stay generate()'s baselines: no cache
-
-
 @dataclass(frozen=True)
 class LaneSpec:
     name: str              # what the page, the metrics and the exports call the lane (unique in a run)
-    policy: str            # the batching policy: "static", "dynamic" or "continuous"
+    policy: str            # the batching policy: a name of policies.POLICIES (checked by the workload parser)
     config: EngineConfig   # the lane's options: the workload's, with the lane's own changes
-
-    def __post_init__(self):
-        assert self.policy in LANES, f"unknown policy {self.policy!r}"
 
     @classmethod
     def plain(cls, policy: str, config: EngineConfig) -> "LaneSpec":

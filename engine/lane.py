@@ -15,7 +15,7 @@ import time
 from .runner import ForwardResult
 from .scheduler import Scheduler, SchedulerOutput
 from .speculative import cell_facts, text_upto
-from .step import SlotRecord, SlotState, StepRecord, StopReason
+from .step import Forward, SlotRecord, SlotState, StepRecord, StopReason
 
 
 class Lane:
@@ -45,7 +45,7 @@ class Lane:
         start = self.clock
         t0 = time.perf_counter()
         out = self.scheduler.schedule(start)
-        result = self.runner.run(out.rows) if out.rows else ForwardResult({}, 0.0, "none")
+        result = self.runner.run(out.rows) if out.rows else ForwardResult({}, 0.0, Forward.NONE)
         self.scheduler.update_from_output(out, result.tokens)
         texts = {row.slot: self.runner.text_delta(row.request, text_upto(
                      result.tokens.get(row.slot), row.request.stop is StopReason.EOS))

@@ -9,13 +9,18 @@ given back; everything else is the shared `Scheduler`.
 - continuous: every step finished requests leave and waiting requests take the free slots; under
               a KV budget the lowest-precedence running request is preempted and recomputed later.
 """
+from .admission import ORDERS
 from .block_manager import blocks_for
 from .request import Request, RequestStatus, max_row_len
-from .scheduler import Scheduler
+from .scheduler import Scheduler, Traits
 
 
 class StaticScheduler(Scheduler):
     lane = "static"
+    traits = Traits(
+        label="Static batching", admits="group", waits_for="full", preempts=False, options=(),
+        description="Fixed groups of `slots` in arrival order; a group starts when all its members have arrived and "
+                    "holds every row until its longest member is done (finished rows are computed as padding).")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -65,6 +70,11 @@ class StaticScheduler(Scheduler):
 
 class DynamicScheduler(StaticScheduler):
     lane = "dynamic"
+    traits = Traits(
+        label="Dynamic batching", admits="group", waits_for="full_or_deadline", preempts=False,
+        options=("max_wait", "max_wait_ms"),
+        description="Like static, but a group starts as soon as `slots` requests wait or the oldest has waited "
+                    "max_wait, with whoever is there.")
 
     @property
     def max_wait(self) -> float:
@@ -86,18 +96,20 @@ class DynamicScheduler(StaticScheduler):
 
 class ContinuousScheduler(Scheduler):
     lane = "continuous"
-    chunking = True
-    prefix_caching = True
+    traits = Traits(
+        label="Continuous batching", admits="slot", waits_for=None, preempts=True,
+        options=("scheduling_policy", "chunk_size", "max_batch_tokens", "prefix_cache"),
+        description="Every step finished requests leave and waiting requests take the free slots; under a KV "
+                    "budget the least entitled running request is preempted and recomputed later.")
 
     def precedence(self, r: Request) -> tuple:
-        """Sort key, first = most entitled: higher priority (under the priority policy), then earlier admission."""
-        priority = -r.spec.priority if self.config.scheduling_policy == "priority" else 0
-        return priority, r.admitted_step, r.order
+        """Sort key, first = most entitled: the admission order's rank (priority: higher first), then earlier
+        admission."""
+        return *ORDERS[self.config.scheduling_policy].rank(r), r.admitted_step, r.order
 
     def queue(self) -> list[Request]:
-        if self.config.scheduling_policy == "priority":
-            return sorted(self.waiting, key=lambda r: -r.spec.priority)  # stable: FCFS within a priority
-        return list(self.waiting)
+        """The waiting requests in admission order (a stable sort: arrival order on equal keys)."""
+        return sorted(self.waiting, key=ORDERS[self.config.scheduling_policy].queue_key)
 
     def make_room(self) -> dict[int, Request]:
         """Preempt the least entitled running request until every running request can write one more token."""
@@ -150,4 +162,20 @@ class ContinuousScheduler(Scheduler):
         return returned
 
 
-POLICIES = {cls.lane: cls for cls in (StaticScheduler, DynamicScheduler, ContinuousScheduler)}
+# The batching policies, in the order the page stacks their lanes.
+POLICIES: dict[str, type[Scheduler]] = {cls.lane: cls for cls in (StaticScheduler, DynamicScheduler, ContinuousScheduler)}
+
+
+def policy_traits() -> dict[str, dict]:
+    """{policy: its traits} in page order: what the run announcement and the page's catalog carry."""
+    return {name: cls.traits.to_dict() for name, cls in POLICIES.items()}
+
+
+def options_only_for() -> dict[str, tuple[str, ...]]:
+    """{option: the policies that take it}, for the options some policies do not take (a lane of another policy
+    that sets one is refused)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for name, cls in POLICIES.items():
+        for option in cls.traits.options:
+            out[option] = out.get(option, ()) + (name,)
+    return out

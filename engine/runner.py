@@ -27,15 +27,20 @@ from .model import LoadedModel
 from .request import Request
 from .scheduler import Row
 from .speculative import accept
-from .step import SlotState
+from .step import Forward, SlotState
 
 
 @dataclass
 class ForwardResult:
     tokens: dict[int, int | list[int] | None]  # slot -> sampled token id (a speculative row: the tokens it writes)
     forward_ms: float              # time inside forward calls (synchronized on CUDA)
-    forward: str                   # "none", "prefill", "decode", "split" (two calls) or "fused" (one call, both kinds)
+    forward: Forward               # which calls: NONE, PREFILL, DECODE, SPLIT (two calls) or FUSED (one call, both kinds)
     filler_slots: tuple[int, ...] = ()  # idle slots computed as throwaway rows to speed a decode call up
+
+
+def call_kind(calls: int, prefills: bool) -> Forward:
+    """What an unfused step's calls were: a prefill call and a decode call, or one of either kind."""
+    return Forward.SPLIT if calls == 2 else Forward.PREFILL if prefills else Forward.DECODE
 
 
 # A filler row costs about as much as gathering this many K/V tokens (rows x length) of the real rows
@@ -119,7 +124,7 @@ class ModelRunner:
         decodes = [r for r in rows if r.state is not SlotState.PREFILL]
         fused = bool(self.fused and prefills and decodes)
         calls = [rows] if fused or not prefills or not decodes else [prefills, decodes]
-        kind = "fused" if fused else "split" if len(calls) == 2 else "prefill" if prefills else "decode"
+        kind = Forward.FUSED if fused else call_kind(len(calls), bool(prefills))
         tokens, fillers = {}, []
         t0 = time.perf_counter()
         self.store.load(self.cache, rows)  # prefix cache hits: their cached K/V into the rows first
@@ -336,11 +341,11 @@ class SimRunner:
         prefills = [r for r in rows if r.state is SlotState.PREFILL]
         decodes = [r for r in rows if r.state is not SlotState.PREFILL]
         if self.fused and prefills and decodes:  # one packed call: no padding between rows
-            ms, kind = SIM_CALL_MS + SIM_TOKEN_MS * sum(len(r.token_ids) for r in rows), "fused"
+            ms, kind = SIM_CALL_MS + SIM_TOKEN_MS * sum(len(r.token_ids) for r in rows), Forward.FUSED
         else:
             calls = [c for c in (prefills, decodes) if c]
             ms = sum(sim_call_ms(c) for c in calls)
-            kind = "split" if len(calls) == 2 else "prefill" if prefills else "decode"
+            kind = call_kind(len(calls), bool(prefills))
         return ForwardResult({r.slot: SIM_TOKEN for r in rows if r.wants_token}, ms, kind)
 
     def reference_ms(self) -> float:

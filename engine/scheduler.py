@@ -40,10 +40,42 @@ class SchedulerOutput:
     preempted: dict[int, Request] = field(default_factory=dict)  # slot -> request evicted this step
 
 
+@dataclass(frozen=True)
+class Traits:
+    """What a batching policy is, declared once on its scheduler class: the page, the narration, the editor and the
+    workload check read these, never the policy's name."""
+    label: str                    # "Continuous batching"
+    admits: str                   # "group": a whole group at once, held until its longest member is done;
+                                  # "slot": any free slot, every step
+    waits_for: str | None         # a group starts when "full" (all its members arrived) or "full_or_deadline"
+                                  # (full, or the oldest waiter waited max_wait); None: nothing to wait for
+    preempts: bool                # evicts a running request when the KV budget binds (it is recomputed later)
+    options: tuple[str, ...]      # the EngineConfig options only this policy takes
+    description: str = ""         # one sentence for the page
+
+    @property
+    def chunks(self) -> bool:
+        """Whether prompts may be prefilled over several steps (chunk_size, max_batch_tokens)."""
+        return "chunk_size" in self.options
+
+    def to_dict(self) -> dict:
+        return {"label": self.label, "admits": self.admits, "waits_for": self.waits_for, "preempts": self.preempts,
+                "chunks": self.chunks, "options": list(self.options), "description": self.description}
+
+
 class Scheduler:
     lane = ""
-    chunking = False    # whether chunk_size and max_batch_tokens apply (the continuous lane)
-    prefix_caching = False  # whether the prefix_cache option applies (the continuous lane)
+    traits: Traits
+
+    @property
+    def chunking(self) -> bool:
+        """Whether chunk_size and max_batch_tokens apply (the policy's traits say)."""
+        return self.traits.chunks
+
+    @property
+    def prefix_caching(self) -> bool:
+        """Whether the prefix_cache option applies."""
+        return "prefix_cache" in self.traits.options
 
     def __init__(self, config: EngineConfig, specs: list[RequestSpec], eos_ids: frozenset[int] = frozenset(),
                  pad_id: int = 0, timed: bool = False):

@@ -17,6 +17,15 @@ class SlotState(str, Enum):
     PREEMPTED = "preempted"  # its request was evicted this step to free KV blocks
 
 
+class Forward(str, Enum):
+    """Which forward calls a step made. The strings are the wire vocabulary (see static/js/vocab.js)."""
+    NONE = "none"        # nothing computed (the lane waited)
+    PREFILL = "prefill"  # one call, prompt rows only
+    DECODE = "decode"    # one call, one-token rows only
+    SPLIT = "split"      # a prefill call, then a decode call
+    FUSED = "fused"      # one call holding prefill and decode rows
+
+
 class StopReason(str, Enum):
     EOS = "eos"              # the model wrote an end-of-sequence token
     LENGTH = "length"        # max_new_tokens reached
@@ -76,17 +85,17 @@ class StepRecord:
     start_ms: float = 0.0               # the lane clock when the step started: the lane's earlier step times plus
                                         # the time it waited for arrivals (a gap after the previous step)
     ms: float = 0.0                     # how long the step lasted: its measured wall time (synchronized on CUDA);
-                                        # a step that computed nothing (forward "none"), the lane's median step;
+                                        # a step that computed nothing (Forward.NONE), the lane's median step;
                                         # on the simulator, its cost model
     forward_ms: float = 0.0             # of which inside the model's forward calls
-    forward: str = "none"               # "prefill", "decode", "split" (a prefill call + a decode call),
-                                        # "fused" (one call holding both) or "none" (nothing computed)
+    forward: Forward = Forward.NONE     # which forward calls the step made (prefill, decode, split, fused, none)
     extra: dict = field(default_factory=dict)  # runner facts: simulated=True; filler_slots (idle slots the
                                                # runner computed as throwaway rows, a CPU speed trick)
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["slots"] = [s.to_dict() for s in self.slots]
+        d["forward"] = Forward(self.forward).value
         for key in ("waiting", "admitted", "finished", "returned", "preempted"):
             d[key] = list(d[key])
         d["start_ms"] = round(self.start_ms, 3)

@@ -15,9 +15,11 @@ import json
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from .admission import ORDERS
 from .arrivals import generate_requests
-from .config import LANES, POLICIES, POLICY_OPTIONS, EngineConfig, LaneSpec
+from .config import EngineConfig, LaneSpec
 from .limits import CLI_LIMITS, Limits, WorkloadError, check_int, check_number, check_str, reject_unknown
+from .policies import POLICIES, options_only_for
 from .request import RequestSpec
 from .speculative import SpeculativeConfig
 
@@ -114,22 +116,22 @@ def parse_lanes(raw, defaults: EngineConfig, limits: Limits, timed: bool = False
     """1 to `max_lanes` lanes, each a policy name or {"name", "policy", ...its own options}, with distinct names."""
     if not isinstance(raw, list) or not 1 <= len(raw) <= limits.max_lanes:
         raise WorkloadError("lanes", f"must be a list of 1 to {limits.max_lanes} lanes, each a name from "
-                                     f"{', '.join(LANES)} or an object {{\"name\", \"policy\", ...options}}")
+                                     f"{', '.join(POLICIES)} or an object {{\"name\", \"policy\", ...options}}")
     specs, names = [], set()
     for i, item in enumerate(raw):
         at = f"lanes[{i}]"
         if isinstance(item, str):
-            if item not in LANES:
-                raise WorkloadError(at, f"unknown lane {item[:40]!r}: use one of {', '.join(LANES)}, or an object "
+            if item not in POLICIES:
+                raise WorkloadError(at, f"unknown lane {item[:40]!r}: use one of {', '.join(POLICIES)}, or an object "
                                         f"{{\"name\", \"policy\", ...options}}")
             spec, name_field = LaneSpec.plain(item, defaults), at
         elif isinstance(item, dict):
             reject_unknown(item, LANE_KEYS, f"{at}.")
             policy = item.get("policy")
-            if policy not in LANES:
-                raise WorkloadError(f"{at}.policy", f"must be one of {', '.join(LANES)}")
+            if policy not in POLICIES:
+                raise WorkloadError(f"{at}.policy", f"must be one of {', '.join(POLICIES)}")
             name = check_str(item.get("name", policy), f"{at}.name", limits.max_id_chars).strip()
-            for key, policies in POLICY_OPTIONS.items():
+            for key, policies in options_only_for().items():
                 if key in item and policy not in policies:
                     raise WorkloadError(f"{at}.{key}", f"applies to {' and '.join(policies)} lanes, not to a "
                                                        f"{policy} lane")
@@ -201,8 +203,8 @@ def parse_workload(obj, limits: Limits = Limits(), slots: int | None = None, lan
     if "policy" in obj:  # the workload-level name scheduling_policy had before lanes had a policy of their own
         if "scheduling_policy" in obj:
             raise WorkloadError("policy", "give scheduling_policy only (policy is its older name)")
-        if obj["policy"] not in POLICIES:
-            raise WorkloadError("policy", f"must be one of {', '.join(POLICIES)}, got {str(obj['policy'])[:40]!r}")
+        if obj["policy"] not in ORDERS:
+            raise WorkloadError("policy", f"must be one of {', '.join(ORDERS)}, got {str(obj['policy'])[:40]!r}")
         obj = {**{k: v for k, v in obj.items() if k != "policy"}, "scheduling_policy": obj["policy"]}
     given = {**obj, **{k: v for k, v in overrides.items() if v is not None}}
     if slots is not None:

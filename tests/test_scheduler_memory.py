@@ -1,10 +1,15 @@
 """Beyond the textbook, on the step-clock simulator: chunked prefill, token budgets, KV blocks,
-preemption and priorities. The simulator counts a prompt as 30 + bytes // 4 tokens."""
+preemption and admission orders. The simulator counts a prompt as 30 + bytes // 4 tokens."""
+import json
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from engine import Engine, WorkloadError, lane_metrics, parse_workload
 from engine.step import SlotState
+
+DEMOS = Path(__file__).resolve().parent.parent / "demos"
 
 
 def prompt_of(tokens: int) -> str:
@@ -100,6 +105,28 @@ def test_priority_policy_admits_higher_priority_first_and_preempts_lowest_first(
                    slots=3, policy="priority", kv_budget=176)
     evicted = [rid for r in run.lanes["continuous"].records for rid in r.preempted]
     assert evicted and evicted[0] == "LO"
+
+
+def test_sjf_admits_fewest_max_new_tokens_first_with_fcfs_ties():
+    requests = [req("LONG", 12), req("B", 3), req("C", 2), req("D", 3, arrival=1), req("E", 2, arrival=1)]
+    run = simulate(requests, slots=1, scheduling_policy="sjf")
+    recs = run.lanes["continuous"].records
+    order = [rid for r in recs for rid in r.admitted]
+    assert order == ["C", "E", "B", "D", "LONG"]  # 2, 2 (C arrived first), 3, 3 (B first), then 12
+
+
+def test_sjf_demo_lowers_mean_latency_and_the_longest_request_waits_longest():
+    wl = json.loads((DEMOS / "sjf.json").read_text())
+    engine = Engine(None)
+    run = engine.start(engine.prepare(parse_workload(wl)))
+    run.run_to_end()
+    fcfs, sjf = (lane_metrics(run.lanes[n].records, run.workload) for n in ("fcfs", "sjf"))
+    assert sjf["mean_latency_steps"] < fcfs["mean_latency_steps"]
+    longest = max(wl["requests"], key=lambda q: q["max_new_tokens"])["id"]
+    admitted = {rid: r.step for r in run.lanes["sjf"].records for rid in r.admitted}
+    assert admitted[longest] == max(admitted.values())  # no request starts after the longest under sjf...
+    assert admitted[longest] > {rid: r.step for r in run.lanes["fcfs"].records for rid in r.admitted}[longest]
+    assert "lowers the mean latency" in wl["description"] and "waits longest" in wl["description"]
 
 
 def test_static_lane_admits_only_a_group_whose_worst_case_fits():
