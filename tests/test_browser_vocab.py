@@ -29,7 +29,7 @@ def test_lanes_and_policies_match_the_engine_config():
 
 
 def test_socket_event_names_are_the_readme_protocol():
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "protocol.md").read_text()
     documented = set(re.findall(r"\| (?:server → client|client → server) \| `(\w+)` \|", readme))
     page = set(frozen("ServerEvent").values()) | set(frozen("ClientEvent").values())
     sweep = JS / "sweep-state.js"  # the sweep view's events, where that page defines them

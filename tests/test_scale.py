@@ -1,5 +1,5 @@
 """Scale-out over a real Redis: web processes share rooms, engine workers share the run queue, and each fault
-(a web process or an engine worker killed with -9, Redis restarting or missing) ends as the README says.
+(a web process or an engine worker killed with -9, Redis restarting or missing) ends as docs/scale-out.md says.
 The simulator paces its steps in real time (60 ms and up) here, so runs last long enough to join mid-way;
 one test runs the real model."""
 import json

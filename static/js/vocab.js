@@ -1,6 +1,6 @@
 /**
  * The wire vocabulary, defined once for the page: slot states, stop reasons, lanes and socket event
- * names. The strings are identical to the Python ones (engine/step.py, the README protocol table);
+ * names. The strings are identical to the Python ones (engine/step.py, the protocol table in docs/protocol.md);
  * tests/test_browser_vocab.py checks that they stay so.
  */
 
@@ -43,7 +43,7 @@ export const LANE_ORDER = Object.freeze([Lane.STATIC, Lane.DYNAMIC, Lane.CONTINU
 /** Continuous-lane admission order (engine/config.py POLICIES). */
 export const Policy = Object.freeze({ FCFS: "fcfs", PRIORITY: "priority" });
 
-/** Socket events the server sends (README, "Socket protocol"). */
+/** Socket events the server sends (docs/protocol.md, "Socket protocol"). */
 export const ServerEvent = Object.freeze({
   MODEL_STATUS: "model_status",
   RUN_QUEUED: "run_queued",
