@@ -7,6 +7,7 @@ in the order its run book logged them: a watcher that was sent the log up to `se
 again (app.fanout), which is how a late spectator on any web process gets every tick exactly once. This
 module knows JSON and the payload shapes, nothing of sockets, Redis or the engine.
 """
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from socketio import packet
 
 NAMESPACE = "/"
 UNREADABLE = "_unreadable"  # the event a message that cannot be decoded turns into
+RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what a run id a client sends may look like (new_run_id makes 12 of these)
 
 
 class Event(StrEnum):
