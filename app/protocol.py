@@ -4,7 +4,7 @@ a run book hands back for its caller to deliver.
 Live runs and replays build their payloads here, so a replayed run sends the very events a live one did.
 Events a run's room gets (run_started, tick, run_finished, run_error, sweep_*) are numbered `seq` = 1, 2, 3 ...
 in the order its run book logged them: a watcher that was sent the log up to `seq` n is never sent event n
-again (app.fanout), which is how a late spectator on any web process gets every tick exactly once. This
+again (app.runs.fanout), which is how a late spectator on any web process gets every tick exactly once. This
 module knows JSON and the payload shapes, nothing of sockets, Redis or the engine.
 """
 import re
