@@ -1,16 +1,18 @@
 """The command line of the server: parse flags, configure logging, build the app and serve it.
 
-    python -m app [--host H] [--port P] [--model PATH | --backend sim] [--async-mode threading|eventlet]
+    python -m app [--host H] [--port P] [--model PATH | --backend sim] [--async-mode MODE]
                   [--data DIR] [--limit NAME=N ...] [--message-queue redis://HOST:PORT/DB [--store sqlite|redis]]
 
 The page is served at once. In one process (the default) the engine worker loads the model in the background
 and reports its progress as `model_status` events and on `GET /healthz`. With `--message-queue` this is a web
 process of several: engine workers (`python -m app.engine_worker`) run the model elsewhere. `--limit NAME=N`
 changes any limit that `GET /api/limits` lists. Nothing but argparse loads before the command line is read,
-so eventlet can patch the standard library before Flask, engine.io or Redis load.
+so the async mode (app.asyncmode) can patch the standard library before Flask, engine.io or Redis load.
 """
 import argparse
 import sys
+
+from .asyncmode import HELP, MODES, monkey_patch_if_asked
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,8 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=5000)
     add_engine_args(p)
-    p.add_argument("--async-mode", choices=("threading", "eventlet"), default="threading",
-                   help="threading (default) or eventlet (in one process, forward passes go through eventlet.tpool)")
+    p.add_argument("--async-mode", choices=MODES, default="threading", help=HELP)
     p.add_argument("--message-queue", metavar="redis://HOST:PORT/DB",
                    help="a web process of several sharing this Redis; the engine runs in `python -m app.engine_worker`")
     return p
@@ -45,7 +46,7 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
     from dataclasses import fields, replace
 
     from engine.limits import Limits
-    from .extensions import DEFAULTS, SERVER_LIMITS
+    from .settings import DEFAULTS, SERVER_LIMITS
 
     config = {"MODEL": args.model, "BACKEND": args.backend, "PACE": args.pace, "DTYPE": args.dtype, "DEVICE": args.device,
               "ASYNC_MODE": getattr(args, "async_mode", "threading"), "DATA_DIR": args.data, "STORE": args.store,
@@ -71,13 +72,12 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.async_mode == "eventlet":
-        import eventlet  # must patch the standard library before anything else imports it
-        eventlet.monkey_patch()
+    monkey_patch_if_asked(args.async_mode)  # before anything else imports the standard library's sockets
     import logging
 
-    from .extensions import socketio
-    from .factory import QueueUnreachable, create_app
+    from .runs.redis_link import QueueUnreachable
+    from .web.extensions import socketio
+    from .web.factory import create_app
 
     config = config_from_args(args, parser)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -6,7 +6,8 @@ It owns one model on one device, takes runs from the Redis run queue that the we
 delivers it to its own sockets. Several workers (one per device or machine) share the queue. Beside the
 loop, two threads: a heartbeat (every 2 s; a worker that stops beating for 10 s is dead and its running run
 ends with `run_error`) and the answers to token-count questions from the page's editor. Give every process of
-a deployment the same `--limit` flags and the same store. This module is wiring; the loop is app.worker.
+a deployment the same `--limit` flags and the same store. This module is wiring (the second kind of process,
+beside `python -m app`); the loop is app.runs.worker.
 """
 import argparse
 import logging
@@ -20,11 +21,12 @@ import redis
 import socketio
 
 from .cli import add_engine_args, config_from_args
-from .extensions import DEFAULTS, ROOT
-from .factory import CHANNEL, QueueUnreachable, connect_redis, every, open_store
-from .fanout import deliver
-from .redis_book import HEARTBEAT_S, RedisBook
-from .runs import count_prompt_tokens
+from .runs.fanout import deliver
+from .runs.redis_book import HEARTBEAT_S, RedisBook
+from .runs.redis_link import CHANNEL, QueueUnreachable, connect_redis, every
+from .runs.store import open_store
+from .runs.tokens import count_prompt_tokens
+from .settings import DEFAULTS, ROOT
 
 log = logging.getLogger("batch_lanes.engine_worker")
 
@@ -50,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _every(seconds: float, chore, stop: threading.Event, what: str) -> threading.Thread:
-    """`factory.every` on a thread of its own until `stop` (a failed call waits a second more: no spinning)."""
+    """`redis_link.every` on a thread of its own until `stop` (a failed call waits a second more: no spinning)."""
     thread = threading.Thread(target=every, args=(seconds, chore, stop.wait, what, stop.is_set, 1.0), name=what,
                               daemon=True)
     thread.start()
@@ -59,7 +61,7 @@ def _every(seconds: float, chore, stop: threading.Event, what: str) -> threading
 
 def main(argv: list[str] | None = None) -> int:
     from engine import Engine
-    from .worker import EngineWorker
+    from .runs.worker import EngineWorker
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -4,9 +4,10 @@ a run book hands back for its caller to deliver.
 Live runs and replays build their payloads here, so a replayed run sends the very events a live one did.
 Events a run's room gets (run_started, tick, run_finished, run_error, sweep_*) are numbered `seq` = 1, 2, 3 ...
 in the order its run book logged them: a watcher that was sent the log up to `seq` n is never sent event n
-again (app.fanout), which is how a late spectator on any web process gets every tick exactly once. This
+again (app.runs.fanout), which is how a late spectator on any web process gets every tick exactly once. This
 module knows JSON and the payload shapes, nothing of sockets, Redis or the engine.
 """
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from socketio import packet
 
 NAMESPACE = "/"
 UNREADABLE = "_unreadable"  # the event a message that cannot be decoded turns into
+RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what a run id a client sends may look like (new_run_id makes 12 of these)
 
 
 class Event(StrEnum):

@@ -91,7 +91,7 @@ class SocketProbe:
 @pytest.fixture
 def make_app(tmp_path):
     """`make_app(config=None, engine=None)`: `create_app` with its data under tmp_path; workers stopped afterwards."""
-    from app.factory import create_app
+    from app.web.factory import create_app
 
     apps = []
 
@@ -108,7 +108,7 @@ def make_app(tmp_path):
 @pytest.fixture
 def connect():
     """`connect(app) -> SocketProbe`: a socket test client on `app`; all are disconnected afterwards."""
-    from app.extensions import socketio
+    from app.web.extensions import socketio
 
     probes = []
 

@@ -95,7 +95,7 @@ def test_secret_key_comes_from_the_environment_or_is_random(make_app, monkeypatc
 
 
 def test_no_debug_same_origin_sockets_and_a_patched_engineio(app):
-    from app.extensions import socketio
+    from app.web.extensions import socketio
     assert app.debug is False and app.config["DEBUG"] is False
     assert socketio.server.eio.cors_allowed_origins is None      # engine.io's same-origin check, never "*"
     version = tuple(int(x) for x in importlib.metadata.version("python-engineio").split(".")[:3])

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-import app.loader
+import app.runs.loader
 from app.protocol import RunStatus
 from engine import Engine
 
@@ -191,12 +191,12 @@ def test_an_exception_inside_a_run_ends_it_with_run_error_and_the_worker_serves_
 
 
 def test_the_page_is_served_while_the_model_loads_and_model_status_reports_progress(make_app, connect, monkeypatch):
-    gate, real_load = threading.Event(), app.loader.load_model
+    gate, real_load = threading.Event(), app.runs.loader.load_model
 
     def load_after_gate(*args, **kwargs):
         assert gate.wait(300)
         return real_load(*args, **kwargs)
-    monkeypatch.setattr(app.loader, "load_model", load_after_gate)
+    monkeypatch.setattr(app.runs.loader, "load_model", load_after_gate)
     flask_app = make_app()
     http = flask_app.test_client()
     assert http.get("/healthz").get_json()["ready"] is False

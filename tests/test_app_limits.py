@@ -167,5 +167,5 @@ def test_api_limits_reports_the_configured_limits(app):
 
 def test_socket_messages_are_capped_well_below_one_megabyte(app):
     assert app.config["MAX_MESSAGE_BYTES"] <= 256 * 1024
-    from app.extensions import socketio
+    from app.web.extensions import socketio
     assert socketio.server.eio.max_http_buffer_size == app.config["MAX_MESSAGE_BYTES"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from app.store import RunStore, StoreError
+from app.runs.store import RunStore, StoreError
 from engine import Engine
 from live_server import EventClient, live_server
 

@@ -253,7 +253,7 @@ def test_a_full_live_queue_answers_429(tmp_path):
 
 
 def test_the_api_answers_503_while_the_model_loads(make_app, monkeypatch):
-    import app.loader
+    import app.runs.loader
     from engine.model import ModelLoadError
 
     gate = threading.Event()
@@ -261,7 +261,7 @@ def test_the_api_answers_503_while_the_model_loads(make_app, monkeypatch):
     def slow_load(*args, **kwargs):
         gate.wait(60)
         raise ModelLoadError("the test ends the load here")
-    monkeypatch.setattr(app.loader, "load_model", slow_load)
+    monkeypatch.setattr(app.runs.loader, "load_model", slow_load)
     flask_app = make_app()
     try:
         r = flask_app.test_client().post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})

@@ -143,7 +143,7 @@ def test_redis_unreachable_at_start_is_a_clear_error_not_a_hang(tmp_path):
 
 def test_a_web_process_never_imports_torch(tmp_path):
     with deployment(tmp_path, webs=0, workers=0) as d:
-        code = ("import sys; from app.factory import create_app; "
+        code = ("import sys; from app.web.factory import create_app; "
                 f"app = create_app({{'MESSAGE_QUEUE': {d.url!r}, 'DATA_DIR': {str(tmp_path)!r}}}); "
                 "app.test_client().get('/healthz'); print('torch' in sys.modules)")
         out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)

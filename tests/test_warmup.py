@@ -7,7 +7,7 @@ from typing import Callable
 
 import pytest
 
-import app.loader
+import app.runs.loader
 from engine import Engine, Limits, parse_workload
 from engine.fast_decode import FastDecode
 from engine.warmup import warm_up
@@ -74,7 +74,7 @@ def test_a_run_after_the_warm_up_writes_the_same_tokens_as_before_it(tiny):
 
 
 def test_the_server_warms_the_model_up_while_it_loads_and_shows_it_in_model_status(make_app, connect, tiny, monkeypatch):
-    gate, real_warm_up, box = threading.Event(), app.loader.warm_up, {}
+    gate, real_warm_up, box = threading.Event(), app.runs.loader.warm_up, {}
 
     def shown(progress) -> Callable[[float, str], None]:
         """`progress`, holding each report until the worker has published it (it polls every 0.1 s)."""
@@ -90,8 +90,8 @@ def test_the_server_warms_the_model_up_while_it_loads_and_shows_it_in_model_stat
         assert gate.wait(60), "the test never opened the gate"
         shown(progress)(0.6, "loading weights")
         return tiny
-    monkeypatch.setattr(app.loader, "load_model", load_tiny)
-    monkeypatch.setattr(app.loader, "warm_up", lambda lm, max_slots, progress: real_warm_up(lm, max_slots, shown(progress)))
+    monkeypatch.setattr(app.runs.loader, "load_model", load_tiny)
+    monkeypatch.setattr(app.runs.loader, "warm_up", lambda lm, max_slots, progress: real_warm_up(lm, max_slots, shown(progress)))
     flask_app = make_app({"LIMITS": Limits(max_slots=3)})
     box["worker"] = flask_app.extensions["worker"]
     probe = connect(flask_app)
@@ -108,6 +108,6 @@ def test_the_server_warms_the_model_up_while_it_loads_and_shows_it_in_model_stat
                                                     "warming up: decode 2/3 rows", "warming up: decode 1/3 rows"]
     assert len(warming) == 4 or warming[0]["message"].startswith("warming up: loading the decode kernel")
     assert messages.index("loading weights") < messages.index("warming up: prefill 3 rows")
-    assert all(app.loader.LOAD_SHARE <= s["progress"] < 1.0 and not s["ready"] for s in warming)
+    assert all(app.runs.loader.LOAD_SHARE <= s["progress"] < 1.0 and not s["ready"] for s in warming)
     progress = [s["progress"] for s in statuses]
     assert progress == sorted(progress) and statuses[-1]["ready"] and statuses[-1]["progress"] == 1.0

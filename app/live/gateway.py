@@ -1,11 +1,11 @@
 """Live traffic: the OpenAI API's requests on the engine worker's live lane, as streams, as a view, as a capture.
 
-`LiveGateway.open` turns a checked API request into a `LiveStream` on the live lane (engine.live); on the
-worker's thread each step feeds every stream its new text (special tokens left out, stop strings cut and held
-back while they may still be forming) and its end. The gateway also keeps what the Live view shows (recent
-steps and a summary per request, sent to the `live` room after each step), the Prometheus metrics
-(app.prom) and the last requests for a capture: a workload with their arrivals in ms, prompts and observed
-output lengths, which replays on any lanes. This module knows the live lane and the payloads, nothing of HTTP.
+`LiveGateway.open` turns a checked API request into a `LiveStream` on the live lane, through a narrow handle
+(app.live.handle.LaneHandle), never the worker; on the worker's thread each step feeds every stream its new
+text (special tokens left out, stop strings cut and held back while they may still be forming) and its end.
+The gateway also keeps what the Live view shows (recent steps and a summary per request, sent to the `live`
+room after each step), the Prometheus metrics (app.live.prom) and the last requests for a capture: a workload
+with their arrivals in ms, prompts and observed output lengths, which replays on any lanes. This module knows the live lane and the payloads, nothing of HTTP.
 """
 import itertools
 import queue
@@ -16,7 +16,8 @@ from collections import OrderedDict
 from engine.request import Request, RequestSpec
 from engine.step import StepRecord, StopReason
 
-from .protocol import Event, Send
+from ..protocol import Event, Send
+from .handle import LaneHandle
 
 LIVE_ROOM = "live"
 KEEP_REQUESTS = 200   # request summaries kept for the Live view and captures
@@ -63,9 +64,10 @@ class LiveStream:
         if len(text) > len(self.sent):
             self.events.put(("text", text[len(self.sent):]))
             self.sent = text
-        if record is None and request.stop is StopReason.CANCELLED and self.gateway.worker.live.failure and not self.done:
+        failure = self.gateway.lane.failure() if record is None else None
+        if record is None and request.stop is StopReason.CANCELLED and failure and not self.done:
             self.done = True                      # the lane dropped it after a failed step: an error, not an end
-            self.events.put(("error", self.gateway.worker.live.failure))
+            self.events.put(("error", failure))
             return
         if finished and not self.done:
             self.done = True
@@ -85,36 +87,35 @@ class LiveStream:
         """The client is gone (or has all it wanted): drop the request if it still runs."""
         if not self.done:
             self.done = True
-            self.gateway.worker.live.cancel(self.spec.id)
+            self.gateway.lane.cancel(self.spec.id)
 
 
 class LiveGateway:
-    def __init__(self, worker, max_waiting: int, metrics=None):
-        self.worker, self.max_waiting, self.metrics = worker, max_waiting, metrics
+    def __init__(self, lane: LaneHandle, max_waiting: int, metrics=None):
+        self.lane, self.max_waiting, self.metrics = lane, max_waiting, metrics
         self.ids = itertools.count(1)
         self.lock = threading.Lock()
         self.summaries: "OrderedDict[str, dict]" = OrderedDict()  # request id -> what the Live view shows
 
-    @property
-    def lane(self):
-        live = self.worker.ensure_live() if self.worker is not None else None
-        if live is None:
-            status = self.worker.status if self.worker is not None else {"message": "no engine in this process"}
-            raise Unavailable(503, "model_loading", f"the model is not ready: {status.get('error') or status.get('message')}")
-        return live
+    def ready_lane(self) -> LaneHandle:
+        """The lane, once it takes requests; `Unavailable` (503) while the model is not ready."""
+        if not self.lane.ready():
+            raise Unavailable(503, "model_loading", f"the model is not ready: {self.lane.not_ready_reason()}")
+        return self.lane
+
+    def row_len(self) -> int:
+        return self.ready_lane().row_len()
 
     def open(self, prompt_ids: list[int], prompt: str, max_tokens: int, temperature: float, top_p: float,
              seed: int | None, stop: tuple[str, ...], ignore_eos: bool) -> LiveStream:
-        lane = self.lane
-        if lane.queued >= self.max_waiting:
-            raise Unavailable(429, "queue_full", f"{lane.queued} requests are waiting for the live lane, the limit is "
+        lane = self.ready_lane()
+        if lane.queued() >= self.max_waiting:
+            raise Unavailable(429, "queue_full", f"{lane.queued()} requests are waiting for the live lane, the limit is "
                               f"{self.max_waiting}; retry in a moment")
         spec = RequestSpec(id=f"L{next(self.ids)}", prompt=prompt, max_new_tokens=max_tokens, ignore_eos=ignore_eos,
                            prompt_ids=tuple(prompt_ids), temperature=temperature, top_p=top_p, seed=seed, stop=stop)
         stream = LiveStream(self, spec)
-        decode = (lambda ids: self.worker.engine.lm.decode(ids, skip_special_tokens=True)) \
-            if self.worker.engine.lm is not None else (lambda ids: "")
-        arrival = lane.submit(spec, lambda request, record: self._stepped(stream, request, record, decode))
+        arrival = lane.submit(spec, lambda request, record: self._stepped(stream, request, record, lane.decode))
         with self.lock:
             self.summaries[spec.id] = {"id": spec.id, "prompt": prompt[:TEXT_CHARS], "prompt_tokens": len(prompt_ids),
                                        "max_tokens": max_tokens, "arrival_ms": arrival, "admitted_ms": None,
@@ -124,13 +125,13 @@ class LiveGateway:
                 self.summaries.popitem(last=False)
         if self.metrics is not None:
             self.metrics.arrived(len(prompt_ids))
-        self.worker.wake()
+        lane.wake()
         return stream
 
     def _stepped(self, stream: LiveStream, request: Request, record: StepRecord | None, decode) -> None:
         """On the worker's thread, after a step `request` took part in (record None: cancelled)."""
         stream.feed(request, record, decode)
-        end_ms = record.start_ms + record.ms if record is not None else self.worker.live.now_ms()
+        end_ms = record.start_ms + record.ms if record is not None else self.lane.now_ms()
         with self.lock:
             s = self.summaries.get(request.id)
             if s is None:
@@ -158,8 +159,7 @@ class LiveGateway:
     def after_step(self, record: StepRecord) -> list[Send]:
         """On the worker's thread: the Live view's update for this step, sent to the `live` room."""
         if self.metrics is not None:
-            lane = self.worker.live
-            self.metrics.stepped(running=sum(c.request is not None for c in record.slots), waiting=lane.queued,
+            self.metrics.stepped(running=sum(c.request is not None for c in record.slots), waiting=self.lane.queued(),
                                  kv=record.kv_used / max(1, record.kv_capacity), preemptions=len(record.preempted))
         ids = {c.request for c in record.slots if c.request} | set(record.waiting) | set(record.finished)
         with self.lock:
@@ -168,19 +168,19 @@ class LiveGateway:
 
     def snapshot(self) -> dict:
         """What a Live view opens with: the lane, its recent steps and requests (`GET /api/live`, `watch_live`)."""
-        live = self.worker.ensure_live() if self.worker is not None else None
+        live = self.lane if self.lane.ready() else None
         with self.lock:
             requests = [dict(s) for s in self.summaries.values()]
-        return {"ready": live is not None, "model": self.worker.status["model"] if self.worker else None,
-                "slots": live.scheduler.config.slots if live else None, "now_ms": live.now_ms() if live else None,
+        return {"ready": live is not None, "model": self.lane.model(),
+                "slots": live.slots() if live else None, "now_ms": live.now_ms() if live else None,
                 "started_at": time.time() - (live.now_ms() / 1000 if live else 0),
-                "records": [r.to_dict() for r in list(live.recent) if r.start_ms >= live.now_ms() - SNAPSHOT_MS]
+                "records": [r.to_dict() for r in live.recent() if r.start_ms >= live.now_ms() - SNAPSHOT_MS]
                 if live else [], "requests": requests}
 
     def capture(self, last: int | None = None, window_s: float | None = None) -> dict:
         """The finished live requests (the last `last`, or those that arrived in the last `window_s` seconds) as a
         workload: arrivals in ms from the first, prompts, observed output lengths as fixed lengths."""
-        live = self.lane
+        live = self.ready_lane()
         with self.lock:
             done = [s for s in self.summaries.values() if s["status"] == "finished" and s["stop"] != "cancelled"
                     and s["tokens"] > 0]
@@ -190,6 +190,6 @@ class LiveGateway:
             done = done[-last:]
         t0 = done[0]["arrival_ms"] if done else 0.0
         return {"name": "captured", "description": f"{len(done)} live requests captured from the OpenAI endpoint",
-                "slots": live.scheduler.config.slots, "lanes": ["static", "dynamic", "continuous"],
+                "slots": live.slots(), "lanes": ["static", "dynamic", "continuous"],
                 "requests": [{"id": s["id"], "prompt": s["prompt"], "max_new_tokens": s["tokens"], "ignore_eos": True,
                               "arrival_ms": round(s["arrival_ms"] - t0, 3)} for s in done]}

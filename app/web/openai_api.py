@@ -11,14 +11,14 @@ OpenAI's body `{"error": {"message", "type", "param", "code"}}`: 400 for bad inp
 429 when the live lane's queue is full, 503 while the model loads. A stream is server-sent events, one
 `data: {chunk}` per event and `data: [DONE]` last; its first content chunk leaves as soon as the first token
 exists. A client that goes away mid-stream frees its slot at the next step. This module knows HTTP and the
-OpenAI format; the live lane is app.live's.
+OpenAI format; the live lane is app.live's (tokenized through its handle, never the engine).
 """
 import secrets
 import time
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
-from .live import LiveStream, Unavailable
+from ..live.gateway import LiveStream, Unavailable
 from .openai_stream import error, sse, whole
 
 bp = Blueprint("openai_api", __name__, url_prefix="/v1")
@@ -107,29 +107,22 @@ def chat_messages(body: dict) -> list[dict]:
 
 
 def _tokenize(prompt_chars: int, encode) -> list[int]:
+    """`encode(lane)`: the prompt's ids from the live lane's handle, once the prompt's length is checked."""
     limits = current_app.config["LIMITS"]
     if prompt_chars > limits.max_prompt_chars * 4:
         raise BadParam("messages" if request.path.endswith("chat/completions") else "prompt",
                        f"the prompt is {prompt_chars} characters, the limit is {limits.max_prompt_chars * 4}")
-    engine = current_app.extensions["worker"].engine
-    if engine is None:
+    ids = encode(_gateway().lane)
+    if ids is None:
         raise Unavailable(503, "model_loading", "the model is still loading; retry when GET /healthz says ready")
-    with current_app.extensions["runs"].prepare_lock:
-        return encode(engine)
-
-
-def simulated_tokens(prompt: str) -> int:
-    """The simulator's token count of a chat prompt: the engine's own estimate (engine.runner, loaded only here,
-    where the engine runs in this process)."""
-    from engine.runner import estimate_prompt_tokens
-    return estimate_prompt_tokens(prompt)
+    return ids
 
 
 def _open(prompt_ids: list[int], prompt: str, params: dict, param: str) -> LiveStream:
     limits = current_app.config["LIMITS"]
     if len(prompt_ids) > limits.max_prompt_tokens:
         raise BadParam(param, f"the prompt is {len(prompt_ids)} tokens, the limit is {limits.max_prompt_tokens}")
-    row = _gateway().lane.row_len
+    row = _gateway().row_len()
     if len(prompt_ids) + params["max_tokens"] > row:
         raise BadParam("max_tokens", f"the prompt ({len(prompt_ids)} tokens) + max_tokens ({params['max_tokens']}) "
                        f"exceed the live lane's {row} tokens a request")
@@ -156,8 +149,7 @@ def _serve(kind: str):
         if kind == "chat":
             messages = chat_messages(body)
             prompt = messages[-1]["content"] if len(messages) == 1 else "\n".join(m["content"] for m in messages)
-            ids = _tokenize(sum(len(m["content"]) for m in messages), lambda e: e.lm.encode_messages(messages)
-                            if e.lm is not None else [0] * simulated_tokens(prompt))
+            ids = _tokenize(sum(len(m["content"]) for m in messages), lambda lane: lane.encode_chat(messages, prompt))
             stream = _open(ids, prompt, params, "messages")
         else:
             prompt = body.get("prompt")
@@ -165,8 +157,7 @@ def _serve(kind: str):
                 prompt = prompt[0]
             if not isinstance(prompt, str) or not prompt:
                 raise BadParam("prompt", "prompt must be a non-empty string")
-            ids = _tokenize(len(prompt), lambda e: e.lm.tokenizer.encode(prompt) if e.lm is not None
-                            else [0] * (len(prompt) // 4 + 1))
+            ids = _tokenize(len(prompt), lambda lane: lane.encode_text(prompt))
             stream = _open(ids, prompt, params, "prompt")
     except BadParam as e:
         return error(e.status, e.message, e.param, e.code)

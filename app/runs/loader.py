@@ -1,10 +1,10 @@
 """Loading the model off the worker's own thread, with progress the worker publishes as it arrives.
 
-`load_model` and then `warm_up` run in the background (through eventlet's OS thread pool in eventlet mode, a
-plain thread otherwise) and only record their progress here: loading fills the
+`load_model` and then `warm_up` run in the background (through the async mode's OS thread pool, app.asyncmode,
+or a plain thread) and only record their progress here: loading fills the
 bar to LOAD_SHARE, warming the model up for every row count up to the app's `max_slots` fills the rest, so
 the first run a user watches is not slowed by one-off costs (see `engine.warmup`). The worker's (green)
-thread polls this record and emits `model_status`, since an eventlet hub must not be touched from another
+thread polls this record and emits `model_status`, since a green-thread hub must not be touched from another
 OS thread. This module knows `engine.model` and `engine.warmup`, nothing of runs or sockets.
 """
 import logging

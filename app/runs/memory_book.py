@@ -1,19 +1,18 @@
-"""The run book of one process: the queue and its positions, who watches which run, every run's event log
-(the backlog a late watcher gets), how long ended runs are kept, and runs nobody watches.
+"""The run book of one process (app.runs.book.Book): the queue and its positions, who watches which run,
+every run's event log (the backlog a late watcher gets), how long ended runs are kept, and runs nobody watches.
 
-It returns what to send (`protocol.Send`) instead of sending it, so its rules are plain functions of its
-state; the caller delivers. Every event of a run's room is logged with its `seq` before it is returned, which
-is what lets `app.fanout` give a late watcher the backlog and then the live events with nothing twice.
-`app.redis_book.RedisBook` keeps the same book in Redis for several processes. One lock guards everything;
-no method blocks on anything but it. This module knows jobs and payloads, nothing of sockets or the engine.
+`app.runs.redis_book.RedisBook` keeps the same book in Redis for several processes. One lock guards
+everything; no method blocks on anything but it. This module knows jobs and payloads, nothing of sockets or
+the engine.
 """
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from ..protocol import Event, Rejected, RunStatus, Send, ended_payload, queued_payload
+from .book import backlog
 from .job import Job
-from .protocol import Event, Rejected, RunStatus, Send, as_backlog, ended_payload, queued_payload
 
 
 @dataclass(eq=False)
@@ -136,6 +135,10 @@ class MemoryBook:
             entry.status = RunStatus.RUNNING
             return entry.job, sends + self._positions()
 
+    def wake(self) -> None:
+        with self.wakeup:
+            self.wakeup.notify_all()
+
     def publish(self, job: Job, event: str, payload: dict) -> Send:
         """Log an event of `job`'s room and return it numbered with its `seq`."""
         with self.lock:
@@ -208,10 +211,3 @@ class MemoryBook:
         for run_id in ended[:max(0, len(ended) - self.recent_runs)]:
             del self.runs[run_id]
 
-
-def backlog(log: list[tuple[str, dict]], sid: str, job: Job, status: RunStatus, progress: float) -> list[Send]:
-    """A running or finished job's log as local sends to `sid` (ticks marked `replay`); a live sweep adds its progress."""
-    sends = [Send(event, as_backlog(event, payload), sid, local=True) for event, payload in log]
-    if job.kind == "sweep" and status is RunStatus.RUNNING:
-        sends.append(Send(Event.SWEEP_PROGRESS, {"run_id": job.run_id, "fraction": progress}, sid, local=True))
-    return sends

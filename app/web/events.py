@@ -1,4 +1,4 @@
-"""Socket.IO handlers (default namespace): check what a client sends, then hand it to the runs (app.runs).
+"""Socket.IO handlers (default namespace): check what a client sends, then hand it to the runs (app.runs.service).
 
     connect {client?} -> model_status    submit {workload, lanes} -> run_queued, or run_error
     watch {run_id} -> backlog/replay, or run_error        disconnect -> the runs forget the socket
@@ -23,13 +23,12 @@ from engine.limits import check_number
 from engine.sweep import check_rates
 from engine.workload import Limits, Workload, WorkloadError, parse_workload
 
+from ..live.gateway import LIVE_ROOM
+from ..protocol import RUN_ID, UNREADABLE, Event, Rejected, error_payload
+from ..runs.job import RUN, SWEEP
 from .extensions import socketio
-from .job import RUN, SWEEP
-from .live import LIVE_ROOM
-from .protocol import UNREADABLE, Event, Rejected, error_payload
 
 log = logging.getLogger("batch_lanes.events")
-RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SUBMIT_KEYS = ("lanes", "workload")
 SWEEP_KEYS = ("burstiness", "lanes", "rates", "slo_tpot_ms", "slo_ttft_ms", "workload")
 T = TypeVar("T")
@@ -141,8 +140,8 @@ def on_submit(*args):
 
     def queue():
         _may_submit(sid)
-        workload = check_submit(args, current_app.config["LIMITS"])
-        return _runs().submit(sid, RUN, args[0], workload.lane_names), workload
+        workload = check_submit(args, current_app.config["LIMITS"])  # parsed once: the runs prepare this very one
+        return _runs().submit(sid, RUN, args[0], workload.lane_names, workload), workload
     queued = _refusing("submit", queue)
     if queued is None:
         return

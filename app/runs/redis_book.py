@@ -1,6 +1,6 @@
 """The run book kept in Redis, shared by every web process and engine worker of one deployment.
 
-Same questions and answers as `app.book.MemoryBook` (it returns what to send), with the state in Redis:
+Same questions and answers as `app.runs.memory_book.MemoryBook` (app.runs.book.Book) (it returns what to send), with the state in Redis:
 
     batch-lanes:queue            list of queued run ids, next first (engine workers BLMOVE from it)
     batch-lanes:taken:<worker>   the runs a worker took and has not ended (re-read if it dies)
@@ -22,9 +22,9 @@ import time
 
 import redis
 
+from ..protocol import Event, Rejected, RunStatus, Send, ended_payload, new_run_id, queued_payload
 from .book import backlog
 from .job import Job
-from .protocol import Event, Rejected, RunStatus, Send, ended_payload, new_run_id, queued_payload
 
 log = logging.getLogger("batch_lanes.redis_book")
 P = "batch-lanes:"
@@ -161,6 +161,9 @@ class RedisBook:
             return None, []
         self.r.hset(P + "job:" + run_id, mapping={"status": RunStatus.RUNNING, "worker": self.me})
         return Job.from_dict(json.loads(fields["job"])), self._positions()
+
+    def wake(self) -> None:
+        """Nothing: a `take` waits in BLMOVE for at most a second and then looks again."""
 
     def publish(self, job: Job, event: str, payload: dict) -> Send:
         seq = self.r.rpush(P + "log:" + job.run_id, json.dumps([str(event), payload]))

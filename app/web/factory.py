@@ -4,8 +4,10 @@ One process (the default): the run book lives in memory and an engine worker thr
 the model (loaded unless `engine` is given, e.g. `Engine(None)` for the simulator or a test's loaded model).
 With `MESSAGE_QUEUE` (redis://...): a web process of several. The run book lives in Redis, the engine
 workers are other processes (`python -m app.engine_worker`), events reach this process's sockets through
-Redis, and this process never imports torch. HTTP lives in `routes.py`, socket handlers in `events.py`;
-`extensions.DEFAULTS` lists every config key.
+Redis, and this process never imports torch: nothing at the top of this module or of what it imports does
+(tests/test_app_imports.py holds it to that); the one-process wiring imports the engine inside
+`_one_process`. HTTP lives in `routes.py`, socket handlers in `events.py`; `app.settings.DEFAULTS` lists
+every config key.
 """
 import logging
 import os
@@ -16,41 +18,21 @@ from pathlib import Path
 import redis
 from flask import Flask
 
+from ..live.gateway import LiveGateway
+from ..live.prom import LiveMetrics
+from ..protocol import WirePacket
+from ..runs.fanout import LocalFanout, RedisFanout, deliver
+from ..runs.memory_book import MemoryBook
+from ..runs.redis_book import HEARTBEAT_S, RedisBook
+from ..runs.redis_link import CHANNEL, connect_redis, every
+from ..runs.service import Runs
+from ..runs.store import open_store
+from ..settings import DEFAULTS, ROOT
 from . import events, openai_api, routes  # noqa: F401  (events registers its handlers on `socketio`)
-from .book import MemoryBook
-from .extensions import DEFAULTS, ROOT, SERVER_LIMITS, socketio  # noqa: F401  (DEFAULTS, SERVER_LIMITS re-exported)
-from .fanout import LocalFanout, RedisFanout, deliver
-from .live import LiveGateway
-from .protocol import WirePacket
-from .prom import LiveMetrics
+from .extensions import socketio
 from .ratelimit import RateLimiter, RedisRateLimiter
-from .redis_book import HEARTBEAT_S, RedisBook
-from .runs import Runs
-from .store import RedisRunStore, RunStore
 
 log = logging.getLogger("batch_lanes")
-CHANNEL = "batch-lanes"  # the Redis pub/sub channel of every process of one deployment
-MAX_CONNECTIONS = 64     # Redis connections one process opens at most; more callers wait their turn
-
-
-class QueueUnreachable(RuntimeError):
-    """Redis could not be reached when the process started; the message says where and what to do."""
-
-
-def connect_redis(url: str, decode: bool = True) -> redis.Redis:
-    """A Redis client for `url`, checked with one PING (QueueUnreachable after ~3 s, never a hang)."""
-    # A blocking pool: a burst of handlers (a class of spectators joining at once) waits for a connection rather
-    # than failing with MaxConnectionsError, as redis-py's default pool of 100 does.
-    pool = redis.BlockingConnectionPool.from_url(url, max_connections=MAX_CONNECTIONS, timeout=10,
-                                                 decode_responses=decode, socket_connect_timeout=3, socket_timeout=10,
-                                                 health_check_interval=15, retry_on_timeout=True)
-    client = redis.Redis(connection_pool=pool)
-    try:
-        client.ping()
-    except (redis.RedisError, ValueError) as e:
-        raise QueueUnreachable(f"cannot reach Redis at {url}: {e}. Start it (e.g. `redis-server --port 6379`) "
-                               f"or fix --message-queue") from None
-    return client
 
 
 def create_app(config: dict | None = None, engine=None) -> Flask:
@@ -82,17 +64,9 @@ def create_app(config: dict | None = None, engine=None) -> Flask:
     return app
 
 
-def open_store(config: dict, url: str | None):
-    if config["STORE"] == "redis":
-        if not url:
-            raise ValueError("--store redis needs --message-queue redis://...")
-        return RedisRunStore(connect_redis(url, decode=False))
-    return RunStore(Path(config["DATA_DIR"]) / "runs.sqlite3")
-
-
 def _one_process(app: Flask, server, store, engine) -> None:
     from engine import Engine  # torch: only where the model is
-    from .worker import EngineWorker
+    from ..runs.worker import EngineWorker
 
     config = app.config
     if engine is None and config["BACKEND"] == "sim":
@@ -101,7 +75,7 @@ def _one_process(app: Flask, server, store, engine) -> None:
     worker = EngineWorker(book, lambda sends: deliver(server, sends), store, config, engine,
                           start_task=server.start_background_task, sleep=server.sleep)
     metrics = LiveMetrics()
-    live = LiveGateway(worker, config["LIVE_MAX_WAITING"], metrics)
+    live = LiveGateway(worker.live, config["LIVE_MAX_WAITING"], metrics)
     worker.on_live_step = live.after_step
     app.register_blueprint(openai_api.bp)
     app.extensions.update(book=book, worker=worker, runs=Runs(book, store, server, config["LIMITS"], worker=worker),
@@ -131,21 +105,3 @@ def _keep_house(book: RedisBook, server) -> None:
         book.beat_web()
         deliver(server, book.housekeeping())
     every(HEARTBEAT_S, chores, server.sleep, "housekeeping")
-
-
-def every(seconds: float, chore, sleep, what: str, stopped=lambda: False, backoff_s: float = 0.0) -> None:
-    """Run `chore()` every `seconds` until `stopped()`; while Redis is unreachable, say so once, wait `backoff_s`
-    more each time, and keep trying (every process's background chores: heartbeats, housekeeping, token counts)."""
-    down = False
-    while not stopped():
-        try:
-            chore()
-            if down:
-                log.info("%s: Redis is reachable again", what)
-            down = False
-        except redis.RedisError as e:
-            if not down:
-                log.warning("%s: Redis unreachable, retrying: %s", what, e)
-            down = True
-            sleep(backoff_s)
-        sleep(seconds)

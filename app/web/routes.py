@@ -7,7 +7,7 @@
     GET /healthz          {status, ready, model, redis?} GET /api/runs/<id> a finished run: workload, records, metrics
                                                          POST /api/generate  requests drawn from an arrival process
 
-This module reads from the runs (app.runs) and the store; it never starts, changes or computes a run.
+This module reads from the runs (app.runs.service) and the store; it never starts, changes or computes a run.
 """
 import io
 import json
@@ -22,10 +22,9 @@ from engine.limits import CLI_LIMITS, WorkloadError
 from engine.policies import POLICIES
 from engine.workload import parse_workload
 
-from .events import RUN_ID
-from .extensions import ROOT, SERVER_LIMITS
-from .live import Unavailable
-from .protocol import Rejected
+from ..live.gateway import Unavailable
+from ..protocol import RUN_ID, Rejected
+from ..settings import ROOT, SERVER_LIMITS
 
 bp = Blueprint("routes", __name__)
 PRESET_ORDER = ("mixed", "same", "one-long")
@@ -165,7 +164,7 @@ def live_capture():
 
 @bp.get("/metrics")
 def metrics():
-    """The live lane's numbers in Prometheus's text format (app.prom)."""
+    """The live lane's numbers in Prometheus's text format (app.live.prom)."""
     m = current_app.extensions.get("metrics")
     if m is None:
         return _error(501, "metrics are served by a single-process server")

@@ -15,7 +15,7 @@ from typing import Callable
 
 import socketio
 
-from .protocol import NAMESPACE, Enter, Send
+from ..protocol import NAMESPACE, Enter, Send
 
 
 class Watermarks:

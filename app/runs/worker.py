@@ -1,10 +1,12 @@
-"""The engine worker's loop: load the model, take a job from the run book, tick it, emit, store. Nothing else.
+"""The engine worker's loop: load the model, take a job from the run book, drive it, emit, store. Nothing else.
 
 It owns one model on one device. In a single process it runs as the server's background task and emits
 through the server; as `python -m app.engine_worker` it emits through Redis (app.engine_worker). Either way
 the run book decides (queue, watchers, who must stop) and numbers every event; this loop only computes and
-hands the book's answers to `emit`. Forward passes go through `offload` (eventlet's thread pool when the
-server runs on eventlet). An exception inside a job ends that job with `run_error`; the loop takes the next.
+hands the book's answers to `emit`. Every job kind (a run, app.runs.steps; a sweep, app.runs.sweeps) goes
+through the same loop: until it is done, check whether it must stop, give the live lane a step
+(app.runs.live_driver), take the kind's next step. Forward passes go through `offload` (app.asyncmode). An
+exception inside a job ends that job with `run_error`; the loop takes the next.
 This module knows the engine's public API and the book's, nothing of HTTP, sockets or Redis.
 """
 import logging
@@ -14,25 +16,22 @@ from pathlib import Path
 from typing import Callable
 
 from engine import Engine
-from engine.metrics import run_metrics
 from engine.model import DEFAULT_GGUF
 from engine.workload import WorkloadError
 
-from .job import RUN, Job, prepare_job
+from ..asyncmode import make_offload
+from ..protocol import Event, Rejected, RunStatus, Send
+from .book import Book
+from .job import RUN, SWEEP, Job, prepare_job
+from .live_driver import LiveDriver
 from .loader import ModelLoad
-from .protocol import Event, Rejected, RunStatus, Send, error_payload, finished_payload, started_payload, tick_payload
+from .steps import JobContext, JobSteps, RunSteps
 from .store import StoreError
-from .sweeps import run_sweep
+from .sweeps import SweepSteps
+from .tokens import count_prompt_tokens
 
 log = logging.getLogger("batch_lanes.worker")
-
-
-def make_offload(async_mode: str):
-    """How blocking compute is called: through eventlet's thread pool, or directly on this thread."""
-    if async_mode == "eventlet":
-        from eventlet import tpool
-        return tpool.execute
-    return lambda fn, *args, **kwargs: fn(*args, **kwargs)
+KINDS: dict[str, Callable[[JobContext, Job], JobSteps]] = {RUN: RunSteps, SWEEP: SweepSteps}
 
 
 def initial_status(config: dict, engine: Engine | None) -> dict:
@@ -45,7 +44,7 @@ def initial_status(config: dict, engine: Engine | None) -> dict:
 
 
 class EngineWorker:
-    def __init__(self, book, emit: Callable[[list], None], store, config: dict, engine: Engine | None = None,
+    def __init__(self, book: Book, emit: Callable[[list], None], store, config: dict, engine: Engine | None = None,
                  start_task: Callable = None, sleep: Callable[[float], None] = time.sleep):
         self.book, self.emit, self.store = book, emit, store
         self.limits = config["LIMITS"]
@@ -59,10 +58,11 @@ class EngineWorker:
             engine.limits = self.limits           # the app's limits are the only limits
         self.status = initial_status(config, engine)
         book.set_model_status(self.status)
-        self.live_slots = config.get("LIVE_SLOTS", 0)   # the live lane's slots (0: no live lane, as on a worker process)
-        self.live = None                          # the live lane (engine.live), made on the first API request
-        self.on_live_step: Callable | None = None  # what a live step sends (app.live.LiveGateway.after_step)
-        self._live_lock = threading.Lock()
+        self.prepare_lock = threading.Lock()      # one tokenization at a time from the handlers
+        # The live lane (its slots 0: none, as on a worker process); the gateway holds it as its handle.
+        self.live = LiveDriver(config.get("LIVE_SLOTS", 0), lambda: self.engine, lambda: self.status, self.wake,
+                               self.offload, self.prepare_lock)
+        self.on_live_step: Callable | None = None  # what a live step sends (app.live.gateway.LiveGateway.after_step)
         self._stopping = threading.Event()
         self._task = None
 
@@ -73,10 +73,7 @@ class EngineWorker:
     def stop(self, timeout: float = 30) -> None:
         """Stop taking jobs, cancel the running one at its next tick, and wait for the loop to end."""
         self._stopping.set()
-        wakeup = getattr(self.book, "wakeup", None)
-        if wakeup is not None:
-            with wakeup:
-                wakeup.notify_all()
+        self.book.wake()
         join = getattr(self._task, "join", None)  # a Thread; a green thread just ends
         if join is not None:
             join(timeout)
@@ -95,43 +92,36 @@ class EngineWorker:
 
     def wake(self) -> None:
         """Something for the loop to do now (a live request): stop waiting for a job."""
-        wakeup = getattr(self.book, "wakeup", None)
-        if wakeup is not None:
-            with wakeup:
-                wakeup.notify_all()
+        self.book.wake()
 
     def ensure_live(self):
-        """The live lane, made once the model is ready (None before, or where this worker has none)."""
-        with self._live_lock:
-            if self.live is None and self.ready and self.live_slots:
-                from engine.live import LiveLane
-                self.live = LiveLane(self.engine, slots=self.live_slots)
-            return self.live
+        """The live lane (engine.live.LiveLane), made once the model is ready (None before, or where there is none)."""
+        return self.live.ensure()
 
     def step_live(self) -> None:
         """One step of the live lane if it has work: between two page ticks, so neither kind of work starves."""
-        if self.live is None or not self.live.has_work():
-            return
-        try:
-            record = self.offload(self.live.step)
-        except Exception as e:  # a broken live step must not stop the worker: its requests end with an error
-            log.exception("live step failed")
-            self.live.failure = f"the engine failed during a live step: {type(e).__name__}: {e}"
-            self.live.abort()
-            record = None
-        self.live.notify()                        # on this thread: the streams' queues are the server's
-        self.live.failure = None
+        record = self.live.step()
         if record is not None and self.on_live_step is not None:
             self.emit(self.on_live_step(record))
 
+    # -- asked by the web handlers of this process (app.runs.service) ------------------------------------
+    def prepare(self, job: Job, workload=None) -> None:
+        """Tokenize and check `job` now (WorkloadError names the field); `workload`: its run, already parsed."""
+        with self.prepare_lock:
+            self.offload(prepare_job, job, self.engine, self.limits, workload)
+
+    def count_tokens(self, prompts: list[str]) -> list[int]:
+        with self.prepare_lock:
+            return self.offload(count_prompt_tokens, self.engine, prompts)
+
+    # -- the loop ----------------------------------------------------------------------------------------
     def _serve(self) -> None:
         if self.engine is None and not self._load_model():
             return
         while not self._stopping.is_set():
             try:
                 self.step_live()
-                busy = self.live is not None and self.live.has_work()
-                job, sends = self.book.take(timeout=0 if busy else 0.5)
+                job, sends = self.book.take(timeout=0 if self.live.has_work() else 0.5)
                 self.emit(sends + self.book.housekeeping())
             except Exception as e:  # a shared book (Redis) unreachable: say so, keep trying until it is back
                 log.warning("run queue unreachable, retrying in 1 s: %s: %s", type(e).__name__, e)
@@ -168,41 +158,34 @@ class EngineWorker:
 
     # -- one job ---------------------------------------------------------------------------------------
     def _execute(self, job: Job) -> None:
-        t0 = time.perf_counter()
+        """Drive one job of any kind to its end: the one loop every run and sweep goes through."""
+        steps = KINDS[job.kind](self._context(job), job)
         try:
             if job.prepared is None:          # submitted on a web process of several: tokenized here
                 self.offload(prepare_job, job, self.engine, self.limits)
-            if job.kind != RUN:
-                run_sweep(self, job)
-                return
-            self.publish(job, Event.RUN_STARTED, started_payload(job.run_id, job.lanes, job.prepared.to_dict(),
-                                                                 self.status["model"]))
-            run = self.offload(self.engine.start, job.prepared)
-            while not run.done:
+            steps.start()
+            while not steps.done:
                 reason = self.stop_reason(job)
                 if reason:
                     self.emit(self.book.end(job, RunStatus.CANCELLED, reason))
                     return
-                self.step_live()                  # a live step between two ticks: neither kind of work starves
-                records = self.offload(run.tick)  # tick k = step k of every lane
-                if self.pace and self.engine.lm is None:
-                    self.sleep(self.pace * max((rec.ms for rec in records.values() if rec is not None), default=0) / 1000)
-                self.publish(job, Event.TICK, tick_payload(job.run_id, run.t, records))
-            records = {lane: [r.to_dict() for r in recs] for lane, recs in run.records().items()}
-            metrics = run_metrics(records, job.prepared)
+                self.step_live()              # a live step between two steps: neither kind of work starves
+                steps.step()
+            steps.finish()
         except WorkloadError as e:
             self.emit(self.book.end(job, RunStatus.FAILED, f"its workload was refused: {e.field}: {e}"))
-            return
         except Exception as e:  # one broken job must not stop the worker: end it with run_error, take the next
             log.exception("run %s failed", job.run_id)
             self.emit(self.book.end(job, RunStatus.FAILED, f"the engine failed during this run: {type(e).__name__}: {e}"))
-            return
-        store_error = self.save(job.run_id, job.prepared, job.lanes, records, metrics, job.created)
-        self.publish(job, Event.RUN_FINISHED, finished_payload(job.run_id, metrics, store_error is None))
-        if store_error is not None:
-            self.emit([Send(Event.RUN_ERROR, error_payload(store_error, "storage", job.run_id, "storage"), job.run_id)])
-        self.book.finish(job, stored=store_error is None)
-        log.info("run %s finished: %d ticks in %.0f ms", job.run_id, run.t, (time.perf_counter() - t0) * 1000)
+
+    def _context(self, job: Job) -> JobContext:
+        """What `job`'s kind may use: this worker's engine, offload and store, and the book's answers for `job`."""
+        return JobContext(engine=self.engine, model=self.status["model"], offload=self.offload,
+                          publish=lambda event, payload: self.publish(job, event, payload),
+                          emit=lambda sends: self.emit(sends),
+                          set_progress=lambda fraction: self.book.set_progress(job, fraction),
+                          save=self.save, finish=lambda stored: self.book.finish(job, stored=stored),
+                          pace=self.pace, sleep=self.sleep)
 
     def save(self, run_id: str, workload, lanes: list[str], records: dict, metrics: dict,
              created: float | None = None) -> str | None:

@@ -4,7 +4,7 @@ A stream is `data: {chunk}` events separated by blank lines: a role chunk (chat)
 the live lane writes it, the finish chunk, the usage chunk if asked, `data: [DONE]`. Between events it looks
 whether its client has closed the connection (where the server hands over the socket, as werkzeug's does), so
 a client that goes away frees its slot at the next step. This module knows the OpenAI chunk format and
-`app.live.LiveStream`, nothing of validation.
+`app.live.gateway.LiveStream`, nothing of validation.
 """
 import json
 import select
@@ -12,7 +12,7 @@ import socket
 
 from flask import jsonify
 
-from .live import LiveStream
+from ..live.gateway import LiveStream
 
 READ_TIMEOUT_S = 0.05   # how often a waiting stream looks whether its client is still there
 

@@ -1,7 +1,7 @@
 """`/metrics`: the live lane's numbers in Prometheus's text format, through prometheus_client, under vLLM's
 names with a `batch_lanes:` prefix (vLLM's own are `vllm:`), so dashboards made for vLLM read them.
 
-Each app has its own registry (tests build many apps in one process). The gateway (app.live) calls these
+Each app has its own registry (tests build many apps in one process). The gateway (app.live.gateway) calls these
 methods on the worker's thread as requests arrive, start, write and finish. This module knows
 prometheus_client, nothing of the engine.
 """

@@ -2,13 +2,14 @@
 
 A job carries the client's request as checked JSON, so that it crosses a process boundary (Redis) whole;
 an engine worker turns it into engine workloads (`prepare_job`). When web process and engine share a process,
-the handler prepares it at once (`prepared`), so a prompt over the token limits is refused before it queues.
+the handler prepares it at once (`prepared`) from the workload it already checked (parsed once), so a prompt
+over the token limits is refused before it queues.
 This module knows the request shapes, nothing of sockets, Redis or storage.
 """
 import time
 from dataclasses import dataclass, field
 
-from .protocol import new_run_id
+from ..protocol import new_run_id
 
 RUN, SWEEP = "run", "sweep"
 
@@ -32,14 +33,17 @@ class Job:
         return cls(d["kind"], d["request"], d["sid"], d["lanes"], d["run_id"], d["created"])
 
 
-def prepare_job(job: Job, engine, limits) -> None:
-    """Tokenize and check `job` for `engine` (raises WorkloadError naming the field): sets `job.prepared`."""
+def prepare_job(job: Job, engine, limits, workload=None) -> None:
+    """Tokenize and check `job` for `engine` (raises WorkloadError naming the field): sets `job.prepared`.
+    `workload`: a run's request already parsed by the handler (engine.workload.Workload), not parsed again."""
     from engine.sweep import prepare_sweep
     from engine.workload import parse_workload
 
     req = job.request
     if job.kind == RUN:
-        job.prepared = engine.prepare(parse_workload(req["workload"], limits, lanes=req.get("lanes")))
+        if workload is None:               # taken from the queue: parsed here, where the engine is
+            workload = parse_workload(req["workload"], limits, lanes=req.get("lanes"))
+        job.prepared = engine.prepare(workload)
     else:
         job.prepared = prepare_sweep(engine, req["workload"], req["rates"], limits, req.get("lanes"),
                                      req.get("burstiness"))

@@ -3,7 +3,8 @@
 A shared link `/runs/<id>` replays from here after a restart. Every call opens its own connection
 (the worker writes, HTTP and socket handlers read; SQLite serializes them), and every failure comes
 out as a `StoreError` with one line saying what went wrong: the caller reports it, never drops it.
-`RedisRunStore` keeps the same runs in Redis when web processes and engine workers run on several machines.
+`RedisRunStore` keeps the same runs in Redis when web processes and engine workers run on several machines;
+`open_store` picks one from the config.
 This module knows JSON, SQL and a Redis client, nothing of the engine or of sockets.
 """
 import json
@@ -14,6 +15,8 @@ from contextlib import closing
 from pathlib import Path
 
 import redis
+
+from .redis_link import connect_redis
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS runs (
     run_id   TEXT PRIMARY KEY,
@@ -113,3 +116,12 @@ class RedisRunStore:
 
     def count(self) -> int:
         return sum(1 for _ in self.r.scan_iter("batch-lanes:stored:*"))
+
+
+def open_store(config: dict, url: str | None) -> RunStore | RedisRunStore:
+    """The store `config["STORE"]` names: SQLite under DATA_DIR, or the Redis at `url` (QueueUnreachable if it is down)."""
+    if config["STORE"] == "redis":
+        if not url:
+            raise ValueError("--store redis needs --message-queue redis://...")
+        return RedisRunStore(connect_redis(url, decode=False))
+    return RunStore(Path(config["DATA_DIR"]) / "runs.sqlite3")

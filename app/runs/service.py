@@ -1,27 +1,35 @@
 """What the web handlers ask of runs, the same in both deployments: one process, or web processes over Redis.
 
-`Runs` joins the run book (memory or Redis), the fan-out (who was sent what), the run store, and, in a single
-process, the engine worker (whose model tokenizes at submit time). Handlers call it and never see which
-deployment they are in. Every answer is a `Rejected` or something delivered to sockets here. This module
-knows the book's and the store's interfaces, nothing of torch: a web process over Redis never imports it.
+`Runs` joins the run book (app.runs.book.Book, in memory or in Redis), the fan-out (who was sent what), the run
+store, and, in a single process, the engine worker (`Preparer`: its model tokenizes at submit time). Handlers
+call it and never see which deployment they are in. Every answer is a `Rejected` or something delivered to
+sockets here. This module knows the book's and the store's interfaces, nothing of the engine: a web process
+over Redis imports it and never torch.
 """
 import logging
-import threading
+from typing import Protocol
 
+from ..protocol import Event, Rejected, Send, records_from_log, replay_events
+from .book import Book
 from .fanout import deliver
-from .job import RUN, SWEEP, Job, prepare_job
-from .protocol import Event, Rejected, RunStatus, Send, records_from_log, replay_events
+from .job import Job
 from .store import StoreError
 
 log = logging.getLogger("batch_lanes.runs")
 
 
+class Preparer(Protocol):
+    """What the handlers ask of an engine worker in their own process (app.runs.worker.EngineWorker)."""
+    def prepare(self, job: Job, workload=None) -> None:
+        """Tokenize and check `job` (WorkloadError names the field); `workload`: its run, already parsed."""
+    def count_tokens(self, prompts: list[str]) -> list[int]: ...
+
+
 class Runs:
-    def __init__(self, book, store, server, limits, worker=None, redis_client=None):
+    def __init__(self, book: Book, store, server, limits, worker: Preparer | None = None, redis_client=None):
         self.book, self.store, self.server, self.limits = book, store, server, limits
         self.worker = worker              # the in-process engine worker (None on a web process over Redis)
         self.redis = redis_client
-        self.prepare_lock = threading.Lock()  # one tokenization at a time from the handlers
 
     # -- the model ---------------------------------------------------------------------------------
     def model_status(self) -> dict:
@@ -48,13 +56,13 @@ class Runs:
         return body, 503 if s["error"] else 200
 
     # -- submit, watch, cancel, leave ----------------------------------------------------------------
-    def submit(self, sid: str, kind: str, request: dict, lanes: list[str]) -> Job:
-        """Queue a checked job for `sid` (tokenized here when the model is in this process) and tell `sid`."""
+    def submit(self, sid: str, kind: str, request: dict, lanes: list[str], workload=None) -> Job:
+        """Queue a checked job for `sid` and tell `sid`. When the model is in this process it is tokenized here, from
+        `workload` (a run's request as the handler parsed it: never parsed twice)."""
         self.check_ready()
         job = Job(kind, request, sid, lanes)
         if self.worker is not None:
-            with self.prepare_lock:
-                self.worker.offload(prepare_job, job, self.worker.engine, self.limits)
+            self.worker.prepare(job, workload)
         # In the room before the job exists, so its submitter misses nothing; its position delivered before any
         # event of the job, which an engine worker may send the moment the job is queued.
         with self.server.manager.watch_lock:
@@ -113,8 +121,7 @@ class Runs:
             if counts is None:
                 raise Rejected("unavailable", "no engine worker answered in time; token counts come when one does")
             return counts
-        with self.prepare_lock:
-            return self.worker.offload(count_prompt_tokens, self.worker.engine, prompts)
+        return self.worker.count_tokens(prompts)
 
     def _read_store(self, read, run_id: str):
         try:
@@ -123,12 +130,3 @@ class Runs:
             log.error("%s", e)
             raise Rejected("storage", f"the run store cannot be read: {e}", run_id=run_id) from None
 
-
-def count_prompt_tokens(engine, prompts: list[str]) -> list[int]:
-    """Prompt tokens of each prompt as the engine counts them (the simulator's estimate without a model)."""
-    from engine.runner import estimate_prompt_tokens
-    lm = engine.lm
-    return [estimate_prompt_tokens(p) if lm is None else len(lm.encode_prompt(p)) for p in prompts]
-
-
-__all__ = ["Runs", "RUN", "SWEEP", "RunStatus", "count_prompt_tokens"]

@@ -1,17 +1,13 @@
-"""What the app's modules share, in one place they all import (and which imports none of them): the
-`socketio` object, the repository root, and every config key with its default.
+"""Every config key of the server with its default, the server's own limits by their public names, and the
+repository root: what the command line, the web wing and the engine worker process all read.
 
-This module knows Flask-SocketIO and the limits, nothing of runs or of the engine's compute (so a web
-process over Redis, which never loads torch, can import it).
+This module knows the limits and nothing else (no Flask, no Redis, no torch), so any process may import it.
 """
 from pathlib import Path
-
-from flask_socketio import SocketIO
 
 from engine.limits import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
-socketio = SocketIO()
 
 DEFAULTS = {
     "LIMITS": Limits(),             # every workload limit (engine.limits.Limits)
@@ -29,7 +25,7 @@ DEFAULTS = {
     "DEVICE": "auto",
     "DATA_DIR": None,               # folder of runs.sqlite3 (None: $BATCH_LANES_DATA, else data/ in the repo)
     "STORE": "sqlite",              # "sqlite" (one machine) or "redis" (the message queue's Redis, across machines)
-    "ASYNC_MODE": "threading",      # "threading" or "eventlet" (then `eventlet.monkey_patch()` must run first)
+    "ASYNC_MODE": "threading",      # one of app.asyncmode.MODES (the other one patches the standard library first)
     "LIVE_SLOTS": 8,                # slots of the live lane the OpenAI API's requests share (one process only)
     "LIVE_MAX_WAITING": 64,         # live requests that may wait for a slot; more get 429
     "MESSAGE_QUEUE": None,          # redis://HOST:PORT/DB: a web process of several; engine workers run elsewhere

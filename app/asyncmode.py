@@ -1,0 +1,29 @@
+"""The server's async mode, in one place: "threading" (the default) or "eventlet" (opt-in, green threads).
+
+Every eventlet-specific call lives here, so no other module names it. In eventlet mode the standard library
+must be patched before Flask, engine.io or Redis load (`monkey_patch_if_asked`, first thing the command line
+does), and blocking compute (forward passes, tokenizing, the store) goes through eventlet's OS thread pool
+(`make_offload`) so that one long step does not stall every socket. Background tasks and sleeps go through
+the Socket.IO server (`start_background_task`, `sleep`), which knows the mode by itself.
+This module knows the two modes, nothing of runs, sockets or the engine.
+"""
+from typing import Callable
+
+MODES = ("threading", "eventlet")
+HELP = "threading (default) or eventlet (in one process, forward passes go through eventlet.tpool)"
+
+
+def monkey_patch_if_asked(mode: str) -> None:
+    """Patch the standard library for green threads in eventlet mode (before anything else imports it)."""
+    if mode == "eventlet":
+        import eventlet
+        eventlet.monkey_patch()
+
+
+def make_offload(mode: str) -> Callable:
+    """How blocking compute is called: `offload(fn, *args, **kwargs)` through eventlet's thread pool, or directly
+    on this thread."""
+    if mode == "eventlet":
+        from eventlet import tpool
+        return tpool.execute
+    return lambda fn, *args, **kwargs: fn(*args, **kwargs)

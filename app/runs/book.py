@@ -1,0 +1,60 @@
+"""The run book's interface: the queue and its positions, who watches which run, every run's event log, and
+the runs nobody watches, as the web handlers (app.runs.service) and the engine worker (app.runs.worker) ask it.
+
+A book returns what to send (`protocol.Send`) instead of sending it, so its rules are plain functions of its
+state; the caller delivers. Every event of a run's room is logged with its `seq` before it is returned, which
+is what lets `app.runs.fanout` give a late watcher the backlog and then the live events with nothing twice.
+Two books keep it: `app.runs.memory_book.MemoryBook` (one process) and `app.runs.redis_book.RedisBook` (every
+process of a deployment, in Redis). This module knows jobs and payloads, nothing of sockets, Redis or the engine.
+"""
+from typing import Protocol
+
+from ..protocol import Event, RunStatus, Send, as_backlog
+from .job import Job
+
+
+class Book(Protocol):
+    # -- the model ---------------------------------------------------------------------------------
+    def model_status(self) -> dict: ...
+    def set_model_status(self, status: dict) -> None: ...
+
+    # -- asked by web handlers ---------------------------------------------------------------------
+    def submit(self, job: Job) -> list[Send]:
+        """Queue `job` (its submitter already in its room); `Rejected` if its client has a live job or the queue is full."""
+    def watch(self, sid: str, run_id: str) -> list[Send] | None:
+        """What `sid` (already in the room) is sent to join `run_id`: its position, or its log so far. None if the
+        book does not hold the run (the store may); `Rejected` if it did not finish."""
+    def cancel(self, sid: str, run_id: str) -> list[Send]:
+        """`sid` cancels its own queued or running job; `Rejected` if it has no such live job."""
+    def forget(self, sid: str) -> list[Send]:
+        """`sid` disconnected: it watches nothing any more."""
+    def queue_length(self) -> int: ...
+    def knows(self, run_id: str) -> bool:
+        """Whether the book holds a run (not a sweep) a page can show."""
+    def finished_log(self, run_id: str) -> tuple[Job, list[tuple[str, dict]]] | None:
+        """A finished run's job and log, while the book keeps it (its store failed it)."""
+
+    # -- asked by the engine worker ------------------------------------------------------------------
+    def take(self, timeout: float) -> tuple[Job | None, list[Send]]:
+        """The next queued job, now running (None after about `timeout` s with none), and the new queue positions."""
+    def wake(self) -> None:
+        """Something for the engine worker to do now (a live request, a stop): end a `take` that waits."""
+    def publish(self, job: Job, event: str, payload: dict) -> Send:
+        """Log an event of `job`'s room and return it numbered with its `seq`."""
+    def set_progress(self, job: Job, fraction: float) -> None: ...
+    def stop_reason(self, job: Job) -> str | None:
+        """Why a running job must stop now (its submitter cancelled it, nobody watched it), or None."""
+    def housekeeping(self) -> list[Send]:
+        """Cancel queued jobs nobody watched for the grace period (and, in Redis, end dead workers' runs)."""
+    def end(self, job: Job, status: RunStatus, reason: str) -> list[Send]:
+        """End a job that did not finish: tell its room why."""
+    def finish(self, job: Job, stored: bool) -> None:
+        """Mark `job` finished; its log is dropped when the store has it (else it is what replays the run)."""
+
+
+def backlog(log: list[tuple[str, dict]], sid: str, job: Job, status: RunStatus, progress: float) -> list[Send]:
+    """A running or finished job's log as local sends to `sid` (ticks marked `replay`); a live sweep adds its progress."""
+    sends = [Send(event, as_backlog(event, payload), sid, local=True) for event, payload in log]
+    if job.kind == "sweep" and status is RunStatus.RUNNING:
+        sends.append(Send(Event.SWEEP_PROGRESS, {"run_id": job.run_id, "fraction": progress}, sid, local=True))
+    return sends

@@ -1,0 +1,74 @@
+"""A load sweep as a job kind of the engine worker's one loop (app.runs.steps).
+
+A sweep (`sweep` event) re-runs one mix at several request rates (engine.sweep) on its lanes. It queues like
+a run (same queue, positions, one per client, cancel, orphan rules); while it runs it sends `sweep_progress`
+(a fraction of the tokens to write, at most 4 times a second, not logged: a late watcher gets the latest) and
+one `sweep_point` per rate, whose run is stored like any finished run so that the point opens at
+`/runs/<id>`. Sweeps themselves are not stored: the book keeps their log. This module knows the engine's
+sweep API and the event payloads; the loop, the book and the emits are the worker's.
+"""
+import logging
+import time
+
+from engine.metrics import run_metrics
+from engine.sweep import iter_sweep
+
+from ..protocol import Event, Send, new_run_id
+from .job import Job, sweep_started_payload
+from .steps import JobContext
+
+log = logging.getLogger("batch_lanes.sweeps")
+PROGRESS_EVERY_S = 0.25
+
+
+def total_tokens(job: Job) -> int:
+    """The most tokens a sweep writes: every request's max_new_tokens, on every lane, at every rate."""
+    return sum(len(w.lanes) * sum(r.max_new_tokens for r in w.requests) for _, w in job.prepared)
+
+
+class SweepSteps:
+    """A prepared sweep rate by rate; each step is one tick of one rate's run (through `offload`)."""
+
+    def __init__(self, ctx: JobContext, job: Job):
+        self.ctx, self.job, self.done = ctx, job, False
+        self.steps, self.total, self.written, self.sent, self.points = None, 1, 0, 0.0, []
+        self.t0 = time.perf_counter()
+
+    def start(self) -> None:
+        ctx, job, req = self.ctx, self.job, self.job.request
+        ctx.publish(Event.SWEEP_STARTED, sweep_started_payload(job, ctx.model))
+        self.steps = iter_sweep(ctx.engine, job.prepared, req.get("slo_ttft_ms"), req.get("slo_tpot_ms"))
+        self.total = max(1, total_tokens(job))
+
+    def step(self) -> None:
+        ctx, job = self.ctx, self.job
+        step = ctx.offload(next, self.steps, None)
+        if step is None:
+            self.done = True
+            return
+        rate, run, point = step
+        now_written = self.written + sum(len(r.output_ids) for lane in run.lanes.values() for r in lane.scheduler.requests)
+        if point is None:
+            if time.monotonic() - self.sent >= PROGRESS_EVERY_S:
+                self.sent = time.monotonic()
+                ctx.set_progress(now_written / self.total)
+                ctx.emit([Send(Event.SWEEP_PROGRESS, {"run_id": job.run_id, "fraction": now_written / self.total,
+                                                      "rate": rate}, job.run_id)])
+            return
+        self.written = now_written
+        self.points.append({**point, "point_run_id": self.save_point(run)})
+        ctx.set_progress(self.written / self.total)
+        ctx.publish(Event.SWEEP_POINT, {"run_id": job.run_id, **self.points[-1], "done": len(self.points),
+                                        "total": len(job.prepared)})
+
+    def finish(self) -> None:
+        self.ctx.publish(Event.SWEEP_FINISHED, {"run_id": self.job.run_id, "points": self.points})
+        self.ctx.finish(False)
+        log.info("sweep %s finished: %d rates in %.1f s", self.job.run_id, len(self.points), time.perf_counter() - self.t0)
+
+    def save_point(self, run) -> str | None:
+        """Store one rate's run so that its point opens at /runs/<id>; None (logged) if the store failed it."""
+        records = {name: [r.to_dict() for r in recs] for name, recs in run.records().items()}
+        run_id = new_run_id()
+        error = self.ctx.save(run_id, run.workload, run.workload.lane_names, records, run_metrics(records, run.workload))
+        return None if error is not None else run_id
