@@ -16,6 +16,8 @@ from enum import StrEnum
 from engineio import json as engineio_json
 from socketio import packet
 
+from engine.policies import policy_traits
+
 NAMESPACE = "/"
 UNREADABLE = "_unreadable"  # the event a message that cannot be decoded turns into
 RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what a run id a client sends may look like (new_run_id makes 12 of these)
@@ -100,8 +102,9 @@ def queued_payload(run_id: str, position: int) -> dict:
 
 
 def started_payload(run_id: str, lanes: list[str], workload: dict, model: str) -> dict:
-    """`run_started`, live or replayed."""
-    return {"run_id": run_id, "lanes": list(lanes), "workload": workload, "model": model}
+    """`run_started`, live or replayed: with every batching policy's traits, which the page reads instead of
+    comparing policy names."""
+    return {"run_id": run_id, "lanes": list(lanes), "workload": workload, "model": model, "policies": policy_traits()}
 
 
 def tick_payload(run_id: str, t: int, records: dict) -> dict:

@@ -61,6 +61,8 @@ def test_submit_streams_consecutive_ticks_and_the_cli_metrics_of_the_mixed_prese
     started = events[1][1]
     assert started["lanes"] == ["static", "continuous"] and started["model"] == smol.name
     assert started["workload"]["name"] == "mixed" and len(started["workload"]["requests"]) == 8
+    assert {p: t["admits"] for p, t in started["policies"].items()} == {"static": "group", "dynamic": "group",
+                                                                       "continuous": "slot"}
     ticks = [p for n, p in events if n == "tick"]
     assert [t["t"] for t in ticks] == list(range(1, 16))           # 15 shared steps, none lost or reordered
     assert all(t["lanes"]["static"]["step"] == t["t"] for t in ticks)
