@@ -121,7 +121,7 @@ def _tokenize(prompt_chars: int, encode) -> list[int]:
 def simulated_tokens(prompt: str) -> int:
     """The simulator's token count of a chat prompt: the engine's own estimate (engine.runner, loaded only here,
     where the engine runs in this process)."""
-    from engine.runner import estimate_prompt_tokens
+    from engine.sim import estimate_prompt_tokens
     return estimate_prompt_tokens(prompt)
 
 

@@ -126,7 +126,7 @@ class Runs:
 
 def count_prompt_tokens(engine, prompts: list[str]) -> list[int]:
     """Prompt tokens of each prompt as the engine counts them (the simulator's estimate without a model)."""
-    from engine.runner import estimate_prompt_tokens
+    from engine.sim import estimate_prompt_tokens
     lm = engine.lm
     return [estimate_prompt_tokens(p) if lm is None else len(lm.encode_prompt(p)) for p in prompts]
 

@@ -10,7 +10,7 @@ and when, is the scheduler's decision (`Row.load`, `Row.save`); this module only
 import torch
 
 from .kv_cache import SlotKVCache
-from .scheduler import Row
+from .batch import Row
 
 
 class BlockStore:

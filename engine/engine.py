@@ -14,7 +14,8 @@ from .lane import Lane
 from .model import LoadedModel
 from .policies import POLICIES
 from .request import RequestSpec, max_row_len, row_capacity
-from .runner import ModelRunner, SimRunner, sim_prompt_ids
+from .runner import ModelRunner
+from .sim import SimRunner, sim_prompt_ids
 from .step import StepRecord
 from .workload import Limits, Workload, WorkloadError
 
@@ -113,7 +114,7 @@ class Engine:
             else config.slots * row_len
         scheduler = POLICIES[spec.policy](config, list(workload.requests), eos_ids=eos_ids, pad_id=pad_id,
                                           timed=workload.timed)
-        runner = SimRunner(config.slots, row_len, fused=config.fused) if self.lm is None else \
+        runner = SimRunner(row_len, fused=config.fused) if self.lm is None else \
             ModelRunner(self.lm, config.slots, row_len, fused=config.fused, block_size=config.kv_block_size)
         return Lane(spec.name, scheduler, runner, kv_capacity)
 

@@ -12,8 +12,8 @@ import bisect
 import statistics
 import time
 
-from .runner import ForwardResult
-from .scheduler import Scheduler, SchedulerOutput
+from .batch import ForwardResult, SchedulerOutput
+from .scheduler import Scheduler
 from .speculative import cell_facts, text_upto
 from .step import Forward, SlotRecord, SlotState, StepRecord, StopReason
 

@@ -5,39 +5,15 @@ accounting, building the rows of a step, and folding the sampled tokens back int
 A policy (`policies.py`) only says who is admitted, who is evicted and when a slot is given back.
 The scheduler never sees a tensor: the runner computes, `lane.Lane` ties the two together.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from .batch import Row, SchedulerOutput
 from .block_manager import BlockManager
 from .config import EngineConfig
 from .prefix_cache import PrefixCache
 from .request import Request, RequestSpec, RequestStatus
 from .speculative import proposals_for
 from .step import SlotState, StopReason
-
-
-@dataclass
-class Row:
-    """One batch row of a step: what the runner must compute for one slot."""
-    slot: int
-    request: Request
-    state: SlotState           # PREFILL, DECODE or PADDING
-    token_ids: list[int]       # tokens fed this step
-    start: int                 # cache position of token_ids[0]; the row's KV length before the step
-    wants_token: bool          # sample a token from the last position (False for a partial prefill chunk)
-    load: tuple[tuple[int, int], ...] = ()  # prefix cache hit: (cached block id, first position) to copy into
-                                            # the slot's row before the forward
-    save: tuple[tuple[int, int], ...] = ()  # (block id, first position) of new full prompt blocks to keep in the
-                                            # prefix cache after the forward
-    proposed: int = 0          # a speculative decode row: its last `proposed` tokens are guesses to verify
-
-
-@dataclass
-class SchedulerOutput:
-    step: int                                                # 1-based step this output is for
-    rows: list[Row]                                          # computed rows, in slot order
-    stalled: list[Request] = field(default_factory=list)     # hold a slot, got no tokens this step
-    admitted: list[Request] = field(default_factory=list)    # took a slot this step
-    preempted: dict[int, Request] = field(default_factory=dict)  # slot -> request evicted this step
 
 
 @dataclass(frozen=True)

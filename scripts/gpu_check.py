@@ -84,7 +84,7 @@ def tiny_graphs(device: str) -> dict:
     from engine.model import LoadedModel
     from engine.request import Request, RequestSpec
     from engine.runner import ModelRunner
-    from engine.scheduler import Row
+    from engine.batch import Row
     from engine.step import SlotState
 
     torch.manual_seed(0)
