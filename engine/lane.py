@@ -114,5 +114,4 @@ class Lane:
             kv_used=kv[0], kv_capacity=self.kv_capacity,
             kv_blocks_used=kv[1], kv_blocks_total=s.blocks.num_blocks or 0, kv_blocks_cached=cached_blocks,
             start_ms=start_ms, ms=ms, forward_ms=result.forward_ms, forward=result.forward,
-            extra={"simulated": True} if self.runner.simulated else
-            {"filler_slots": list(result.filler_slots)} if result.filler_slots else {})
+            simulated=self.runner.simulated, filler_slots=result.filler_slots)
