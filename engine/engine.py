@@ -119,10 +119,4 @@ class Engine:
         return Lane(spec.name, scheduler, runner, kv_capacity)
 
 
-def run_workload(engine: Engine, workload: Workload, lanes: list[str] | None = None) -> Run:
-    run = engine.start(engine.prepare(workload), lanes)
-    run.run_to_end()
-    return run
-
-
-__all__ = ["Engine", "Run", "run_workload", "RequestSpec"]
+__all__ = ["Engine", "Run", "RequestSpec"]
