@@ -69,6 +69,8 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
 
 
 def main(argv: list[str] | None = None) -> int:
+    from engine.threads import configure  # the engine's compute threads, set before anything loads torch
+    configure()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.async_mode == "eventlet":

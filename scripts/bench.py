@@ -40,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_common, bench_features (also when imported by path)
 
-# First: bench_common imports the engine, which sets OMP_WAIT_POLICY=PASSIVE before torch loads OpenMP (with
+# First: bench_common sets OMP_WAIT_POLICY=PASSIVE (engine.threads) before torch loads OpenMP (with
 # spinning waiters a decode step on this 2-core machine ran ~50x slower whenever another process was busy).
 # Set OMP_WAIT_POLICY=ACTIVE to measure the default.
 from bench_common import (CHAT_PROMPTS, ROOT, Records, log, median, outputs, prepare,  # noqa: E402
