@@ -13,9 +13,9 @@ from typing import Callable
 
 from . import cpu_kernels
 from .engine import Engine
+from .linears import can_pack
 from .model import LoadedModel
 from .step import SlotState
-from .linears import can_pack
 from .workload import Limits, parse_workload
 
 # Why this shape of warm-up, measured here (float32 SmolLM2-135M, 2 shared cores; demos/mixed.json on static +
