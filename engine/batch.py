@@ -1,7 +1,8 @@
-"""The data a step passes between the scheduler, the runner and the lane: rows in, tokens out.
+"""The data a step passes between the scheduler, the runner and the lane: rows in, tokens out, what was kept.
 
-`Row` and `SchedulerOutput` are what `Scheduler.schedule` decides; `ForwardResult` is what a runner computed
-for those rows. Plain dataclasses: this module knows no tensors, no policies and no models.
+`Row` and `SchedulerOutput` are what `Scheduler.schedule` decides (built on a `StepPlan`); `ForwardResult` is what a
+runner computed for those rows; `StepUpdate` what the scheduler kept of it. Plain dataclasses: this module knows no
+tensors, no policies and no models.
 """
 from dataclasses import dataclass, field
 
@@ -45,3 +46,24 @@ class ForwardResult:
 def call_kind(calls: int, prefills: bool) -> Forward:
     """What an unfused step's calls were: a prefill call and a decode call, or one of either kind."""
     return Forward.SPLIT if calls == 2 else Forward.PREFILL if prefills else Forward.DECODE
+
+
+@dataclass
+class StepPlan:
+    """The step `Scheduler.schedule` is building, passed to every helper that adds to it (the scheduler keeps
+    no per-step state of its own): the output so far and the tokens the step may still compute."""
+    out: SchedulerOutput
+    token_budget: int | None       # tokens left under max_batch_tokens (None: no cap)
+
+    def add(self, row: Row) -> None:
+        self.out.rows.append(row)
+        if self.token_budget is not None:
+            self.token_budget -= len(row.token_ids)
+
+
+@dataclass
+class StepUpdate:
+    """What `Scheduler.update_from_output` decided from the runner's tokens (which it leaves as they were)."""
+    finished: list[Request]                  # wrote their last token this step
+    written: dict[int, int | list[int]]      # slot -> what its row wrote: a token id, or a verified row's kept tokens
+                                             # (cut at EOS or max_new_tokens); rows that wanted no token are absent
