@@ -5,6 +5,7 @@
 Nothing that needs torch loads up front, so that a web process (which only checks workloads and reads
 step records) can import `engine.workload`, `engine.limits` or `engine.metrics` without it.
 Importing it changes nothing in the process: the entry points set the compute threads up (`threads.configure`).
+This file knows only where each public name lives, nothing of what it does.
 """
 
 _WHERE = {"EngineConfig": "config", "Engine": "engine", "Run": "engine", "lane_metrics": "metrics",

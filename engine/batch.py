@@ -2,7 +2,7 @@
 
 `Row` and `SchedulerOutput` are what `Scheduler.schedule` decides (built on a `StepPlan`); `ForwardResult` is what a
 runner computed for those rows; `StepUpdate` what the scheduler kept of it. Plain dataclasses: this module knows no
-tensors, no policies and no models.
+tensors, no policies and no models; it does not know how a row is computed or chosen.
 """
 from dataclasses import dataclass, field
 

@@ -7,7 +7,8 @@
 
 `run` and `sweep` take the same lane and backend flags from one parser (`LANE_OPTIONS`, `BACKEND_OPTIONS`) and
 turn them into the workload's options in one place (`workload_options`). The sweep's library (re-timing,
-serving metrics) is `sweep.py`; this module only parses, prints and exits.
+serving metrics) is `sweep.py`; this module only parses, prints and exits. It does not know what a flag does
+inside a lane (the workload and the scheduler do) and computes no number itself (`metrics.py` does).
 """
 import argparse
 import json

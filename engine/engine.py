@@ -4,7 +4,8 @@
 tokens, the model's context, the KV budget); `Engine.start` builds one lane per policy, each with
 its own scheduler, runner, KV cache and clock; `Run.tick` advances every unfinished lane by one step,
 so tick k holds step k of every lane. Each record carries its lane-clock start and length, which put
-every lane on one milliseconds axis for the CLI, the metrics and the page.
+every lane on one milliseconds axis for the CLI, the metrics and the page. It does not know how a step is
+scheduled or computed (the lane's scheduler and runner do), nor sockets, pages or metrics.
 """
 from dataclasses import replace
 

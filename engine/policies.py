@@ -8,6 +8,8 @@ given back; everything else is the shared `Scheduler`.
               has waited `max_wait` steps (`max_wait_ms` with arrivals in ms), with whoever is there.
 - continuous: every step finished requests leave and waiting requests take the free slots; under
               a KV budget the lowest-precedence running request is preempted and recomputed later.
+
+They never see a tensor and never build a row themselves (the shared `Scheduler` does, on the step's `StepPlan`).
 """
 from .admission import ORDERS
 from .block_manager import blocks_for

@@ -7,7 +7,8 @@ and report what `vllm bench serve` reports, under the same names, for each (rate
 A workload with a `generate` section is generated again at each rate (same seed, so the same prompts
 and lengths); any other workload keeps its requests and draws their arrivals at each rate (Poisson, or
 Gamma with `--burstiness`). Every point is an ordinary run, so its lanes can be opened and replayed.
-Numbers come from `metrics.lane_metrics`, i.e. from the step records.
+Numbers come from `metrics.lane_metrics`, i.e. from the step records. It knows nothing of flags, tables or
+sockets: cli.py prints a sweep, app/ streams one.
 """
 from typing import Callable, Iterator
 
