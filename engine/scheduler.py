@@ -4,6 +4,8 @@
 accounting, building the rows of a step, and folding the sampled tokens back into the requests.
 A policy (`policies.py`) only says who is admitted, who is evicted and when a slot is given back.
 The scheduler never sees a tensor: the runner computes, `lane.Lane` ties the two together.
+`schedule()` builds each step on a `batch.StepPlan` it passes to every helper (and to the policy's `admit`), so
+the scheduler keeps no per-step state; `update_from_output` returns what it kept (`batch.StepUpdate`).
 """
 from dataclasses import dataclass
 
