@@ -19,7 +19,7 @@ from .policies import POLICIES
 from .engine import Engine
 from .metrics import run_metrics
 from .model import ModelLoadError
-from .sweep import at_rate, check_rates, crossing_rate, run_sweep
+from .sweep import at_rate, check_rates, format_sweep, run_sweep
 from .workload import CLI_LIMITS, WorkloadError, load_workload, parse_workload, read_json
 
 LANES_HELP = (f"comma-separated policies from {','.join(POLICIES)}, or a JSON list of lanes such as "
@@ -233,27 +233,3 @@ def sweep(args) -> int:
     result["simulated"] = engine.simulated
     print(json.dumps(result, indent=1) if args.json else format_sweep(result, where(engine)))
     return 0
-
-
-def format_sweep(result: dict, where: str) -> str:
-    lines = [f"sweep - {where}", ""]
-    width = max(11, *(len(n) for n in result["lanes"]))
-    head = (f"{'rate/s':>7} {'drawn':>6} {'lane':<{width}} {'done':>4} {'req/s':>6} {'tok/s':>7} {'good/s':>6} "
-            f"{'TTFT p50':>8} {'p95':>7} {'p99':>7} {'TPOT p50':>8} {'p95':>6} {'ITL p50':>7} {'p99':>6} "
-            f"{'E2E p50':>7} {'p95':>7} {'p99':>7}")
-    lines += [head, "-" * len(head)]
-    f = _f
-    for point in result["points"]:
-        for lane, s in point["lanes"].items():
-            lines.append(f"{point['rate']:>7g} {f(point['offered_rate'], '.2f'):>6} {lane:<{width}} {s['completed']:>4} "
-                         f"{f(s['request_throughput'], '.2f'):>6} "
-                         f"{f(s['output_throughput'], '.1f'):>7} {f(s['request_goodput'], '.2f'):>6} "
-                         f"{f(s['median_ttft_ms'], '.0f'):>8} {f(s['p95_ttft_ms'], '.0f'):>7} "
-                         f"{f(s['p99_ttft_ms'], '.0f'):>7} {f(s['median_tpot_ms'], '.0f'):>8} "
-                         f"{f(s['p95_tpot_ms'], '.0f'):>6} {f(s['median_itl_ms'], '.0f'):>7} "
-                         f"{f(s['p99_itl_ms'], '.0f'):>6} {f(s['median_e2el_ms'], '.0f'):>7} "
-                         f"{f(s['p95_e2el_ms'], '.0f'):>7} {f(s['p99_e2el_ms'], '.0f'):>7}")
-    crossings = {lane: crossing_rate(result, lane) for lane in result["lanes"]}
-    lines += ["", "p95 TTFT above 2 s from: " + ", ".join(
-        f"{lane} {'-' if r is None else f'{r:g}/s'}" for lane, r in crossings.items())]
-    return "\n".join(lines)

@@ -7,8 +7,8 @@ and report what `vllm bench serve` reports, under the same names, for each (rate
 A workload with a `generate` section is generated again at each rate (same seed, so the same prompts
 and lengths); any other workload keeps its requests and draws their arrivals at each rate (Poisson, or
 Gamma with `--burstiness`). Every point is an ordinary run, so its lanes can be opened and replayed.
-Numbers come from `metrics.lane_metrics`, i.e. from the step records. It knows nothing of flags, tables or
-sockets: cli.py prints a sweep, app/ streams one.
+Numbers come from `metrics.lane_metrics`, i.e. from the step records. It knows nothing of flags or sockets:
+cli.py parses a sweep's command line (and prints `format_sweep`), app/ streams one.
 """
 from typing import Callable, Iterator
 
@@ -110,3 +110,28 @@ def crossing_rate(result: dict, lane: str, key: str = "p95_ttft_ms", threshold: 
         if value is not None and value > threshold:
             return point["rate"]
     return None
+
+
+def format_sweep(result: dict, where: str) -> str:
+    lines = [f"sweep - {where}", ""]
+    width = max(11, *(len(n) for n in result["lanes"]))
+    head = (f"{'rate/s':>7} {'drawn':>6} {'lane':<{width}} {'done':>4} {'req/s':>6} {'tok/s':>7} {'good/s':>6} "
+            f"{'TTFT p50':>8} {'p95':>7} {'p99':>7} {'TPOT p50':>8} {'p95':>6} {'ITL p50':>7} {'p99':>6} "
+            f"{'E2E p50':>7} {'p95':>7} {'p99':>7}")
+    lines += [head, "-" * len(head)]
+
+    def f(v, fmt=".0f"):
+        return "-" if v is None else format(v, fmt)
+
+    for point in result["points"]:
+        for lane, s in point["lanes"].items():
+            lines.append(f"{point['rate']:>7g} {f(point['offered_rate'], '.2f'):>6} {lane:<{width}} {s['completed']:>4} {f(s['request_throughput'], '.2f'):>6} "
+                         f"{f(s['output_throughput'], '.1f'):>7} {f(s['request_goodput'], '.2f'):>6} "
+                         f"{f(s['median_ttft_ms']):>8} {f(s['p95_ttft_ms']):>7} {f(s['p99_ttft_ms']):>7} "
+                         f"{f(s['median_tpot_ms']):>8} {f(s['p95_tpot_ms']):>6} {f(s['median_itl_ms']):>7} "
+                         f"{f(s['p99_itl_ms']):>6} {f(s['median_e2el_ms']):>7} {f(s['p95_e2el_ms']):>7} "
+                         f"{f(s['p99_e2el_ms']):>7}")
+    crossings = {lane: crossing_rate(result, lane) for lane in result["lanes"]}
+    lines += ["", "p95 TTFT above 2 s from: " + ", ".join(
+        f"{lane} {'-' if r is None else f'{r:g}/s'}" for lane, r in crossings.items())]
+    return "\n".join(lines)
