@@ -54,6 +54,7 @@ from bench_sweep import load_sweep  # noqa: E402
 from bench_warmup import first_vs_second_run  # noqa: E402
 from engine import Engine  # noqa: E402
 from engine.metrics import run_metrics  # noqa: E402
+from engine.step import Forward  # noqa: E402
 from engine.workload import CLI_LIMITS  # noqa: E402
 SIZES = {  # what each section runs; --quick shrinks everything to a smoke test
     "full": dict(repeats=3, batches=(1, 4, 8, 16), static_new_tokens=24,
@@ -105,7 +106,7 @@ def static_vs_generate(lm, size: dict, records: Records) -> dict:
             timed_run(engine, wl, ["static"])
         res = side_by_side(lambda: timed(generate), static, size["repeats"])
         run = res["outputs"][-1][1]
-        decode_ms = [r.ms for r in run.lanes["static"].records if r.forward == "decode"]
+        decode_ms = [r.ms for r in run.lanes["static"].records if r.forward is Forward.DECODE]
         tokens = batch * n
         rows[str(batch)] = {
             "generate_tokens_per_s": tokens / median(res["their_s"]), "static_tokens_per_s": tokens / median(res["our_s"]),
