@@ -70,6 +70,8 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
 
 
 def main(argv: list[str] | None = None) -> int:
+    from engine.threads import configure  # the engine's compute threads, set before anything loads torch
+    configure()
     parser = build_parser()
     args = parser.parse_args(argv)
     monkey_patch_if_asked(args.async_mode)  # before anything else imports the standard library's sockets

@@ -60,6 +60,8 @@ def _every(seconds: float, chore, stop: threading.Event, what: str) -> threading
 
 
 def main(argv: list[str] | None = None) -> int:
+    from engine.threads import configure  # the engine's compute threads, set before anything loads torch
+    configure()
     from engine import Engine
     from .runs.worker import EngineWorker
 

@@ -4,12 +4,9 @@
 
 Nothing that needs torch loads up front, so that a web process (which only checks workloads and reads
 step records) can import `engine.workload`, `engine.limits` or `engine.metrics` without it.
+Importing it changes nothing in the process: the entry points set the compute threads up (`threads.configure`).
+This file knows only where each public name lives, nothing of what it does.
 """
-import os
-
-# Before torch loads OpenMP: idle OpenMP threads sleep instead of spinning. On a 2-core machine shared with
-# a browser, a server and tests, spinning threads made a 70 ms decode step take seconds (measured here).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _WHERE = {"EngineConfig": "config", "Engine": "engine", "Run": "engine", "lane_metrics": "metrics",
           "Limits": "workload", "Workload": "workload", "WorkloadError": "workload", "load_workload": "workload",

@@ -54,6 +54,3 @@ class BlockManager:
         self.held.pop(request.id, None)
         if self.prefix:
             self.prefix.release(request)
-
-    def fits_alone(self, num_tokens: int) -> bool:
-        return self.num_blocks is None or blocks_for(num_tokens, self.block_size) <= self.num_blocks

@@ -5,12 +5,13 @@ prefix cache keeps is copied out of its row after the step that computed it (`sa
 the row of a request that hits it before that request's first computed step (`load`). Each block is
 kept as one tensor `(layers, 2, kv_heads, block_size, head_dim)` under the id `prefix_cache.PrefixCache`
 gave it; an evicted block's id is reused, so its tensor is simply overwritten. Which blocks to copy,
-and when, is the scheduler's decision (`Row.load`, `Row.save`); this module only copies.
+and when, is the scheduler's decision (`Row.load`, `Row.save`); this module only copies. It does not know
+hashes, eviction or which request a block belongs to (`prefix_cache.py` does).
 """
 import torch
 
 from .kv_cache import SlotKVCache
-from .scheduler import Row
+from .batch import Row
 
 
 class BlockStore:

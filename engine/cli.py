@@ -4,6 +4,11 @@
         [--backend model|sim] [--slots N] [--max-wait N] [--model PATH] [--json] [--trace FILE]
     python -m engine generate --n 16 --rate 4 [--burstiness 1] [--seed 0] [--output-tokens 8,16,32] > mix.json
     python -m engine sweep demos/poisson.json --rates 1,2,4,8 [--lanes ...] [--slo-ttft-ms N] [--slo-tpot-ms N]
+
+`run` and `sweep` take the same lane and backend flags from one parser (`LANE_OPTIONS`, `BACKEND_OPTIONS`) and
+turn them into the workload's options in one place (`workload_options`). The sweep's library (re-timing,
+serving metrics) is `sweep.py`; this module only parses, prints and exits. It does not know what a flag does
+inside a lane (the workload and the scheduler do) and computes no number itself (`metrics.py` does).
 """
 import argparse
 import json
@@ -14,18 +19,19 @@ from .policies import POLICIES
 from .engine import Engine
 from .metrics import run_metrics
 from .model import ModelLoadError
-from .workload import CLI_LIMITS, WorkloadError, load_workload
+from .sweep import at_rate, check_rates, format_sweep, run_sweep
+from .workload import CLI_LIMITS, WorkloadError, load_workload, parse_workload, read_json
 
 LANES_HELP = (f"comma-separated policies from {','.join(POLICIES)}, or a JSON list of lanes such as "
               f"'[\"continuous\", {{\"name\": \"chunked 64\", \"policy\": \"continuous\", \"chunk_size\": 64}}]' "
               f"(default: the workload's \"lanes\", else static,continuous)")
 
 
-def add_engine_options(p: argparse.ArgumentParser) -> None:
-    """Flags every subcommand that runs lanes shares: the backend, the model, the workload's options."""
+def lane_options() -> argparse.ArgumentParser:
+    """The flags that set the workload's options (every lane's defaults, or its lanes): each flag's dest is a
+    `parse_workload` override of the same name, so a flag added here reaches run and sweep alike."""
+    p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--lanes", help=LANES_HELP)
-    p.add_argument("--backend", choices=("model", "sim"), default="model",
-                   help="model: the real engine (default); sim: the simulator (no model, modelled step times)")
     p.add_argument("--slots", type=int, help="batch slots per lane (default: the workload's)")
     p.add_argument("--max-wait", type=int, help="dynamic lane, step arrivals: steps before a partial group starts")
     p.add_argument("--max-wait-ms", type=float, help="dynamic lane, arrivals in ms: ms before a partial group starts")
@@ -38,17 +44,30 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fused", action="store_true", default=None, help="one fused forward per step")
     p.add_argument("--prefix-cache", action="store_true", default=None,
                    help="continuous lane: reuse the K/V of cached full prompt blocks")
+    return p
+
+
+def backend_options() -> argparse.ArgumentParser:
+    """The flags that choose the engine (`make_engine`): the simulator, or which model on which device."""
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--backend", choices=("model", "sim"), default="model",
+                   help="model: the real engine (default); sim: the simulator (no model, modelled step times)")
     p.add_argument("--model", help="local Hugging Face model folder or .gguf file (default: SmolLM2-135M)")
     p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
     p.add_argument("--device", default="auto", help="auto (CUDA when available), cpu or cuda")
+    return p
+
+
+LANE_OPTIONS = lane_options()
+BACKEND_OPTIONS = backend_options()
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engine", description="Batch Lanes' headless engine.")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a workload file through the lanes")
+    engine_flags = [LANE_OPTIONS, BACKEND_OPTIONS]
+    run = sub.add_parser("run", parents=engine_flags, help="run a workload file through the lanes")
     run.add_argument("workload", help="workload JSON file (see demos/)")
-    add_engine_options(run)
     run.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     run.add_argument("--trace", help="write every step record as JSON lines to this file")
     gen = sub.add_parser("generate", help="print a workload whose arrivals follow a Poisson or Gamma process")
@@ -62,8 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--slots", type=int, default=4)
     gen.add_argument("--lanes", help=LANES_HELP)
     gen.add_argument("--name", default="generated")
-    from .sweep import add_sweep_parser
-    add_sweep_parser(sub)
+    sweep = sub.add_parser("sweep", parents=engine_flags,
+                           help="re-run a mix at several request rates on every lane (vllm bench serve's numbers)")
+    sweep.add_argument("workload", help="workload JSON file: a `generate` section, or requests to re-time at each rate")
+    sweep.add_argument("--rates", required=True, help="comma-separated requests per second, e.g. 1,2,4,8")
+    sweep.add_argument("--burstiness", type=float,
+                       help="Gamma shape of the arrivals: 1 = Poisson (default), < 1 burstier")
+    sweep.add_argument("--slo-ttft-ms", type=float, help="goodput: a request is good if its TTFT is at most this")
+    sweep.add_argument("--slo-tpot-ms", type=float, help="goodput: ... and its TPOT at most this")
+    sweep.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     return parser
 
 
@@ -90,10 +116,10 @@ def parse_lengths(text: str, flag: str) -> list[int] | dict:
 
 
 def workload_options(args) -> dict:
-    return dict(slots=args.slots, lanes=parse_lanes_arg(args.lanes), max_wait=args.max_wait,
-                max_wait_ms=args.max_wait_ms, scheduling_policy=args.scheduling_policy, chunk_size=args.chunk_size,
-                max_batch_tokens=args.max_batch_tokens, kv_budget=args.kv_budget,
-                kv_block_size=args.kv_block_size, fused=args.fused, prefix_cache=args.prefix_cache)
+    """The `parse_workload` overrides the lane flags give (None: not given, the workload's own)."""
+    options = {a.dest: getattr(args, a.dest) for a in LANE_OPTIONS._actions if a.dest != "help"}
+    options["lanes"] = parse_lanes_arg(options["lanes"])
+    return options
 
 
 def make_engine(args, workload) -> Engine:
@@ -114,8 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "generate":
             return generate(args)
         if args.command == "sweep":
-            from .sweep import sweep_main
-            return sweep_main(args)
+            return sweep(args)
         workload = load_workload(args.workload, CLI_LIMITS, **workload_options(args))
         engine = make_engine(args, workload)
         run = engine.start(engine.prepare(workload))
@@ -139,7 +164,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def generate(args) -> int:
-    from .workload import parse_workload
     spec = {"n": args.n, "rate": args.rate, "burstiness": args.burstiness, "seed": args.seed,
             "output_tokens": parse_lengths(args.output_tokens, "--output-tokens"),
             "prompt_words": parse_lengths(args.prompt_words, "--prompt-words")}
@@ -185,3 +209,27 @@ def format_tables(workload, metrics: dict, engine: Engine) -> str:
                          f"{_f(q['ttft_steps'], 'd'):>4} {_f(q['latency_steps'], 'd'):>4} {q['tokens']:>4} "
                          f"{_f(q['ttft_ms'], '.0f'):>8} {q['stop'] or '-':<6} {text[:60]!s}")
     return "\n".join(lines)
+
+
+def sweep(args) -> int:
+    """Run the workload at every rate of --rates with the same workload options a `run` takes."""
+    try:
+        rates = check_rates([float(r) for r in args.rates.split(",")])
+    except ValueError:
+        raise WorkloadError("rates", f"--rates takes numbers such as 1,2,4,8, got {args.rates!r}") from None
+    obj = read_json(args.workload)
+    if not isinstance(obj, dict):
+        raise WorkloadError("workload", "must be a JSON object")
+    options = workload_options(args)
+    engine = make_engine(args, parse_workload(at_rate(obj, rates[0], args.burstiness), CLI_LIMITS, **options))
+    done: list = []
+
+    def progress(point, run):
+        done.append(point)
+        print(f"[sweep] {point['rate']:g}/s done ({len(done)}/{len(rates)})", file=sys.stderr, flush=True)
+
+    result = run_sweep(engine, obj, rates, CLI_LIMITS, burstiness=args.burstiness, slo_ttft_ms=args.slo_ttft_ms,
+                       slo_tpot_ms=args.slo_tpot_ms, on_point=progress, options=options)
+    result["simulated"] = engine.simulated
+    print(json.dumps(result, indent=1) if args.json else format_sweep(result, where(engine)))
+    return 0

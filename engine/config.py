@@ -2,6 +2,8 @@
 
 A workload's options are the defaults of its lanes; each lane (`LaneSpec`) is a name, a batching
 policy and its own `EngineConfig`, so one run can put "continuous" beside "continuous, chunks of 64".
+It does not know workloads' JSON (workload.py checks that and names the field) or which policy takes which
+option (each scheduler's `Traits` says).
 """
 from dataclasses import dataclass, fields
 

@@ -4,7 +4,8 @@
 tokens, the model's context, the KV budget); `Engine.start` builds one lane per policy, each with
 its own scheduler, runner, KV cache and clock; `Run.tick` advances every unfinished lane by one step,
 so tick k holds step k of every lane. Each record carries its lane-clock start and length, which put
-every lane on one milliseconds axis for the CLI, the metrics and the page.
+every lane on one milliseconds axis for the CLI, the metrics and the page. It does not know how a step is
+scheduled or computed (the lane's scheduler and runner do), nor sockets, pages or metrics.
 """
 from dataclasses import replace
 
@@ -14,7 +15,8 @@ from .lane import Lane
 from .model import LoadedModel
 from .policies import POLICIES
 from .request import RequestSpec, max_row_len, row_capacity
-from .runner import ModelRunner, SimRunner, sim_prompt_ids
+from .runner import ModelRunner
+from .sim import SimRunner, sim_prompt_ids
 from .step import StepRecord
 from .workload import Limits, Workload, WorkloadError
 
@@ -113,15 +115,9 @@ class Engine:
             else config.slots * row_len
         scheduler = POLICIES[spec.policy](config, list(workload.requests), eos_ids=eos_ids, pad_id=pad_id,
                                           timed=workload.timed)
-        runner = SimRunner(config.slots, row_len, fused=config.fused) if self.lm is None else \
+        runner = SimRunner(row_len, fused=config.fused) if self.lm is None else \
             ModelRunner(self.lm, config.slots, row_len, fused=config.fused, block_size=config.kv_block_size)
         return Lane(spec.name, scheduler, runner, kv_capacity)
 
 
-def run_workload(engine: Engine, workload: Workload, lanes: list[str] | None = None) -> Run:
-    run = engine.start(engine.prepare(workload), lanes)
-    run.run_to_end()
-    return run
-
-
-__all__ = ["Engine", "Run", "run_workload", "RequestSpec"]
+__all__ = ["Engine", "Run", "RequestSpec"]

@@ -6,7 +6,7 @@ of tensor operations on the model's own weights: one fused q|k|v linear, one fus
 model's rotary module, the row's K/V written straight into `SlotKVCache`, and sdpa over the rows' cached K/V
 with the query heads grouped by their K/V head, as transformers does for a one-token query.
 
-- On a CPU the linears use oneDNN-packed weights (as the runner's `packed_linears` do) and each call reads
+- On a CPU the linears use oneDNN-packed weights (as `linears.packed_linears` does) and each call reads
   exactly the columns [0, kv_len) of its rows.
 - On CUDA each batch size (1, 2, 4, 8, ... up to the slots) is captured once as a CUDA graph that reads whole
   cache rows with a mask built from the positions on the device, so a step replays one graph instead of
@@ -24,6 +24,7 @@ import torch.nn.functional as F
 
 from . import cpu_kernels
 from .kv_cache import SlotKVCache
+from .linears import additive_mask, packed_weight  # the runner's packed copies of o, down and lm_head are reused
 
 
 def unsupported(model: torch.nn.Module) -> str | None:
@@ -47,8 +48,6 @@ class FusedWeights:
     every runner of it."""
 
     def __init__(self, model: torch.nn.Module, packed: bool):
-        from .runner import packed_weight  # the runner's packed copies of o, down and lm_head are reused
-
         self.packed = packed
         self.kernel = cpu_kernels.kernel() if packed else None
 
@@ -154,7 +153,6 @@ class FastDecode:
         contiguous = slots == list(range(slots[0], slots[0] + len(slots)))
         mask = None
         if masked:
-            from .runner import additive_mask
             visible = torch.arange(kv_len, device=device) <= pos_t[:, None]      # (B, kv_len)
             mask = additive_mask(visible, self.model.dtype)[:, None, None]       # (B, 1, 1, kv_len)
         hidden = self.hidden(torch.tensor(ids, device=device), pos_t, torch.tensor(write, device=device),
@@ -180,7 +178,6 @@ class FastDecode:
 
     def graph_step(self, ids, pos, write, slots) -> torch.Tensor:
         """What a graph captures: whole cache rows read under a mask built on the device from the positions."""
-        from .runner import additive_mask
         width = self.cache.layers[0].keys.shape[2]
         visible = torch.arange(width, device=pos.device) <= pos[:, None]           # (B, L + 1); scratch never
         mask = additive_mask(visible, self.model.dtype)[:, None, None]

@@ -85,7 +85,3 @@ class SlotKVCache(Cache):
         self.read = (read_slots.to(self.device), read_pos.to(self.device))  # (T,), (T,)
         self.row_slice = None
         self.kv_len = len(read_pos)
-
-    def bytes_per_token(self) -> int:
-        layer = self.layers[0]
-        return 2 * len(self.layers) * layer.keys.shape[1] * layer.keys.shape[3] * layer.keys.element_size()

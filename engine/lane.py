@@ -11,11 +11,28 @@ free on the milliseconds clock and a lane cannot look faster because it waited.
 import bisect
 import statistics
 import time
+from dataclasses import dataclass
 
-from .runner import ForwardResult
-from .scheduler import Scheduler, SchedulerOutput
+from .batch import ForwardResult, SchedulerOutput
+from .request import Request
+from .scheduler import Scheduler
 from .speculative import cell_facts, text_upto
 from .step import Forward, SlotRecord, SlotState, StepRecord, StopReason
+
+
+@dataclass(frozen=True)
+class StepFacts:
+    """What one step did, gathered by `Lane.step` for `Lane.record` (which turns it into the step record)."""
+    out: SchedulerOutput                     # what the scheduler decided
+    result: ForwardResult                    # what the runner computed
+    written: dict[int, int | list[int]]      # slot -> the token(s) its row kept (StepUpdate.written)
+    texts: dict[int, str | None]             # slot -> the text its tokens add to the response (None: no tokenizer)
+    returned: list[Request]                  # responses given back after the step
+    kv_used: int                             # KV tokens held once the step computed, before finished requests leave
+    kv_blocks_used: int                      # ...in blocks
+    kv_blocks_cached: int                    # prefix cache blocks no running request holds
+    start_ms: float                          # the lane clock when the step started
+    ms: float                                # how long it lasted
 
 
 class Lane:
@@ -46,15 +63,15 @@ class Lane:
         t0 = time.perf_counter()
         out = self.scheduler.schedule(start)
         result = self.runner.run(out.rows) if out.rows else ForwardResult({}, 0.0, Forward.NONE)
-        self.scheduler.update_from_output(out, result.tokens)
+        update = self.scheduler.update_from_output(out, result.tokens)
         texts = {row.slot: self.runner.text_delta(row.request, text_upto(
-                     result.tokens.get(row.slot), row.request.stop is StopReason.EOS))
+                     update.written.get(row.slot), row.request.stop is StopReason.EOS))
                  for row in out.rows if row.wants_token}
         for row in out.rows:  # stop strings need the text, which only the runner's tokenizer knows
             r = row.request
             if row.wants_token and r.spec.stop and any(stop in r.text for stop in r.spec.stop):
                 self.scheduler.finish(r, StopReason.STOP)
-        kv = (self.scheduler.kv_used(), self.scheduler.blocks.num_used)  # before finished requests leave
+        kv_used, kv_blocks_used = self.scheduler.kv_used(), self.scheduler.blocks.num_used  # before any leave
         cached_blocks = self.scheduler.prefix.num_unreferenced if self.scheduler.prefix else 0
         returned = self.scheduler.release()
         if out.rows:  # the simulator's steps last what its cost model says; the model's what they measured
@@ -63,7 +80,8 @@ class Lane:
         else:
             ms = self.idle_step_ms()
         self.clock = round(start + ms, 3)
-        record = self.record(out, result, texts, returned, kv, start, ms, cached_blocks)
+        record = self.record(StepFacts(out, result, update.written, texts, returned, kv_used, kv_blocks_used,
+                                       cached_blocks, start, ms))
         self.records.append(record)
         return record
 
@@ -83,9 +101,8 @@ class Lane:
         measured one the runner's one-row decode step."""
         return round(statistics.median(self.measured) if self.measured else self.runner.reference_ms(), 3)
 
-    def record(self, out: SchedulerOutput, result: ForwardResult, texts: dict, returned: list,
-               kv: tuple[int, int], start_ms: float, ms: float, cached_blocks: int = 0) -> StepRecord:
-        s = self.scheduler
+    def record(self, facts: StepFacts) -> StepRecord:
+        s, out, result = self.scheduler, facts.out, facts.result
         hit = {r.id: r.num_from_cache for r in s.requests if r.cache_hit_step == out.step}  # prefix cache hits
         cells = [SlotRecord(SlotState.IDLE)] * len(s.slots)
         for slot, r in out.preempted.items():
@@ -95,11 +112,11 @@ class Lane:
                                        cached=hit.get(r.id, 0))
         for row in out.rows:
             r = row.request
-            facts = cell_facts(row.token_ids[1:], result.tokens.get(row.slot) if row.wants_token else None)
-            token = facts["token_id"]
+            cell = cell_facts(row.token_ids[1:], facts.written.get(row.slot) if row.wants_token else None)
+            token = cell["token_id"]
             cells[row.slot] = SlotRecord(
-                state=row.state, request=r.id, **facts,
-                token=texts.get(row.slot),
+                state=row.state, request=r.id, **cell,
+                token=facts.texts.get(row.slot),
                 stop=r.stop if row.wants_token and r.finish_step == out.step else None,
                 prefill=(r.num_prefilled, len(r.prefill_ids)) if row.state is SlotState.PREFILL else None,
                 special=token is not None and self.runner.is_special(token),
@@ -109,10 +126,10 @@ class Lane:
             waiting=tuple(r.id for r in s.waiting),
             admitted=tuple(r.id for r in out.admitted),
             finished=tuple(r.id for r in s.requests if r.finish_step == out.step),
-            returned=tuple(r.id for r in returned),
+            returned=tuple(r.id for r in facts.returned),
             preempted=tuple(r.id for r in out.preempted.values()),
-            kv_used=kv[0], kv_capacity=self.kv_capacity,
-            kv_blocks_used=kv[1], kv_blocks_total=s.blocks.num_blocks or 0, kv_blocks_cached=cached_blocks,
-            start_ms=start_ms, ms=ms, forward_ms=result.forward_ms, forward=result.forward,
-            extra={"simulated": True} if self.runner.simulated else
-            {"filler_slots": list(result.filler_slots)} if result.filler_slots else {})
+            kv_used=facts.kv_used, kv_capacity=self.kv_capacity,
+            kv_blocks_used=facts.kv_blocks_used, kv_blocks_total=s.blocks.num_blocks or 0,
+            kv_blocks_cached=facts.kv_blocks_cached,
+            start_ms=facts.start_ms, ms=facts.ms, forward_ms=result.forward_ms, forward=result.forward,
+            simulated=self.runner.simulated, filler_slots=result.filler_slots)

@@ -2,6 +2,7 @@
 
 A `WorkloadError` carries the dotted path of the bad field (`requests[2].max_new_tokens`,
 `lanes[1].chunk_size`, `generate.rate`), which the page uses to put the message next to that field.
+It does not know what a workload holds (workload.py) or anything the tokenizer counts (engine.Engine.prepare).
 """
 from dataclasses import dataclass
 

@@ -17,7 +17,8 @@ from .config import EngineConfig
 from .lane import Lane
 from .policies import ContinuousScheduler
 from .request import Request, RequestSpec
-from .runner import ModelRunner, SimRunner
+from .runner import ModelRunner
+from .sim import SimRunner
 from .step import StepRecord
 
 Listener = Callable[[Request, StepRecord], None]  # called on the stepping thread after each step it took part in
@@ -32,7 +33,7 @@ class LiveLane:
         config = EngineConfig(slots=slots)
         scheduler = ContinuousScheduler(config, [], eos_ids=frozenset() if lm is None else lm.eos_ids,
                                         pad_id=0 if lm is None else lm.pad_id, timed=True)
-        runner = SimRunner(slots, self.row_len) if lm is None else ModelRunner(lm, slots, self.row_len)
+        runner = SimRunner(self.row_len) if lm is None else ModelRunner(lm, slots, self.row_len)
         self.lane = Lane("live", scheduler, runner, kv_capacity=slots * self.row_len)
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()   # ("add", spec, listener) | ("cancel", request id)
         self.listeners: dict[str, Listener] = {}

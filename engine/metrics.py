@@ -61,7 +61,7 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
     steps = len(recs)
     starts, ends = lane_times(recs)
     end = [0.0] + ends  # end[s]: the lane clock when step s ended (end[0]: the lane's start)
-    simulated = bool(recs and recs[0].get("extra", {}).get("simulated"))
+    simulated = bool(recs and recs[0].get("simulated", recs[0].get("extra", {}).get("simulated")))
     per = {}
     for spec in workload.requests:
         if spec.arrival_ms is not None:  # arrived at a time: in the first step that starts at or after it

@@ -8,10 +8,13 @@ given back; everything else is the shared `Scheduler`.
               has waited `max_wait` steps (`max_wait_ms` with arrivals in ms), with whoever is there.
 - continuous: every step finished requests leave and waiting requests take the free slots; under
               a KV budget the lowest-precedence running request is preempted and recomputed later.
+
+They never see a tensor and never build a row themselves (the shared `Scheduler` does, on the step's `StepPlan`).
 """
 from .admission import ORDERS
 from .block_manager import blocks_for
 from .request import Request, RequestStatus, max_row_len
+from .batch import StepPlan
 from .scheduler import Scheduler, Traits
 
 
@@ -47,14 +50,14 @@ class StaticScheduler(Scheduler):
     def can_admit(self) -> bool:
         return not self.group and bool(self.candidates())
 
-    def admit(self) -> list[Request]:
+    def admit(self, plan: StepPlan) -> list[Request]:
         if self.group:
             return []
         group = self.candidates() if self.waiting else None
         if not group:
             return []
         for slot, r in enumerate(group):
-            self.place(r, slot)
+            self.place(plan, r, slot)
         self.group = group
         return group
 
@@ -133,16 +136,16 @@ class ContinuousScheduler(Scheduler):
         r.start_prefill()  # recompute prompt + tokens written so far when it runs again
         self.waiting.insert(0, r)
 
-    def admit(self) -> list[Request]:
+    def admit(self, plan: StepPlan) -> list[Request]:
         admitted = []
         for r in self.queue():
-            free = [s for s in self.free_slots() if s not in self.out.preempted]
-            if not free or (self.token_budget is not None and self.token_budget <= 0):
+            free = [s for s in self.free_slots() if s not in plan.out.preempted]
+            if not free or (plan.token_budget is not None and plan.token_budget <= 0):
                 break
-            n = self.prefill_room(r)
+            n = self.prefill_room(r, plan)
             if n == 0 or not self.leaves_headroom(r, n):
                 break  # head of line: wait for KV blocks rather than let a later request overtake
-            self.place(r, free[0])
+            self.place(plan, r, free[0])
             admitted.append(r)
         return admitted
 

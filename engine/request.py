@@ -85,10 +85,6 @@ class Request:
     def is_finished(self) -> bool:
         return self.status in (RequestStatus.FINISHED, RequestStatus.RETURNED)
 
-    @property
-    def max_len(self) -> int:
-        return max_row_len(self.spec)
-
     def start_prefill(self) -> None:
         """(Re)start from an empty row: the prompt plus anything written before a preemption."""
         self.prefill_ids = list(self.spec.prompt_ids) + self.output_ids

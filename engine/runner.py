@@ -1,4 +1,4 @@
-"""Runners compute the rows a scheduler decided on and return one greedy token per row that wants one.
+"""The model runner computes the rows a scheduler decided on and returns one token per row that wants one.
 
 `ModelRunner` runs a real model over a per-slot KV cache: each row feeds its tokens at its own cache
 positions, left-padded to the longest row of the call with explicit `position_ids`, and the logit
@@ -7,97 +7,33 @@ column 0 and write to the scratch column, so they can neither produce NaN nor to
 its calls compute the model's linear layers with oneDNN-packed copies of their weights (`packed_linears`).
 A decode call (one token a row) goes through `fast_decode.FastDecode` where the model allows (CUDA graphs on a GPU,
 the compiled few-row linear on a CPU), every other call through transformers' forward.
-`SimRunner` needs no model: every token is a placeholder and every step costs what a simple cost model says.
-Runners know rows and slots, never policies.
+The packing lives in `linears.py`, sampling in `sampling.py`; `sim.SimRunner` is the same interface without a
+model. Runners know rows and slots, never policies.
 """
 import contextlib
-import functools
-import math
 import time
 import weakref
-from dataclasses import dataclass
 
 import torch
 
+from .batch import ForwardResult, Row, call_kind
 from .block_store import BlockStore
 from .cpu_kernels import MAX_ROWS
 from .fast_decode import FastDecode, unsupported
 from .kv_cache import SlotKVCache
+from .linears import additive_mask, can_pack, packed_linears, padded_rows
 from .model import LoadedModel
 from .request import Request
-from .scheduler import Row
+from .sampling import sample
 from .speculative import accept
 from .step import Forward, SlotState
-
-
-@dataclass
-class ForwardResult:
-    tokens: dict[int, int | list[int] | None]  # slot -> sampled token id (a speculative row: the tokens it writes)
-    forward_ms: float              # time inside forward calls (synchronized on CUDA)
-    forward: Forward               # which calls: NONE, PREFILL, DECODE, SPLIT (two calls) or FUSED (one call, both kinds)
-    filler_slots: tuple[int, ...] = ()  # idle slots computed as throwaway rows to speed a decode call up
-
-
-def call_kind(calls: int, prefills: bool) -> Forward:
-    """What an unfused step's calls were: a prefill call and a decode call, or one of either kind."""
-    return Forward.SPLIT if calls == 2 else Forward.PREFILL if prefills else Forward.DECODE
 
 
 # A filler row costs about as much as gathering this many K/V tokens (rows x length) of the real rows
 # (measured here: filling 1 gap among 6 rows lost 10% at 100 tokens a row and won 5% at 400).
 FILLER_KV_TOKENS = 1000
 
-
-def additive_mask(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """0 where a key is visible to a query, -inf where not: built once per call (sdpa would convert a bool
-    mask in every layer)."""
-    return torch.zeros(visible.shape, dtype=dtype, device=visible.device).masked_fill_(~visible, -math.inf)
-
-
-def padded_rows(n: int) -> int:
-    """Rows worth computing for `n` rows: on CPU a 2-row decode step costs more than a 4-row one (measured
-    here, packed linears: 1-4 rows 64, 74, 63, 62 ms; then ~3.5 ms a row, 8 rows 78, 16 rows 102)."""
-    return 4 if n == 2 else n
-
-
 _REFERENCE_MS: "weakref.WeakKeyDictionary[torch.nn.Module, dict[str, float]]" = weakref.WeakKeyDictionary()
-_PACKED: dict[int, tuple[weakref.ref, int, torch.Tensor]] = {}  # id(weight) -> (its ref, its version, packed)
-
-
-def packed_weight(weight: torch.Tensor) -> torch.Tensor:
-    """A oneDNN-packed copy of a linear layer's weight, made once and kept while the weight lives unchanged."""
-    ref, version, packed = _PACKED.get(id(weight), (None, None, None))
-    if ref is None or ref() is not weight or version != weight._version:
-        packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach())
-        _PACKED[id(weight)] = (weakref.ref(weight, lambda _, key=id(weight): _PACKED.pop(key, None)),
-                               weight._version, packed)
-    return packed
-
-
-def packed_linear(module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    return torch.ops.mkldnn._linear_pointwise(x, packed_weight(module.weight), module.bias, "none", [], "")
-
-
-def can_pack(model: torch.nn.Module, device: torch.device) -> bool:
-    """Whether `packed_linears` applies: float32 on a CPU with oneDNN (the case measured; CUDA has no such gap)."""
-    return device.type == "cpu" and torch.backends.mkldnn.is_available() and model.dtype == torch.float32
-
-
-@contextlib.contextmanager
-def packed_linears(model: torch.nn.Module):
-    """While inside, every nn.Linear of `model` computes with its oneDNN-packed weight. On CPU, MKL's sgemm
-    behind F.linear reads the weights slowly for a few rows: all of SmolLM2's decoder linears took
-    67-80 ms for 2-16 rows (measured here, weights streamed from memory), the packed ones 37-41 ms; the
-    49152 x 576 lm_head 26-58 ms for 2-8 rows, packed 7-12 ms. The packed copies cost memory once
-    (as much as the weights); the model itself is left as it was, for generate() and everyone else."""
-    linears = [m for m in model.modules() if type(m) is torch.nn.Linear and "forward" not in m.__dict__]  # not hooked
-    for m in linears:
-        m.forward = functools.partial(packed_linear, m)
-    try:
-        yield
-    finally:
-        for m in linears:
-            del m.forward
 
 
 class ModelRunner:
@@ -294,79 +230,3 @@ class ModelRunner:
             return ""
         delta, request.text = full[len(request.text):], full
         return delta
-
-
-def sample(logits: torch.Tensor, request: Request, device: torch.device) -> int:
-    """A token drawn from softmax(logits / temperature), cut to the top_p nucleus, with the request's own
-    generator (seeded by its `seed`, else at random): a seeded request draws the same tokens whatever else
-    shares its batch, since nothing else touches its generator."""
-    spec = request.spec
-    if request.rng is None:
-        request.rng = torch.Generator(device=device)
-        if spec.seed is None:
-            request.rng.seed()
-        else:
-            request.rng.manual_seed(spec.seed)
-    probs = torch.softmax(logits.float() / spec.temperature, dim=-1)  # (V,)
-    probs, order = probs.sort(descending=True)
-    if spec.top_p < 1.0:
-        keep = probs.cumsum(-1) - probs < spec.top_p  # tokens before the nucleus is full, and the one that fills it
-        probs = probs * keep
-    return int(order[torch.multinomial(probs, 1, generator=request.rng)])
-
-
-SIM_TOKEN = -1  # the simulator's placeholder token id
-# The simulator's cost model, a rough straight line through this CPU's measured steps (float32, 2 cores): every
-# forward call reads all the weights (~60 ms), and each token position it computes adds ~1.5 ms (a prefill
-# of 400 tokens ~0.66 s; a decode call of 16 rows ~85 ms). Rows of a call are padded to its longest.
-SIM_CALL_MS = 60.0
-SIM_TOKEN_MS = 1.5
-
-
-def sim_call_ms(rows: list[Row]) -> float:
-    return SIM_CALL_MS + SIM_TOKEN_MS * len(rows) * max(len(r.token_ids) for r in rows)
-
-
-class SimRunner:
-    """The step-clock simulator: the same schedulers, no model. Every token is the placeholder id -1 and every
-    step lasts what the cost model above says (a split step is two calls, a fused one a single call)."""
-    simulated = True
-
-    def __init__(self, slots: int, row_len: int, fused: bool = False):
-        self.row_len = row_len
-        self.fused = fused
-
-    def run(self, rows: list[Row]) -> ForwardResult:
-        assert all(r.start + len(r.token_ids) <= self.row_len for r in rows), "row longer than the KV row"
-        prefills = [r for r in rows if r.state is SlotState.PREFILL]
-        decodes = [r for r in rows if r.state is not SlotState.PREFILL]
-        if self.fused and prefills and decodes:  # one packed call: no padding between rows
-            ms, kind = SIM_CALL_MS + SIM_TOKEN_MS * sum(len(r.token_ids) for r in rows), Forward.FUSED
-        else:
-            calls = [c for c in (prefills, decodes) if c]
-            ms = sum(sim_call_ms(c) for c in calls)
-            kind = call_kind(len(calls), bool(prefills))
-        return ForwardResult({r.slot: SIM_TOKEN for r in rows if r.wants_token}, ms, kind)
-
-    def reference_ms(self) -> float:
-        return SIM_CALL_MS + SIM_TOKEN_MS
-
-    def is_special(self, token_id: int) -> bool:
-        return False
-
-    def text_delta(self, request: Request, upto: int | None = None) -> str | None:
-        return None
-
-
-def estimate_prompt_tokens(prompt: str) -> int:
-    """The simulator's stand-in for a tokenizer: about 4 bytes per token plus a chat template's ~30."""
-    return 30 + len(prompt.encode()) // 4
-
-
-def sim_prompt_ids(prompt: str) -> list[int]:
-    """The simulator's placeholder prompt ids, `estimate_prompt_tokens` of them: the template's 30 the same for
-    every prompt, then one id per 4 bytes of the prompt, so prompts that share a beginning share a prefix
-    (what the prefix cache looks for)."""
-    data = prompt.encode()
-    return list(range(1, 31)) + [1 + int.from_bytes(data[i:i + 4], "little") % 49151
-                                 for i in range(0, len(data) - 3, 4)]

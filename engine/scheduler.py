@@ -4,40 +4,18 @@
 accounting, building the rows of a step, and folding the sampled tokens back into the requests.
 A policy (`policies.py`) only says who is admitted, who is evicted and when a slot is given back.
 The scheduler never sees a tensor: the runner computes, `lane.Lane` ties the two together.
+`schedule()` builds each step on a `batch.StepPlan` it passes to every helper (and to the policy's `admit`), so
+the scheduler keeps no per-step state; `update_from_output` returns what it kept (`batch.StepUpdate`).
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from .batch import Row, SchedulerOutput, StepPlan, StepUpdate
 from .block_manager import BlockManager
 from .config import EngineConfig
 from .prefix_cache import PrefixCache
 from .request import Request, RequestSpec, RequestStatus
 from .speculative import proposals_for
 from .step import SlotState, StopReason
-
-
-@dataclass
-class Row:
-    """One batch row of a step: what the runner must compute for one slot."""
-    slot: int
-    request: Request
-    state: SlotState           # PREFILL, DECODE or PADDING
-    token_ids: list[int]       # tokens fed this step
-    start: int                 # cache position of token_ids[0]; the row's KV length before the step
-    wants_token: bool          # sample a token from the last position (False for a partial prefill chunk)
-    load: tuple[tuple[int, int], ...] = ()  # prefix cache hit: (cached block id, first position) to copy into
-                                            # the slot's row before the forward
-    save: tuple[tuple[int, int], ...] = ()  # (block id, first position) of new full prompt blocks to keep in the
-                                            # prefix cache after the forward
-    proposed: int = 0          # a speculative decode row: its last `proposed` tokens are guesses to verify
-
-
-@dataclass
-class SchedulerOutput:
-    step: int                                                # 1-based step this output is for
-    rows: list[Row]                                          # computed rows, in slot order
-    stalled: list[Request] = field(default_factory=list)     # hold a slot, got no tokens this step
-    admitted: list[Request] = field(default_factory=list)    # took a slot this step
-    preempted: dict[int, Request] = field(default_factory=dict)  # slot -> request evicted this step
 
 
 @dataclass(frozen=True)
@@ -93,8 +71,9 @@ class Scheduler:
         self.now: float = 0     # when the current step starts: lane-clock ms if timed, else its 0-based index
 
     # -- the policy's part ---------------------------------------------------------------------------
-    def admit(self) -> list[Request]:
-        """Place waiting requests into free slots with `place` (which starts their prefill); return them."""
+    def admit(self, plan: StepPlan) -> list[Request]:
+        """Place waiting requests into free slots of `plan`'s step with `place` (which starts their prefill); return
+        them."""
         raise NotImplementedError
 
     def make_room(self) -> dict[int, Request]:
@@ -141,26 +120,26 @@ class Scheduler:
         # 2) evictions, if the running decodes cannot all get their KV blocks (continuous lane only)
         preempted = self.make_room()
         # 3) rows of the running requests: decodes and padding first (one token each), then prefills
-        self.out = SchedulerOutput(self.step, [], preempted=preempted)
-        self.token_budget = self.config.max_batch_tokens if self.chunking else None
+        plan = StepPlan(SchedulerOutput(self.step, [], preempted=preempted),
+                        token_budget=self.config.max_batch_tokens if self.chunking else None)
         running = [r for r in self.slots if r is not None]
         decoding = [r for r in running if not r.is_finished and not r.is_prefilling]
         for r in running:
             if r.is_finished:
-                self.add_row(r, SlotState.PADDING, [self.pad_id], wants_token=False)
+                self.add_row(plan, r, SlotState.PADDING, [self.pad_id], wants_token=False)
             elif not r.is_prefilling:
                 decoding.pop(0)  # r: the others still to come follow it
-                guesses = self.proposals(r, decoding)
-                self.add_row(r, SlotState.DECODE, [r.output_ids[-1]] + guesses, wants_token=True, proposed=len(guesses))
+                guesses = self.proposals(plan, r, decoding)
+                self.add_row(plan, r, SlotState.DECODE, [r.output_ids[-1]] + guesses, wants_token=True, proposed=len(guesses))
         for r in sorted((r for r in running if r.is_prefilling and not r.is_finished),
                         key=lambda r: (r.admitted_step, r.order)):
-            self.add_prefill(r)
+            self.add_prefill(plan, r)
         # 4) admissions: the policy places waiting requests, each placed request prefills at once
-        self.out.admitted = self.admit()
-        self.out.rows.sort(key=lambda row: row.slot)
-        return self.out
+        plan.out.admitted = self.admit(plan)
+        plan.out.rows.sort(key=lambda row: row.slot)
+        return plan.out
 
-    def add_row(self, request: Request, state: SlotState, token_ids: list[int], wants_token: bool,
+    def add_row(self, plan: StepPlan, request: Request, state: SlotState, token_ids: list[int], wants_token: bool,
                 proposed: int = 0) -> None:
         start = request.num_cached
         self.blocks.grow(request, start + len(token_ids))
@@ -168,27 +147,24 @@ class Scheduler:
         if self.prefix and state is SlotState.PREFILL:
             load, request.cache_load = tuple(request.cache_load), []
             save = tuple(self.prefix.add_computed(request, request.num_prefilled + len(token_ids)))
-        self.out.rows.append(Row(request.slot, request, state, token_ids, start, wants_token, load, save,
-                                 proposed))
-        if self.token_budget is not None:
-            self.token_budget -= len(token_ids)
+        plan.add(Row(request.slot, request, state, token_ids, start, wants_token, load, save, proposed))
 
-    def proposals(self, request: Request, others: list[Request]) -> list[int]:
+    def proposals(self, plan: StepPlan, request: Request, others: list[Request]) -> list[int]:
         """Tokens to verify after `request`'s last one (speculative lanes; `others`: decoders still to come)."""
         if self.config.speculative is None:
             return []
-        return proposals_for(request, self.config.speculative, self.blocks, others, self.token_budget)
+        return proposals_for(request, self.config.speculative, self.blocks, others, plan.token_budget)
 
-    def add_prefill(self, request: Request) -> None:
+    def add_prefill(self, plan: StepPlan, request: Request) -> None:
         if self.prefix and request.num_cached == 0 and request.id not in self.prefix.held:
             self.reuse_prefix(request)
-        n = self.prefill_room(request)
+        n = self.prefill_room(request, plan)
         if n == 0:
-            self.out.stalled.append(request)
+            plan.out.stalled.append(request)
             return
         chunk = request.prefill_ids[request.num_prefilled:request.num_prefilled + n]
         done = request.num_prefilled + n == len(request.prefill_ids)
-        self.add_row(request, SlotState.PREFILL, chunk, wants_token=done)
+        self.add_row(plan, request, SlotState.PREFILL, chunk, wants_token=done)
 
     def reuse_prefix(self, request: Request) -> None:
         """A request (re)starting its prefill takes its longest cached prefix: those tokens count as prefilled,
@@ -201,14 +177,15 @@ class Scheduler:
         if blocks:
             request.num_from_cache, request.cache_hit_step = len(blocks) * size, self.step
 
-    def prefill_room(self, request: Request) -> int:
-        """Prompt tokens `request` may prefill now (0: none), within the chunk size, token and KV budgets."""
+    def prefill_room(self, request: Request, plan: StepPlan) -> int:
+        """Prompt tokens `request` may prefill in `plan`'s step (0: none), within the chunk size, token and KV
+        budgets."""
         n = len(request.prefill_ids) - request.num_prefilled
         if self.chunked:
             if self.config.chunk_size is not None:
                 n = min(n, self.config.chunk_size)
-            if self.token_budget is not None:
-                n = min(n, self.token_budget)
+            if plan.token_budget is not None:
+                n = min(n, plan.token_budget)
         free = self.blocks.num_free
         if free is not None:
             room = (self.blocks.held.get(request.id, 0) + free) * self.blocks.block_size - request.num_cached
@@ -221,10 +198,10 @@ class Scheduler:
         """Whether prompts may be prefilled over several steps (chunk size or token budget set)."""
         return self.chunking and (self.config.chunk_size is not None or self.config.max_batch_tokens is not None)
 
-    def update_from_output(self, out: SchedulerOutput, tokens: dict[int, int | list[int] | None]) -> list[Request]:
-        """Fold the runner's tokens (slot -> token id, or a verified row's list of ids) into the requests; return
-        the finished. A list stops at EOS or max_new_tokens, where it is cut (in `tokens` too)."""
-        finished = []
+    def update_from_output(self, out: SchedulerOutput, tokens: dict[int, int | list[int] | None]) -> StepUpdate:
+        """Fold the runner's tokens (slot -> token id, or a verified row's list of ids) into the requests, leaving
+        `tokens` as it is; return the finished and what each row wrote (a list stops at EOS or max_new_tokens)."""
+        finished, kept = [], {}
         for row in out.rows:
             r = row.request
             if not row.proposed:
@@ -242,8 +219,8 @@ class Scheduler:
                     r.stop = StopReason.EOS
                 if r.stop is not None:
                     break
+            kept[row.slot] = written[:n] if row.proposed else tokens[row.slot]
             if row.proposed:  # the K/V of the last token and of the proposals kept count: one per token written
-                tokens[row.slot] = written[:n]
                 r.num_cached += n
             if r.first_token_step is None:
                 r.first_token_step = self.step
@@ -253,7 +230,7 @@ class Scheduler:
                 finished.append(r)
         if self.prefix:
             self.prefix.commit()
-        return finished
+        return StepUpdate(finished, kept)
 
     # -- requests that come while the lane runs (the live lane) ----------------------------------------
     def add(self, spec: RequestSpec) -> Request:
@@ -287,14 +264,14 @@ class Scheduler:
         self.requests = [r for r in self.requests if r.status is not RequestStatus.RETURNED]
 
     # -- helpers for policies -----------------------------------------------------------------------
-    def place(self, request: Request, slot: int) -> None:
+    def place(self, plan: StepPlan, request: Request, slot: int) -> None:
         assert self.slots[slot] is None
         self.waiting.remove(request)
         self.slots[slot] = request
         request.slot = slot
         request.status = RequestStatus.RUNNING
         request.admitted_step = self.step
-        self.add_prefill(request)
+        self.add_prefill(plan, request)
 
     def give_back(self, request: Request) -> None:
         """Free `request`'s slot and KV blocks and return its response to the client."""

@@ -4,7 +4,7 @@ Every number and every pixel Batch Lanes shows is computed from these records: t
 the metrics, the canvas, the exports. A record is immutable and JSON-ready; this module knows
 nothing about models, schedulers or sockets.
 """
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from enum import Enum
 
 
@@ -89,14 +89,14 @@ class StepRecord:
                                         # on the simulator, its cost model
     forward_ms: float = 0.0             # of which inside the model's forward calls
     forward: Forward = Forward.NONE     # which forward calls the step made (prefill, decode, split, fused, none)
-    extra: dict = field(default_factory=dict)  # runner facts: simulated=True; filler_slots (idle slots the
-                                               # runner computed as throwaway rows, a CPU speed trick)
+    simulated: bool = False             # the simulator's step: no model ran, `ms` is its cost model's
+    filler_slots: tuple[int, ...] = ()  # idle slots the runner computed as throwaway rows (a CPU speed trick)
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["slots"] = [s.to_dict() for s in self.slots]
         d["forward"] = Forward(self.forward).value
-        for key in ("waiting", "admitted", "finished", "returned", "preempted"):
+        for key in ("waiting", "admitted", "finished", "returned", "preempted", "filler_slots"):
             d[key] = list(d[key])
         d["start_ms"] = round(self.start_ms, 3)
         d["ms"] = round(self.ms, 3)

@@ -2,15 +2,14 @@
 and report what `vllm bench serve` reports, under the same names, for each (rate, lane).
 
     python -m engine sweep WORKLOAD.json --rates 1,2,4,8 [--lanes ...] [--slo-ttft-ms N] [--slo-tpot-ms N] [--json]
+    (its command line is cli.py's, with the same lane flags as `run`)
 
 A workload with a `generate` section is generated again at each rate (same seed, so the same prompts
 and lengths); any other workload keeps its requests and draws their arrivals at each rate (Poisson, or
 Gamma with `--burstiness`). Every point is an ordinary run, so its lanes can be opened and replayed.
-Numbers come from `metrics.lane_metrics`, i.e. from the step records.
+Numbers come from `metrics.lane_metrics`, i.e. from the step records. It knows nothing of flags or sockets:
+cli.py parses a sweep's command line (and prints `format_sweep`), app/ streams one.
 """
-import argparse
-import json
-import sys
 from typing import Callable, Iterator
 
 from .arrivals import retime
@@ -66,10 +65,12 @@ def serving_metrics(m: dict, slo_ttft_ms: float | None = None, slo_tpot_ms: floa
 
 
 def prepare_sweep(engine, obj: dict, rates: list[float], limits: Limits, lanes=None,
-                  burstiness: float | None = None) -> list[tuple[float, object]]:
-    """(rate, prepared workload) for every rate: every limit is checked before anything runs."""
+                  burstiness: float | None = None, options: dict | None = None) -> list[tuple[float, object]]:
+    """(rate, prepared workload) for every rate: every limit is checked before anything runs. `options` are
+    `parse_workload` overrides (slots, lanes, engine options), as a run takes them."""
     from .workload import parse_workload
-    return [(r, engine.prepare(parse_workload(at_rate(obj, r, burstiness), limits, lanes=lanes))) for r in rates]
+    overrides = {**(options or {}), **({"lanes": lanes} if lanes is not None else {})}
+    return [(r, engine.prepare(parse_workload(at_rate(obj, r, burstiness), limits, **overrides))) for r in rates]
 
 
 def iter_sweep(engine, prepared: list[tuple[float, object]], slo_ttft_ms: float | None = None,
@@ -88,9 +89,10 @@ def iter_sweep(engine, prepared: list[tuple[float, object]], slo_ttft_ms: float 
 
 def run_sweep(engine, obj: dict, rates: list[float], limits: Limits, lanes=None, burstiness: float | None = None,
               slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None,
-              on_point: Callable[[dict, object], None] | None = None) -> dict:
-    """Run `obj` at every rate on its lanes (or `lanes`); `on_point(point, run)` after each rate's run."""
-    prepared = prepare_sweep(engine, obj, rates, limits, lanes, burstiness)
+              on_point: Callable[[dict, object], None] | None = None, options: dict | None = None) -> dict:
+    """Run `obj` at every rate on its lanes (or `lanes`) with the `parse_workload` overrides `options`;
+    `on_point(point, run)` after each rate's run."""
+    prepared = prepare_sweep(engine, obj, rates, limits, lanes, burstiness, options)
     points = []
     for _, run, point in iter_sweep(engine, prepared, slo_ttft_ms, slo_tpot_ms):
         if point is not None:
@@ -108,18 +110,6 @@ def crossing_rate(result: dict, lane: str, key: str = "p95_ttft_ms", threshold: 
         if value is not None and value > threshold:
             return point["rate"]
     return None
-
-
-def add_sweep_parser(sub) -> None:
-    from .cli import add_engine_options
-    p = sub.add_parser("sweep", help="re-run a mix at several request rates on every lane (vllm bench serve's numbers)")
-    p.add_argument("workload", help="workload JSON file: a `generate` section, or requests to re-time at each rate")
-    p.add_argument("--rates", required=True, help="comma-separated requests per second, e.g. 1,2,4,8")
-    p.add_argument("--burstiness", type=float, help="Gamma shape of the arrivals: 1 = Poisson (default), < 1 burstier")
-    p.add_argument("--slo-ttft-ms", type=float, help="goodput: a request is good if its TTFT is at most this")
-    p.add_argument("--slo-tpot-ms", type=float, help="goodput: ... and its TPOT at most this")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    add_engine_options(p)
 
 
 def format_sweep(result: dict, where: str) -> str:
@@ -145,36 +135,3 @@ def format_sweep(result: dict, where: str) -> str:
     lines += ["", "p95 TTFT above 2 s from: " + ", ".join(
         f"{lane} {'-' if r is None else f'{r:g}/s'}" for lane, r in crossings.items())]
     return "\n".join(lines)
-
-
-def sweep_main(args: argparse.Namespace) -> int:
-    from .cli import make_engine, parse_lanes_arg, where
-    from .limits import CLI_LIMITS
-    from .workload import read_json
-    try:
-        rates = check_rates([float(r) for r in args.rates.split(",")])
-    except ValueError:
-        raise WorkloadError("rates", f"--rates takes numbers such as 1,2,4,8, got {args.rates!r}") from None
-    obj = read_json(args.workload)
-    if not isinstance(obj, dict):
-        raise WorkloadError("workload", "must be a JSON object")
-    options = {k: v for k, v in dict(slots=args.slots, max_wait_ms=args.max_wait_ms, scheduling_policy=args.scheduling_policy,
-                                     chunk_size=args.chunk_size, max_batch_tokens=args.max_batch_tokens,
-                                     kv_budget=args.kv_budget, kv_block_size=args.kv_block_size,
-                                     fused=args.fused).items() if v is not None}
-    from .workload import parse_workload
-    lanes = parse_lanes_arg(args.lanes)
-    engine = make_engine(args, parse_workload(at_rate({**obj, **options}, rates[0]), CLI_LIMITS, lanes=lanes))
-    total = len(rates)
-
-    def progress(point, run):
-        print(f"[sweep] {point['rate']:g}/s done ({len(done) + 1}/{total})", file=sys.stderr, flush=True)
-        done.append(point)
-
-    done: list = []
-    result = run_sweep(engine, {**obj, **options}, rates, CLI_LIMITS, lanes=lanes,
-                       burstiness=args.burstiness, slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms,
-                       on_point=progress)
-    result["simulated"] = engine.simulated
-    print(json.dumps(result, indent=1) if args.json else format_sweep(result, where(engine)))
-    return 0

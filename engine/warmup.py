@@ -13,8 +13,9 @@ from typing import Callable
 
 from . import cpu_kernels
 from .engine import Engine
+from .linears import can_pack
 from .model import LoadedModel
-from .runner import can_pack
+from .step import SlotState
 from .workload import Limits, parse_workload
 
 # Why this shape of warm-up, measured here (float32 SmolLM2-135M, 2 shared cores; demos/mixed.json on static +
@@ -67,11 +68,11 @@ def warm_up(lm: LoadedModel, max_slots: int,
         step += 1
     prefill_rows, decode_rows = [], []
     for record in run.records()["continuous"]:
-        states = [cell.state.value for cell in record.slots]
-        if "prefill" in states:
-            prefill_rows.append(states.count("prefill"))
-        if "decode" in states:
-            decode_rows.append(states.count("decode"))
+        states = [cell.state for cell in record.slots]
+        if SlotState.PREFILL in states:
+            prefill_rows.append(states.count(SlotState.PREFILL))
+        if SlotState.DECODE in states:
+            decode_rows.append(states.count(SlotState.DECODE))
     seconds = time.perf_counter() - t0
     report(1.0, f"warmed up in {seconds:.1f} s")
     return {"prefill_rows": prefill_rows, "decode_rows": decode_rows, "steps": step, "seconds": seconds}

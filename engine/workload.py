@@ -9,7 +9,8 @@
 A lane is a bare policy name or a named configuration: a policy and its own options. Arrivals count
 either steps (`arrival`) or milliseconds on each lane's clock (`arrival_ms`), one or the other in a
 workload. Every check names the field and the limit (`limits.Limits`); what needs the tokenizer
-(prompt tokens, KV fit) is checked in `Engine.prepare`, against the same limits.
+(prompt tokens, KV fit) is checked in `Engine.prepare`, against the same limits. It does not know the
+tokenizer, the model or how a lane runs; no torch.
 """
 import json
 from dataclasses import dataclass, fields, replace

@@ -40,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_common, bench_features (also when imported by path)
 
-# First: bench_common imports the engine, which sets OMP_WAIT_POLICY=PASSIVE before torch loads OpenMP (with
+# First: bench_common sets OMP_WAIT_POLICY=PASSIVE (engine.threads) before torch loads OpenMP (with
 # spinning waiters a decode step on this 2-core machine ran ~50x slower whenever another process was busy).
 # Set OMP_WAIT_POLICY=ACTIVE to measure the default.
 from bench_common import (CHAT_PROMPTS, ROOT, Records, log, median, outputs, prepare,  # noqa: E402
@@ -54,6 +54,7 @@ from bench_sweep import load_sweep  # noqa: E402
 from bench_warmup import first_vs_second_run  # noqa: E402
 from engine import Engine  # noqa: E402
 from engine.metrics import run_metrics  # noqa: E402
+from engine.step import Forward  # noqa: E402
 from engine.workload import CLI_LIMITS  # noqa: E402
 SIZES = {  # what each section runs; --quick shrinks everything to a smoke test
     "full": dict(repeats=3, batches=(1, 4, 8, 16), static_new_tokens=24,
@@ -105,7 +106,7 @@ def static_vs_generate(lm, size: dict, records: Records) -> dict:
             timed_run(engine, wl, ["static"])
         res = side_by_side(lambda: timed(generate), static, size["repeats"])
         run = res["outputs"][-1][1]
-        decode_ms = [r.ms for r in run.lanes["static"].records if r.forward == "decode"]
+        decode_ms = [r.ms for r in run.lanes["static"].records if r.forward is Forward.DECODE]
         tokens = batch * n
         rows[str(batch)] = {
             "generate_tokens_per_s": tokens / median(res["their_s"]), "static_tokens_per_s": tokens / median(res["our_s"]),

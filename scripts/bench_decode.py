@@ -9,7 +9,7 @@ import torch
 
 from engine.request import Request, RequestSpec
 from engine.runner import ModelRunner
-from engine.scheduler import Row
+from engine.batch import Row
 from engine.step import SlotState
 
 

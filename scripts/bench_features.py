@@ -7,6 +7,7 @@ from dataclasses import replace
 from bench_common import CHAT_PROMPTS, ROOT, Records, median, outputs, prepare, timed_run
 from engine import Engine
 from engine.metrics import run_metrics
+from engine.step import Forward, SlotState
 from engine.workload import CLI_LIMITS
 
 
@@ -14,7 +15,7 @@ from engine.workload import CLI_LIMITS
 def joiner_step(run, joiner: str):
     """The record of the step in which `joiner` prefilled (its first prefill step)."""
     return next(r for r in run.lanes["continuous"].records
-                if any(c.request == joiner and c.state.value == "prefill" for c in r.slots))
+                if any(c.request == joiner and c.state is SlotState.PREFILL for c in r.slots))
 
 
 def split_vs_fused(lm, size: dict, records: Records) -> dict:
@@ -39,7 +40,7 @@ def split_vs_fused(lm, size: dict, records: Records) -> dict:
             for fused, wl in variants.items():
                 run, _ = timed_run(engine, wl, ["continuous"])
                 rec = joiner_step(run, "J")
-                assert rec.forward == ("fused" if fused else "split"), rec.forward
+                assert rec.forward is (Forward.FUSED if fused else Forward.SPLIT), rec.forward
                 outs[fused] = outputs(run, "continuous")
                 if rep:
                     ms[fused].append(rec.ms)
@@ -85,8 +86,8 @@ def chunked_prefill(lm, size: dict, records: Records) -> dict:
         per = []
         for run in key_runs:
             recs = run.lanes["continuous"].records
-            prefill = [r for r in recs if any(c.request == long_id and c.state.value == "prefill" for c in r.slots)]
-            decode_only = [r.ms for r in recs if r.forward == "decode" and r.step < prefill[0].step]
+            prefill = [r for r in recs if any(c.request == long_id and c.state is SlotState.PREFILL for c in r.slots)]
+            decode_only = [r.ms for r in recs if r.forward is Forward.DECODE and r.step < prefill[0].step]
             m = run_metrics(run.records(), run.workload)["continuous"]
             tpots = [m["requests"][d]["tpot_ms"] for d in decoders if m["requests"][d]["tpot_ms"] is not None]
             per.append({"prefill_steps": len(prefill), "max_prefill_step_ms": max(r.ms for r in prefill),

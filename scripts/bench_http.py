@@ -37,9 +37,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from serve_bench import PROMPTS, get_json, log, make_client, run_rate, server  # noqa: E402  (puts the repo on sys.path)
-from engine import Engine, parse_workload  # noqa: E402  (sets OMP_WAIT_POLICY before torch loads)
+from engine.threads import configure  # noqa: E402
+configure()  # OMP_WAIT_POLICY=PASSIVE before torch loads
+from engine import Engine, parse_workload  # noqa: E402
 from engine.limits import CLI_LIMITS  # noqa: E402
 from engine.metrics import lane_metrics  # noqa: E402
+from engine.step import Forward  # noqa: E402
 
 
 def step_summary(records: list[dict]) -> dict:
@@ -48,7 +51,7 @@ def step_summary(records: list[dict]) -> dict:
     kinds: dict[str, int] = {}
     for r in records:
         kinds[r["forward"]] = kinds.get(r["forward"], 0) + 1
-    decode = [r["ms"] for r in records if r["forward"] == "decode"]
+    decode = [r["ms"] for r in records if r["forward"] == Forward.DECODE]
     return {"steps": len(records), "kinds": kinds, "step_ms_sum": sum(r["ms"] for r in records),
             "forward_ms_sum": sum(r["forward_ms"] for r in records),
             "median_decode_step_ms": statistics.median(decode) if decode else None,

@@ -18,7 +18,6 @@ short keeps what came before; a section that raises records its error and the ne
 """
 import argparse
 import json
-import os
 import platform
 import sys
 import time
@@ -29,6 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "tests")]
 
+from engine.threads import configure  # noqa: E402
+configure()  # OMP_WAIT_POLICY=PASSIVE before torch loads
 import torch  # noqa: E402
 
 from engine import Engine, parse_workload  # noqa: E402
@@ -84,7 +85,7 @@ def tiny_graphs(device: str) -> dict:
     from engine.model import LoadedModel
     from engine.request import Request, RequestSpec
     from engine.runner import ModelRunner
-    from engine.scheduler import Row
+    from engine.batch import Row
     from engine.step import SlotState
 
     torch.manual_seed(0)
@@ -206,5 +207,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     sys.exit(0 if main() else 2)

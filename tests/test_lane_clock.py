@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine import Engine, lane_metrics, parse_workload
-from engine.runner import SIM_CALL_MS, SIM_TOKEN_MS
+from engine.sim import SIM_CALL_MS, SIM_TOKEN_MS
 from engine.step import SlotState
 from tests.conftest import solo_generate
 

@@ -215,12 +215,14 @@ LOOP = [1, 2, 3, 4, 5, 1, 2, 3, 4, 5]  # after a written 1, lookup proposes 2 3 
 
 def test_a_decode_row_feeds_the_last_token_and_the_proposals_and_holds_their_kv_blocks():
     s = scheduler(None, spec_of("A", LOOP, 20))
-    row = prefilled(s, {0: 1}).rows[0]
+    out = prefilled(s, {0: 1})
+    row = out.rows[0]
     assert (row.token_ids, row.start, row.proposed) == ([1, 2, 3, 4, 5], 10, 4)
     assert s.blocks.held["A"] == 4  # 15 positions in blocks of 4: grown before the step by k + 1
-    s.update_from_output(s.out, tokens := {0: [2, 3, 7]})  # two proposals kept, then the model's own token
+    update = s.update_from_output(out, tokens := {0: [2, 3, 7]})  # two proposals kept, then the model's own token
     r = s.requests[0]
-    assert (r.output_ids, r.num_cached, tokens[0]) == ([1, 2, 3, 7], 13, [2, 3, 7])
+    assert (r.output_ids, r.num_cached, update.written[0]) == ([1, 2, 3, 7], 13, [2, 3, 7])
+    assert tokens == {0: [2, 3, 7]}  # the runner's tokens are left as they were
 
 
 def test_proposals_stop_at_max_new_tokens_and_at_the_kv_blocks_the_others_need():
@@ -240,12 +242,14 @@ def test_proposals_stop_at_max_new_tokens_and_at_the_kv_blocks_the_others_need()
 
 def test_an_eos_or_max_new_tokens_inside_the_kept_tokens_cuts_them_there():
     s = scheduler(None, spec_of("A", LOOP, 20, ignore_eos=False))
-    prefilled(s, {0: 1})
-    s.update_from_output(s.out, tokens := {0: [2, 99, 4, 5, 1]})
+    out = prefilled(s, {0: 1})
+    update = s.update_from_output(out, tokens := {0: [2, 99, 4, 5, 1]})
     r = s.requests[0]
-    assert (r.output_ids, r.stop.value, r.num_cached, tokens[0]) == ([1, 2, 99], "eos", 12, [2, 99])
+    assert (r.output_ids, r.stop.value, r.num_cached, update.written[0]) == ([1, 2, 99], "eos", 12, [2, 99])
+    assert tokens == {0: [2, 99, 4, 5, 1]} and update.finished == [r]  # cut in what it returns, not in its input
     # max_new_tokens: 3 more tokens may be written, so 2 proposals; all kept, the bonus token is the last one
     s = scheduler(None, spec_of("A", LOOP, 4))
-    assert prefilled(s, {0: 1}).rows[0].proposed == 2
-    s.update_from_output(s.out, tokens := {0: [2, 3, 4]})
-    assert (s.requests[0].output_ids, s.requests[0].stop.value, tokens[0]) == ([1, 2, 3, 4], "length", [2, 3, 4])
+    out = prefilled(s, {0: 1})
+    assert out.rows[0].proposed == 2
+    update = s.update_from_output(out, {0: [2, 3, 4]})
+    assert (s.requests[0].output_ids, s.requests[0].stop.value, update.written[0]) == ([1, 2, 3, 4], "length", [2, 3, 4])

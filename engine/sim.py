@@ -1,0 +1,69 @@
+"""The step-clock simulator: the same schedulers and lanes, no model, step times from a cost model.
+
+`SimRunner` stands in for `runner.ModelRunner`: every token it writes is a placeholder and every step lasts what
+`sim_call_ms` says. `sim_prompt_ids` and `estimate_prompt_tokens` stand in for the tokenizer. No torch, so a web
+process can estimate prompt tokens with it.
+
+What it does not know: real tokens or text (`text_delta` is None), real time (the lane clock adds up the cost
+model), policies (it computes the rows it is given).
+"""
+from .batch import ForwardResult, Row, call_kind
+from .request import Request
+from .step import Forward, SlotState
+
+
+SIM_TOKEN = -1  # the simulator's placeholder token id
+# The simulator's cost model, a rough straight line through this CPU's measured steps (float32, 2 cores): every
+# forward call reads all the weights (~60 ms), and each token position it computes adds ~1.5 ms (a prefill
+# of 400 tokens ~0.66 s; a decode call of 16 rows ~85 ms). Rows of a call are padded to its longest.
+SIM_CALL_MS = 60.0
+SIM_TOKEN_MS = 1.5
+
+
+def sim_call_ms(rows: list[Row]) -> float:
+    return SIM_CALL_MS + SIM_TOKEN_MS * len(rows) * max(len(r.token_ids) for r in rows)
+
+
+class SimRunner:
+    """The step-clock simulator: the same schedulers, no model. Every token is the placeholder id -1 and every
+    step lasts what the cost model above says (a split step is two calls, a fused one a single call)."""
+    simulated = True
+
+    def __init__(self, row_len: int, fused: bool = False):
+        self.row_len = row_len
+        self.fused = fused
+
+    def run(self, rows: list[Row]) -> ForwardResult:
+        assert all(r.start + len(r.token_ids) <= self.row_len for r in rows), "row longer than the KV row"
+        prefills = [r for r in rows if r.state is SlotState.PREFILL]
+        decodes = [r for r in rows if r.state is not SlotState.PREFILL]
+        if self.fused and prefills and decodes:  # one packed call: no padding between rows
+            ms, kind = SIM_CALL_MS + SIM_TOKEN_MS * sum(len(r.token_ids) for r in rows), Forward.FUSED
+        else:
+            calls = [c for c in (prefills, decodes) if c]
+            ms = sum(sim_call_ms(c) for c in calls)
+            kind = call_kind(len(calls), bool(prefills))
+        return ForwardResult({r.slot: SIM_TOKEN for r in rows if r.wants_token}, ms, kind)
+
+    def reference_ms(self) -> float:
+        return SIM_CALL_MS + SIM_TOKEN_MS
+
+    def is_special(self, token_id: int) -> bool:
+        return False
+
+    def text_delta(self, request: Request, upto: int | None = None) -> str | None:
+        return None
+
+
+def estimate_prompt_tokens(prompt: str) -> int:
+    """The simulator's stand-in for a tokenizer: about 4 bytes per token plus a chat template's ~30."""
+    return 30 + len(prompt.encode()) // 4
+
+
+def sim_prompt_ids(prompt: str) -> list[int]:
+    """The simulator's placeholder prompt ids, `estimate_prompt_tokens` of them: the template's 30 the same for
+    every prompt, then one id per 4 bytes of the prompt, so prompts that share a beginning share a prefix
+    (what the prefix cache looks for)."""
+    data = prompt.encode()
+    return list(range(1, 31)) + [1 + int.from_bytes(data[i:i + 4], "little") % 49151
+                                 for i in range(0, len(data) - 3, 4)]
