@@ -107,6 +107,10 @@ export const ADMISSION_ORDERS = frozen([
   {"name": "priority", "label": "priority", "description": "Higher priority first (arrival order within a priority); under memory pressure the lowest priority is preempted first."},
   {"name": "sjf", "label": "shortest job first", "description": "Fewest max_new_tokens first (arrival order on ties): short requests stop waiting behind long ones, which lowers the mean latency, and the longest request waits longest."},
 ]);
+export const DEFAULT_LANES = frozen([
+  "static",
+  "continuous",
+]);
 export const SlotState = frozen({
   "PREFILL": "prefill",
   "DECODE": "decode",

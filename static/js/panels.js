@@ -8,7 +8,7 @@ import { el } from "./dom.js";
 import { cellText, columnsOf } from "./columns.js";
 import { writtenText } from "./metrics.js";
 import { termNode } from "./tips.js";
-import { StopReason } from "./vocab.js";
+import { Forward, StopReason } from "./vocab.js";
 import { chipText } from "./words.js";
 
 const dash = "\u2013";
@@ -154,7 +154,7 @@ function cellLines(lane, step, what, view, workload) {
   if (cell && cell.stop) lines.push(stopLine(cell, spec));
   const start = lane.timeline.starts[step - 1];
   lines.push(`step ran ${seconds(start)} \u2192 ${seconds(lane.timeline.ends[step - 1])}: ${rec.ms.toFixed(1)} ms`);
-  if (rec.forward === "none") lines.push("computed nothing: the lane waited (a median step's time)");
+  if (rec.forward === Forward.NONE) lines.push("computed nothing: the lane waited (a median step's time)");
   else lines.push(`forward ${rec.forward_ms.toFixed(1)} ms (${rec.forward})`);
   return lines;
 }
