@@ -2,10 +2,9 @@
  * The editor's lanes: up to `max_lanes` rows, each a lane configuration — a name, a batching policy
  * and the options that policy allows (slots, KV budget, prompt lookup k for any lane; the options its traits name:
  * max wait for dynamic; scheduling policy, chunk size, max batch tokens, prefix cache for continuous). An empty
- * option inherits the workload's default. A
- * row reads back as a bare policy name when it is a plain lane, else `{name, policy, ...options}`,
- * the shape the server's `lanes` takes; its fields are named `lanes[i].chunk_size` like the server's
- * errors. Knows nothing of requests or the socket.
+ * option inherits the workload's default. A row reads back as a bare policy name when it is a plain lane, else
+ * `{name, policy, ...options}`, the shape the server's `lanes` takes; its fields are named `lanes[i].chunk_size`
+ * like the server's errors. Knows nothing of requests or the socket.
  */
 import { DEFAULT_LANES } from "./catalog.js";
 import { el } from "./dom.js";
