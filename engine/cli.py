@@ -188,16 +188,14 @@ def where(engine: Engine) -> str:
 def format_tables(workload, metrics: dict, engine: Engine) -> str:
     lines = [f"{workload.name}: {len(workload.requests)} requests, {workload.config.slots} slots, arrivals in "
              f"{'ms' if workload.timed else 'steps'} - {where(engine)}", ""]
+    from .metric_table import METRICS, TABLES, cli_heading, format_value  # the columns: the metric table's "cli"
+    columns = [(c.metrics[0], c.fmt or METRICS[c.metrics[0]].fmt, max(c.width, len(cli_heading(c))), cli_heading(c))
+               for c in TABLES["cli"]]
     width = max(11, *(len(name) for name in metrics))
-    head = f"{'lane':<{width}} {'steps':>5} {'tokens':>6} {'tok/step':>8} {'slot use':>8} {'TTFT st':>8} " \
-           f"{'lat st':>7} {'pad':>4} {'evict':>5} {'wall s':>7} {'tok/s':>7} {'TTFT ms':>8} {'TPOT ms':>8}"
+    head = " ".join([f"{'lane':<{width}}", *(f"{heading:>{w}}" for _, _, w, heading in columns)])
     lines += [head, "-" * len(head)]
     for name, m in metrics.items():
-        lines.append(f"{name:<{width}} {m['steps']:>5} {m['tokens']:>6} {m['tokens_per_step']:>8.2f} "
-                     f"{m['slot_use']:>8.0%} {_f(m['mean_ttft_steps'], '.3f'):>8} "
-                     f"{_f(m['mean_latency_steps'], '.2f'):>7} {m['padding_slot_steps']:>4} {m['preemptions']:>5} "
-                     f"{_f(m['wall_s'], '.2f'):>7} {_f(m['tokens_per_s'], '.1f'):>7} "
-                     f"{_f(m['mean_ttft_ms'], '.0f'):>8} {_f(m['mean_tpot_ms'], '.0f'):>8}")
+        lines.append(" ".join([f"{name:<{width}}", *(f"{format_value(m.get(key), fmt):>{w}}" for key, fmt, w, _ in columns)]))
     for name, m in metrics.items():
         lines += ["", f"{name}: per request",
                   f"  {'id':<8} {'arr':>4} {'arr ms':>8} {'first':>5} {'fin':>4} {'ret':>4} {'TTFT':>4} {'lat':>4} "

@@ -4,12 +4,18 @@ table, the sweeps and the benchmark all call `lane_metrics`, so no number can di
 Times are on the lane's clock: each record's `start_ms` and `ms` (a gap between two steps is time the
 lane waited for arrivals). A request arrives at its `arrival_ms`, or, when arrivals count steps, at the
 start of step `arrival` + 1; its TTFT and latency count from there to the end of the step that wrote its
-first token, or returned it. static/js/metrics.js computes the same numbers the same way.
+first token, or returned it; its queue time to the start of the step that first admitted it.
+static/js/metrics.js computes the same numbers the same way; tests/golden holds both to the same answers.
+
+`METRICS` (engine/metric_table.py) is the one definition of every number `lane_metrics` returns: its label,
+unit, which way is better, format and glossary term; `TABLES` there says where each shows. The page reads them
+from static/js/catalog.js (`python -m engine.catalog`).
 """
 import bisect
 from statistics import fmean
 
-from .step import StepRecord
+from .metric_table import METRICS, TABLES, Column, Metric, format_value  # noqa: F401 (re-exported)
+from .step import SlotState, StepRecord
 from .workload import Workload
 
 
@@ -45,14 +51,19 @@ def prompt_tokens(recs: list[dict]) -> tuple[int, int]:
     progress, computed, cached = {}, 0, 0
     for r in recs:
         for cell in r["slots"]:
-            if cell["state"] == "preempted":
+            if cell["state"] == SlotState.PREEMPTED:
                 progress[cell["request"]] = 0
-            elif cell["state"] == "prefill" and cell.get("prefill"):
+            elif cell["state"] == SlotState.PREFILL and cell.get("prefill"):
                 hit = cell.get("cached", 0)
                 computed += cell["prefill"][0] - progress.get(cell["request"], 0) - hit
                 cached += hit
                 progress[cell["request"]] = cell["prefill"][0]
     return computed, cached
+
+
+def is_simulated(record: dict) -> bool:
+    """A record's simulated flag: a top-level field, or (runs stored before it was one) in its `extra`."""
+    return bool(record.get("simulated", record.get("extra", {}).get("simulated")))
 
 
 def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> dict:
@@ -61,7 +72,7 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
     steps = len(recs)
     starts, ends = lane_times(recs)
     end = [0.0] + ends  # end[s]: the lane clock when step s ended (end[0]: the lane's start)
-    simulated = bool(recs and recs[0].get("simulated", recs[0].get("extra", {}).get("simulated")))
+    simulated = bool(recs) and is_simulated(recs[0])
     per = {}
     for spec in workload.requests:
         if spec.arrival_ms is not None:  # arrived at a time: in the first step that starts at or after it
@@ -70,13 +81,16 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
             arrival = spec.arrival
             arrival_ms = starts[arrival] if arrival < steps else end[-1]
         per[spec.id] = {"arrival": arrival, "arrival_ms": arrival_ms, "first_token_step": None, "finish_step": None,
-                        "return_step": None, "token_ids": [], "token_steps": [], "text": "", "stop": None,
-                        "preemptions": 0}
-    counts = {"prefill": 0, "decode": 0, "padding": 0, "idle": 0, "preempted": 0}
+                        "return_step": None, "admit_step": None, "token_ids": [], "token_steps": [], "text": "",
+                        "stop": None, "preemptions": 0}
+    counts = {state: 0 for state in SlotState}  # a str Enum: a cell's "prefill" counts under SlotState.PREFILL
     written_cells = decode_tokens = proposed = accepted = 0
     for r in recs:
+        for rid in r.get("admitted", ()):
+            if per[rid]["admit_step"] is None:  # its first admission: a preempted request's later ones are not queueing
+                per[rid]["admit_step"] = r["step"]
         for cell in r["slots"]:
-            counts[cell["state"]] += 1
+            counts[SlotState(cell["state"])] += 1
             if cell["token_id"] is None:
                 continue
             q = per[cell["request"]]
@@ -110,6 +124,7 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
         q["ttft_ms"] = end[first] - q["arrival_ms"] if done else None
         q["latency_ms"] = end[ret] - q["arrival_ms"] if done else None
         q["tpot_ms"] = (end[fin] - end[first]) / (q["tokens"] - 1) if done and q["tokens"] > 1 else None
+        q["queue_ms"] = None if q["admit_step"] is None else starts[q["admit_step"] - 1] - q["arrival_ms"]
         if done:
             itl += [end[b] - end[a] for a, b in zip(q["token_steps"], q["token_steps"][1:])]
     tokens = sum(q["tokens"] for q in per.values())
@@ -124,10 +139,10 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
         "tokens": tokens,
         "tokens_per_step": tokens / steps if steps else 0.0,
         "slot_use": written_cells / (slots * steps) if steps else 0.0,
-        "padding_slot_steps": counts["padding"],
-        "idle_slot_steps": counts["idle"],
-        "prefill_slot_steps": counts["prefill"],
-        "preemptions": counts["preempted"],
+        "padding_slot_steps": counts[SlotState.PADDING],
+        "idle_slot_steps": counts[SlotState.IDLE],
+        "prefill_slot_steps": counts[SlotState.PREFILL],
+        "preemptions": counts[SlotState.PREEMPTED],
         "mean_ttft_steps": _mean(stat("ttft_steps")),
         "mean_latency_steps": _mean(stat("latency_steps")),
         "p50_latency_steps": percentile(stat("latency_steps"), 50),
@@ -136,10 +151,10 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
         "tokens_per_s": tokens / wall_s if wall_s > 0 else None,
         "requests_per_s": returned / wall_s if wall_s > 0 else None,
         "spec_acceptance_rate": accepted / proposed if proposed else None,  # proposals kept / proposals verified
-        "tokens_per_decode_cell": decode_tokens / counts["decode"] if counts["decode"] else None,
+        "tokens_per_decode_cell": decode_tokens / counts[SlotState.DECODE] if counts[SlotState.DECODE] else None,
     }
     for key, values in (("ttft", stat("ttft_ms")), ("tpot", stat("tpot_ms")), ("itl", itl),
-                        ("latency", stat("latency_ms"))):
+                        ("latency", stat("latency_ms")), ("queue", stat("queue_ms"))):
         out[f"mean_{key}_ms"] = _mean(values)
         for q in (50, 95, 99):
             out[f"p{q}_{key}_ms"] = percentile(values, q)
@@ -154,7 +169,7 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
 
 REQUEST_FIELDS = ("arrival", "arrival_ms", "first_token_step", "finish_step", "return_step", "ttft_steps",
                   "latency_steps", "tokens", "token_ids", "text", "stop", "preemptions", "ttft_ms", "tpot_ms",
-                  "latency_ms")
+                  "latency_ms", "admit_step", "queue_ms")
 
 
 def run_metrics(records: dict[str, list], workload: Workload) -> dict[str, dict]:

@@ -114,23 +114,16 @@ def crossing_rate(result: dict, lane: str, key: str = "p95_ttft_ms", threshold: 
 
 def format_sweep(result: dict, where: str) -> str:
     lines = [f"sweep - {where}", ""]
+    from .metric_table import SERVING, TABLES, cli_heading, format_value  # the columns: the metric table's "sweep"
+    columns = [(c.metrics[0], c.fmt or SERVING[c.metrics[0]].fmt, max(c.width, len(cli_heading(c))), cli_heading(c))
+               for c in TABLES["sweep"]]
     width = max(11, *(len(n) for n in result["lanes"]))
-    head = (f"{'rate/s':>7} {'drawn':>6} {'lane':<{width}} {'done':>4} {'req/s':>6} {'tok/s':>7} {'good/s':>6} "
-            f"{'TTFT p50':>8} {'p95':>7} {'p99':>7} {'TPOT p50':>8} {'p95':>6} {'ITL p50':>7} {'p99':>6} "
-            f"{'E2E p50':>7} {'p95':>7} {'p99':>7}")
+    head = " ".join([f"{'rate/s':>7} {'drawn':>6} {'lane':<{width}}", *(f"{h:>{w}}" for _, _, w, h in columns)])
     lines += [head, "-" * len(head)]
-
-    def f(v, fmt=".0f"):
-        return "-" if v is None else format(v, fmt)
-
     for point in result["points"]:
         for lane, s in point["lanes"].items():
-            lines.append(f"{point['rate']:>7g} {f(point['offered_rate'], '.2f'):>6} {lane:<{width}} {s['completed']:>4} {f(s['request_throughput'], '.2f'):>6} "
-                         f"{f(s['output_throughput'], '.1f'):>7} {f(s['request_goodput'], '.2f'):>6} "
-                         f"{f(s['median_ttft_ms']):>8} {f(s['p95_ttft_ms']):>7} {f(s['p99_ttft_ms']):>7} "
-                         f"{f(s['median_tpot_ms']):>8} {f(s['p95_tpot_ms']):>6} {f(s['median_itl_ms']):>7} "
-                         f"{f(s['p99_itl_ms']):>6} {f(s['median_e2el_ms']):>7} {f(s['p95_e2el_ms']):>7} "
-                         f"{f(s['p99_e2el_ms']):>7}")
+            lines.append(" ".join([f"{point['rate']:>7g} {format_value(point['offered_rate'], '.2f'):>6} {lane:<{width}}",
+                                   *(f"{format_value(s[key], fmt):>{w}}" for key, fmt, w, _ in columns)]))
     crossings = {lane: crossing_rate(result, lane) for lane in result["lanes"]}
     lines += ["", "p95 TTFT above 2 s from: " + ", ".join(
         f"{lane} {'-' if r is None else f'{r:g}/s'}" for lane, r in crossings.items())]

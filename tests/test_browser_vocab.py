@@ -4,7 +4,8 @@ static/js/sweep-state.js). No browser needed."""
 import re
 from pathlib import Path
 
-from engine.config import LANES, POLICIES
+from engine.admission import ORDERS
+from engine.policies import POLICIES
 from engine.step import SlotState, StopReason
 
 JS = Path(__file__).resolve().parent.parent / "static" / "js"
@@ -23,9 +24,9 @@ def test_slot_states_and_stop_reasons_match_the_engine_enums():
     assert frozen("StopReason") == {s.name: s.value for s in StopReason}
 
 
-def test_lanes_and_policies_match_the_engine_config():
-    assert set(frozen("Lane").values()) == set(LANES)
-    assert set(frozen("Policy").values()) == set(POLICIES)
+def test_lanes_and_policies_match_the_engine_registries():
+    assert set(frozen("Lane").values()) == set(POLICIES)
+    assert set(frozen("Policy").values()) == set(ORDERS)
 
 
 def test_socket_event_names_are_the_readme_protocol():

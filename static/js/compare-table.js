@@ -5,31 +5,21 @@
  * laneMetrics of the stored step records; each cell keeps the exact value in data-value. Text only
  * through textContent (dom.js's el).
  */
+import { columnsOf, formatValue } from "./columns.js";
 import { el } from "./dom.js";
 
 const DASH = "\u2013";
 const MINUS = "\u2212";
-const fixed = (digits) => (v) => v.toFixed(digits);
-const whole = (v) => String(Math.round(v));
-const exact = (v) => String(Number(v.toFixed(3)));  // 2.375 stays 2.375, 2.0 is 2
 
-/** [metric key, heading, format, which way is better ("lower" | "higher" | null)]. */
-export const COLUMNS = Object.freeze([
-  ["steps", "steps", whole, "lower"],
-  ["tokens", "tokens", whole, null],
-  ["tokens_per_step", "tokens / step", fixed(2), "higher"],
-  ["slot_use", "slot use", (v) => `${Math.round(v * 100)}%`, "higher"],
-  ["mean_ttft_steps", "mean TTFT steps", exact, "lower"],
-  ["mean_ttft_ms", "mean TTFT ms", whole, "lower"],
-  ["p95_ttft_ms", "p95 TTFT ms", whole, "lower"],
-  ["mean_tpot_ms", "mean TPOT ms", whole, "lower"],
-  ["mean_latency_ms", "mean latency ms", whole, "lower"],
-  ["wall_s", "wall time s", fixed(2), "lower"],
-  ["tokens_per_s", "tokens/s", fixed(1), "higher"],
-  ["requests_per_s", "requests/s", fixed(2), "higher"],
-  ["padding_slot_steps", "padding cells", whole, "lower"],
-  ["preemptions", "preempted", whole, "lower"],
-]);
+/**
+ * [metric key, heading, format, which way is better ("lower" | "higher" | null)]: the metric table's "compare"
+ * table (catalog.js), in its order.
+ */
+export const COLUMNS = Object.freeze(columnsOf("compare").map((c) => {
+  const fmt = c.fmtOf(c.key);
+  return Object.freeze([c.key, c.label, (v) => formatValue(v, fmt), c.better, fmt]);
+}));
+const isShare = (fmt) => fmt.endsWith("%");  // a share (slot use): its differences are in points, never relative
 
 const isNumber = (v) => typeof v === "number" && Number.isFinite(v);
 
@@ -38,17 +28,17 @@ export function differences(a, b) {
   return Object.fromEntries(COLUMNS.map(([key]) => [key, isNumber(a[key]) && isNumber(b[key]) ? b[key] - a[key] : null]));
 }
 
-/** "+3", "−0.17 (−13%)", "+33 pts" (slot use), "0": a difference in the column's own format. */
-function diffText(key, format, d, base) {
+/** "+3", "−0.17 (−13%)", "+33 pts" (a share: slot use), "0": a difference in the column's own format. */
+function diffText(fmt, format, d, base) {
   if (Math.abs(d) <= 1e-9 * Math.max(1, Math.abs(base))) return "0";
   const sign = d > 0 ? "+" : MINUS;
-  if (key === "slot_use") return `${sign}${Math.round(Math.abs(d) * 100)} pts`;
+  if (isShare(fmt)) return `${sign}${Math.round(Math.abs(d) * 100)} pts`;
   return `${sign}${format(Math.abs(d))}`;
 }
 
-/** "(−13%)" of A's value; "" when A is 0 or the difference is. */
-function relText(key, d, base) {
-  if (key === "slot_use" || base === 0 || Math.abs(d) <= 1e-9 * Math.max(1, Math.abs(base))) return "";
+/** "(−13%)" of A's value; "" when A is 0 or the difference is (or is in points). */
+function relText(fmt, d, base) {
+  if (isShare(fmt) || base === 0 || Math.abs(d) <= 1e-9 * Math.max(1, Math.abs(base))) return "";
   return `${d > 0 ? "+" : MINUS}${Math.round((Math.abs(d) / Math.abs(base)) * 100)}%`;
 }
 
@@ -61,12 +51,12 @@ function valueCell(key, format, v) {
   return el("td", { text: isNumber(v) ? format(v) : DASH, dataset: { metric: key, value: isNumber(v) ? String(v) : "" } });
 }
 
-function diffCell(key, format, better, d, base) {
+function diffCell(key, format, better, fmt, d, base) {
   if (d === null) return el("td", { text: DASH, dataset: { metric: key, value: "" } });
   const judged = verdict(better, d, base);
-  const rel = relText(key, d, base);
+  const rel = relText(fmt, d, base);
   return el("td", { className: judged, title: judged ? `B is ${judged} (${better} is better)` : "",
-    dataset: { metric: key, value: String(d) } }, [el("span", { className: "abs", text: diffText(key, format, d, base) }),
+    dataset: { metric: key, value: String(d) } }, [el("span", { className: "abs", text: diffText(fmt, format, d, base) }),
     ...(rel ? [el("span", { className: "rel", text: rel })] : [])]);
 }
 
@@ -91,7 +81,7 @@ export function renderCompareTable(table, lanes, metrics) {
       const [a, b] = sides.map((side) => metrics[side][name]);
       const d = differences(a, b);
       rows.push(row("diff", name, "B \u2212 A",
-        COLUMNS.map(([key, , format, better]) => diffCell(key, format, better, d[key], a[key])), "diff",
+        COLUMNS.map(([key, , format, better, fmt]) => diffCell(key, format, better, fmt, d[key], a[key])), "diff",
         `B \u2212 A, ${name} lane`));
     }
     return el("tbody", { dataset: { lane: name } }, rows);

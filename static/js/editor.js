@@ -11,7 +11,8 @@ import { createArrivalPanel } from "./arrivalpanel.js";
 import { el } from "./dom.js";
 import { checkInt, checkNumber, errorSlot, field, hasField, numberInput, select, showFieldErrors, textInput } from "./fields.js";
 import { createLaneList } from "./laneeditor.js";
-import { Policy, StopReason } from "./vocab.js";
+import { DEFAULT_ORDER, ORDERS, isOrder } from "./policies.js";
+import { StopReason } from "./vocab.js";
 
 const DEFAULT_LIMITS = { max_requests: 32, max_slots: 16, max_new_tokens: 256, max_prompt_chars: 4000, max_lanes: 4,
   max_arrival: 500, max_arrival_ms: 600000, max_id_chars: 32, max_name_chars: 80, max_description_chars: 600, max_wait: 100, max_kv_budget: 65536 };
@@ -24,7 +25,7 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
   let kept = {};
   let timed = false;  // arrivals in ms (arrival_ms) rather than steps (arrival)
   const slots = numberInput(4, 1, limits.max_slots);
-  const scheduling = select(Object.values(Policy).map((p) => [p, p]), Policy.FCFS);
+  const scheduling = select(ORDERS.map((order) => [order.name, order.name]), DEFAULT_ORDER);
   const options = Object.fromEntries(OPTIONS.map((k) => [k, numberInput("", 1, limits.max_kv_budget, "off")]));
   const maxWait = numberInput("", 0, limits.max_wait, "15");
   const rows = el("tbody");
@@ -149,7 +150,7 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
     const description = meta.description.length > most ? `${meta.description.slice(0, most - 1)}\u2026` : meta.description;
     const workload = { name: meta.name, description, ...kept };
     workload.slots = checkInt(slots.value, "slots", 1, limits.max_slots, errors);
-    if (scheduling.value !== Policy.FCFS) workload.scheduling_policy = scheduling.value;
+    if (scheduling.value !== DEFAULT_ORDER) workload.scheduling_policy = scheduling.value;
     for (const [key, input] of Object.entries(options)) {
       const n = checkInt(input.value, key, 1, limits.max_kv_budget, errors, true);
       if (n !== undefined) workload[key] = n;
@@ -177,7 +178,8 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
     meta = { name: String(workload.name || "custom"), description: String(workload.description || "") };
     kept = Object.fromEntries(KEPT.filter((k) => workload[k] !== undefined).map((k) => [k, workload[k]]));
     slots.value = String(workload.slots ?? 4);
-    scheduling.value = (workload.scheduling_policy ?? workload.policy) === Policy.PRIORITY ? Policy.PRIORITY : Policy.FCFS;
+    const order = workload.scheduling_policy ?? workload.policy;  // any order the engine knows (sjf too)
+    scheduling.value = isOrder(order) ? order : DEFAULT_ORDER;
     for (const [key, input] of Object.entries(options)) input.value = workload[key] ?? "";
     const requests = (workload.requests || []).map((q) => (q && typeof q === "object" ? q : {}));
     timed = requests.some((q) => q.arrival_ms !== undefined && q.arrival_ms !== null);

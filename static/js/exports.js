@@ -6,7 +6,7 @@
  */
 import { orderLanes } from "./laneconfig.js";
 import { METRIC_KEYS, laneTimes } from "./metrics.js";
-import { SlotState } from "./vocab.js";
+import { Forward, SlotState } from "./vocab.js";
 
 function download(filename, blob) {
   const url = URL.createObjectURL(blob);
@@ -79,7 +79,7 @@ export function chromeTrace(run) {
       const ts = starts[i] * 1000;
       const prevEnd = i ? ends[i - 1] : 0;
       if (starts[i] > prevEnd + 1e-6) wait(prevEnd, starts[i], r.step);  // the lane's clock jumped to an arrival
-      if (r.forward === "none") wait(starts[i], ends[i], r.step);         // a step that computed nothing
+      if (r.forward === Forward.NONE) wait(starts[i], ends[i], r.step);         // a step that computed nothing
       r.slots.forEach((c, s) => {
         if (c.state === SlotState.IDLE) return;
         events.push({ ph: "X", pid, tid: s + 1, ts, dur: r.ms * 1000, name: `${c.request} ${c.state}`,

@@ -4,6 +4,7 @@
  * lane's policy is, in which order the page stacks lanes (by policy, then as given) and how a lane
  * is titled ("chunked 64 — continuous, chunk 64"). Pure; knows nothing of records or the canvas.
  */
+import { traitsOf } from "./policies.js";
 import { LANE_ORDER } from "./vocab.js";
 import { count } from "./words.js";
 
@@ -40,7 +41,8 @@ export function configOf(workload, name) {
   return laneConfigs(workload).get(name) || { name, policy: name, options: {} };
 }
 
-/** Lane names in page order: by policy (static, dynamic, continuous), keeping the given order within one. */
+/** Lane names in page order: by policy in the catalog's order (static, dynamic, continuous), keeping the given
+ * order within one. */
 export function orderLanes(names, workload) {
   const configs = laneConfigs(workload);
   const rank = (name) => {
@@ -60,6 +62,6 @@ export function laneSummary(config) {
 /** A lane's title: "Static batching", "Dynamic batching — max wait 500 ms", "chunked 64 — continuous, chunk 64". */
 export function laneTitle(config) {
   const summary = laneSummary(config);
-  const head = config.name === config.policy ? `${config.policy[0].toUpperCase()}${config.policy.slice(1)} batching` : config.name;
+  const head = config.name === config.policy ? traitsOf(config.policy).label : config.name;
   return summary ? `${head} \u2014 ${summary}` : head;
 }

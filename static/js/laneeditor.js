@@ -1,19 +1,21 @@
 /**
  * The editor's lanes: up to `max_lanes` rows, each a lane configuration — a name, a batching policy
- * and the options that policy allows (slots, KV budget, prompt lookup k; max wait for dynamic; scheduling
- * policy, chunk size, max batch tokens, prefix cache for continuous). An empty option inherits the workload's default. A
- * row reads back as a bare policy name when it is a plain lane, else `{name, policy, ...options}`,
- * the shape the server's `lanes` takes; its fields are named `lanes[i].chunk_size` like the server's
- * errors. Knows nothing of requests or the socket.
+ * and the options that policy allows (slots, KV budget, prompt lookup k for any lane; the options its traits name:
+ * max wait for dynamic; scheduling policy, chunk size, max batch tokens, prefix cache for continuous). An empty
+ * option inherits the workload's default. A row reads back as a bare policy name when it is a plain lane, else
+ * `{name, policy, ...options}`, the shape the server's `lanes` takes; its fields are named `lanes[i].chunk_size`
+ * like the server's errors. Knows nothing of requests or the socket.
  */
+import { DEFAULT_LANES } from "./catalog.js";
 import { el } from "./dom.js";
 import { laneConfig } from "./laneconfig.js";
 import { checkInt, checkNumber, errorSlot, field, numberInput, select, textInput } from "./fields.js";
-import { LANE_ORDER, Lane, Policy } from "./vocab.js";
+import { OPTION_POLICIES, ORDERS, takes } from "./policies.js";
+import { LANE_ORDER } from "./vocab.js";
 
-/** Which policies may set an option (engine/config.py POLICY_OPTIONS); the rest apply to every lane. */
-const ONLY_FOR = Object.freeze({ max_wait: Lane.DYNAMIC, scheduling_policy: Lane.CONTINUOUS,
-  chunk_size: Lane.CONTINUOUS, max_batch_tokens: Lane.CONTINUOUS, prefix_cache: Lane.CONTINUOUS });
+/** Which policies may set an option (their traits' options; the max-wait field stands for max_wait and
+ * max_wait_ms); the rest apply to every lane. */
+const ONLY_FOR = Object.freeze(Object.fromEntries(Object.entries(OPTION_POLICIES).map(([k, v]) => [k, v.join(" ")])));
 const KEPT = ["kv_block_size", "fused"];  // lane options without a field here: carried through unchanged
 const SPEC_K_MAX = 16;  // engine/speculative.py's bound on k
 
@@ -31,7 +33,7 @@ export function createLaneList(container, { onChange }) {
 
   function sync(row) {  // show the options the row's policy allows
     const policy = inputs(row).policy.value;
-    row.querySelectorAll("[data-only-for]").forEach((label) => { label.hidden = label.dataset.onlyFor !== policy; });
+    row.querySelectorAll("[data-only-for]").forEach((label) => { label.hidden = !label.dataset.onlyFor.split(" ").includes(policy); });
   }
 
   function addRow(entry) {
@@ -47,7 +49,7 @@ export function createLaneList(container, { onChange }) {
       max_wait: () => field(at(waitKey()), timed ? "max wait ms" : "max wait steps",
         numberInput(o.max_wait ?? o.max_wait_ms, 0, timed ? limits.max_arrival_ms : limits.max_wait, "default", timed ? "any" : "1")),
       scheduling_policy: () => field(at("scheduling_policy"), "scheduling",
-        select([["", "default"], ...Object.values(Policy).map((p) => [p, p])], o.scheduling_policy ?? "")),
+        select([["", "default"], ...ORDERS.map((order) => [order.name, order.name])], o.scheduling_policy ?? "")),
       chunk_size: () => field(at("chunk_size"), "chunk size", numberInput(o.chunk_size, 1, limits.max_kv_budget, "off")),
       max_batch_tokens: () => field(at("max_batch_tokens"), "max batch tokens", numberInput(o.max_batch_tokens, 1, limits.max_kv_budget, "off")),
       prefix_cache: () => field(at("prefix_cache"), "prefix cache", select([["", "off"], ["on", "on"]], o.prefix_cache ? "on" : "")),
@@ -88,7 +90,7 @@ export function createLaneList(container, { onChange }) {
   function load(lanes, isTimed) {
     timed = isTimed;
     rows.replaceChildren();
-    for (const entry of lanes && lanes.length ? lanes : [Lane.STATIC, Lane.CONTINUOUS]) addRow(entry);
+    for (const entry of lanes && lanes.length ? lanes : DEFAULT_LANES) addRow(entry);
     refresh();
   }
 
@@ -106,16 +108,14 @@ export function createLaneList(container, { onChange }) {
       const add = (key, value) => { if (value !== undefined) options[key] = value; };
       add("slots", int("slots", limits.max_slots));
       add("kv_budget", int("kv_budget", limits.max_kv_budget));
-      if (policy === Lane.DYNAMIC) {
+      if (takes(policy, waitKey())) {
         add(waitKey(), timed ? checkNumber(f.max_wait.value, f.max_wait.dataset.field, 0, limits.max_arrival_ms, errors, true)
           : checkInt(f.max_wait.value, f.max_wait.dataset.field, 0, limits.max_wait, errors, true));
       }
-      if (policy === Lane.CONTINUOUS) {
-        if (f.scheduling_policy.value) options.scheduling_policy = f.scheduling_policy.value;
-        add("chunk_size", int("chunk_size", limits.max_kv_budget));
-        add("max_batch_tokens", int("max_batch_tokens", limits.max_kv_budget));
-        if (f.prefix_cache.value === "on") options.prefix_cache = true;
-      }
+      if (takes(policy, "scheduling_policy") && f.scheduling_policy.value) options.scheduling_policy = f.scheduling_policy.value;
+      if (takes(policy, "chunk_size")) add("chunk_size", int("chunk_size", limits.max_kv_budget));
+      if (takes(policy, "max_batch_tokens")) add("max_batch_tokens", int("max_batch_tokens", limits.max_kv_budget));
+      if (takes(policy, "prefix_cache") && f.prefix_cache.value === "on") options.prefix_cache = true;
       const k = checkInt(f.speculative.value, f.speculative.dataset.field, 1, SPEC_K_MAX, errors, true);
       if (k !== undefined) options.speculative = { ...(speculativeOf.get(row) || { method: "prompt_lookup" }), k };
       return name === policy && !Object.keys(options).length ? policy : { name, policy, ...options };
@@ -145,7 +145,7 @@ export function createLaneList(container, { onChange }) {
 
   addButton.addEventListener("click", () => {
     const used = new Set([...rows.children].map((row) => inputs(row).name.value.trim()));
-    const policy = LANE_ORDER.find((p) => !used.has(p)) || Lane.CONTINUOUS;
+    const policy = LANE_ORDER.find((p) => !used.has(p)) || LANE_ORDER[LANE_ORDER.length - 1];
     let name = policy;
     for (let k = 2; used.has(name); k += 1) name = `${policy} ${k}`;
     addRow(name === policy ? policy : { name, policy });

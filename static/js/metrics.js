@@ -2,9 +2,10 @@
  * Every metric the page shows, computed from the step records alone (plus each request's arrival),
  * with the same definitions and the same arithmetic order as engine/metrics.py's lane_metrics — so
  * the table cannot disagree with the canvas, and `mismatches` can check it against
- * `run_finished.metrics` number by number. Times are on the lane's clock (`start_ms`, `ms`).
+ * `run_finished.metrics` number by number; tests/js/metrics.test.mjs holds it to tests/golden's answers without a
+ * browser. Times are on the lane's clock (`start_ms`, `ms`). Which keys exist is the metric table's (catalog.js).
  */
-import { SlotState, StopReason } from "./vocab.js";
+import { METRICS, SlotState, StopReason } from "./catalog.js";
 
 /** Nearest-rank percentile (q in 0..100); null when empty. */
 export function percentile(values, q) {
@@ -78,9 +79,14 @@ function requestFacts(records, workload, starts, end) {
   const per = new Map();
   for (const spec of workload.requests) {
     per.set(String(spec.id), { id: String(spec.id), ...arrivalOf(spec, starts, end), first_token_step: null,
-      finish_step: null, return_step: null, token_ids: [], token_steps: [], text: "", stop: null, preemptions: 0 });
+      finish_step: null, return_step: null, admit_step: null, token_ids: [], token_steps: [], text: "", stop: null,
+      preemptions: 0 });
   }
   for (const r of records) {
+    for (const id of r.admitted || []) {  // its first admission: a preempted request's later ones are not queueing
+      const q = per.get(id);
+      if (q && q.admit_step === null) q.admit_step = r.step;
+    }
     for (const cell of r.slots) {
       if (cell.token_id === null || cell.token_id === undefined) continue;
       const q = per.get(cell.request);
@@ -120,13 +126,18 @@ export function promptTokens(records) {
   return { computed, cached };
 }
 
+/** A record's simulated flag: a top-level field, or (runs stored before it was one) in its `extra`. */
+export function isSimulated(record) {
+  return Boolean(record.simulated ?? (record.extra || {}).simulated);
+}
+
 /** The metrics of one lane: the same keys and values as engine/metrics.py's lane_metrics. */
 export function laneMetrics(records, workload) {
   const slots = records.length ? records[0].slots.length : workload.slots || 4;
   const steps = records.length;
   const { starts, ends } = laneTimes(records);
   const end = [0, ...ends];  // end[s]: the lane clock when step s ended (end[0]: the lane's start)
-  const simulated = Boolean(records.length && records[0].extra && records[0].extra.simulated);
+  const simulated = Boolean(records.length) && isSimulated(records[0]);
   const per = requestFacts(records, workload, starts, end);
   const counts = Object.fromEntries(Object.values(SlotState).map((s) => [s, 0]));
   let writtenCells = 0;
@@ -153,6 +164,7 @@ export function laneMetrics(records, workload) {
     q.ttft_ms = done ? end[first] - q.arrival_ms : null;
     q.latency_ms = done ? end[ret] - q.arrival_ms : null;
     q.tpot_ms = done && q.tokens > 1 ? (end[fin] - end[first]) / (q.tokens - 1) : null;
+    q.queue_ms = q.admit_step === null ? null : starts[q.admit_step - 1] - q.arrival_ms;
     if (done) for (let i = 1; i < q.token_steps.length; i += 1) itl.push(end[q.token_steps[i]] - end[q.token_steps[i - 1]]);
   }
   const all = [...per.values()];
@@ -179,7 +191,8 @@ export function laneMetrics(records, workload) {
     spec_acceptance_rate: proposed ? accepted / proposed : null,
     tokens_per_decode_cell: counts[SlotState.DECODE] ? decodeTokens / counts[SlotState.DECODE] : null,
   };
-  for (const [key, values] of [["ttft", stat("ttft_ms")], ["tpot", stat("tpot_ms")], ["itl", itl], ["latency", stat("latency_ms")]]) {
+  for (const [key, values] of [["ttft", stat("ttft_ms")], ["tpot", stat("tpot_ms")], ["itl", itl], ["latency", stat("latency_ms")],
+    ["queue", stat("queue_ms")]]) {
     out[`mean_${key}_ms`] = mean(values);
     for (const q of [50, 95, 99]) out[`p${q}_${key}_ms`] = percentile(values, q);
   }
@@ -192,14 +205,9 @@ export function laneMetrics(records, workload) {
   return out;
 }
 
-const MS_KEYS = ["ttft", "tpot", "itl", "latency"].flatMap((k) => ["mean", "p50", "p95", "p99"].map((q) => `${q}_${k}_ms`));
-
-/** Every number of a lane's metrics (not its requests): what is checked against the server and exported as CSV. */
-export const METRIC_KEYS = Object.freeze(["steps", "tokens", "tokens_per_step", "slot_use", "mean_ttft_steps",
-  "mean_latency_steps", "p50_latency_steps", "p95_latency_steps", "wall_s", "tokens_per_s", "requests_per_s",
-  ...MS_KEYS, "padding_slot_steps", "idle_slot_steps", "prefill_slot_steps", "preemptions",
-  "prompt_tokens_computed", "prompt_tokens_cached", "prefix_cache_hit_rate", "spec_acceptance_rate",
-  "tokens_per_decode_cell"]);
+/** Every number of a lane's metrics (not its requests), the metric table's order: what is checked against the
+ * server and exported as CSV. */
+export const METRIC_KEYS = Object.freeze(METRICS.map((m) => m.key));
 
 function close(a, b) {
   if (a === null || a === undefined || b === null || b === undefined) return (a ?? null) === (b ?? null);

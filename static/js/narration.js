@@ -2,10 +2,11 @@
  * One line that says what happened at the playhead, lane by lane, from the step records alone:
  * "step 3 · static: R2 and R4 finished; 2 rows kept as padding · continuous: R5 and R6 take the
  * slots R2 and R4 freed", or that a lane waits for arrivals. What a lane does depends on its
- * policy (a "chunked 64" lane is a continuous one). Pure: returns a string, which the page writes
+ * policy's traits (a "chunked 64" lane is a continuous one: it admits slot by slot). Pure: returns a string, which the page writes
  * with textContent.
  */
-import { Lane, SlotState, StopReason } from "./vocab.js";
+import { admitsGroups } from "./policies.js";
+import { Forward, SlotState, StopReason } from "./vocab.js";
 import { count as plural } from "./words.js";
 
 /** "R5", "R5 and R6", "R5, R6 and R7", or "R5, R6 … R9 (5)" for long lists. */
@@ -47,11 +48,11 @@ function laneFacts(lane, timed, reveal) {
   const r = records[step - 1];
   if (!r) return [`done after ${plural(records.length, "step", "steps")}`];
   if (lane.gap) return gapFacts(lane, reveal);
-  if (r.forward === "none") return waitFacts(lane, r, timed);
+  if (r.forward === Forward.NONE) return waitFacts(lane, r, timed);
   const prev = records[step - 2];
   const facts = [];
   if (r.preempted && r.preempted.length) facts.push(`${listIds(r.preempted)} preempted to free KV memory`);
-  const grouped = lane.policy !== Lane.CONTINUOUS;  // static and dynamic lanes admit whole groups
+  const grouped = admitsGroups(lane.policy);  // its traits: a whole group at once, held until its longest is done
   if (r.admitted.length) {
     const freed = prev ? prev.returned.filter((id) => !r.slots.some((c) => c.request === id)) : [];
     const one = r.admitted.length === 1;

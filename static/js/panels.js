@@ -5,50 +5,18 @@
  * tokenizer (`<|im_end|>`) shows as a token chip ("⟨im_end⟩", the raw text in its title), never as text.
  */
 import { el } from "./dom.js";
-import { METRIC_TERMS } from "./glossary.js";
+import { cellText, columnsOf } from "./columns.js";
 import { writtenText } from "./metrics.js";
 import { termNode } from "./tips.js";
-import { StopReason } from "./vocab.js";
+import { Forward, StopReason } from "./vocab.js";
 import { chipText } from "./words.js";
 
 const dash = "\u2013";
-const num = (v, digits) => (v === null || v === undefined ? dash : v.toFixed(digits));
 const ms = (v) => (v === null || v === undefined ? dash : `${Math.round(v)}`);
 
-/** One decimal, as the classroom table prints it, plus the exact value when rounding hides it: "2.4 (2.375)". */
-function formatMean(v) {
-  if (v === null || v === undefined) return dash;
-  const short = v.toFixed(1);
-  const exact = Number(v.toFixed(3));
-  return Math.abs(exact - Number(short)) > 1e-9 ? `${short} (${exact})` : short;
-}
-
-const METRIC_COLUMNS = [
-  ["steps", "steps", (m) => String(m.steps)],
-  ["tokens", "tokens", (m) => String(m.tokens)],
-  ["tokens_per_step", "tokens/step", (m) => m.tokens_per_step.toFixed(2)],
-  ["speculative", "lookup kept \u00b7 tok/cell", (m) => (m.spec_acceptance_rate === null || m.spec_acceptance_rate === undefined
-    ? dash : `${Math.round(m.spec_acceptance_rate * 100)}% \u00b7 ${num(m.tokens_per_decode_cell, 2)}`)],
-  ["slot_use", "slot use", (m) => `${Math.round(m.slot_use * 100)}%`],
-  ["mean_ttft_steps", "mean TTFT steps", (m) => formatMean(m.mean_ttft_steps)],
-  ["mean_ttft_ms", "mean TTFT ms", (m) => ms(m.mean_ttft_ms)],
-  ["ttft_ms_p50_p95", "TTFT ms p50 / p95", (m) => `${ms(m.p50_ttft_ms)} / ${ms(m.p95_ttft_ms)}`],
-  ["mean_tpot_ms", "mean TPOT ms", (m) => ms(m.mean_tpot_ms)],
-  ["mean_itl_ms", "mean ITL ms", (m) => ms(m.mean_itl_ms)],
-  ["latency_steps_p50_p95", "latency steps p50 / p95", (m) => `${m.p50_latency_steps ?? dash} / ${m.p95_latency_steps ?? dash}`],
-  ["wall_s", "wall time s", (m) => num(m.wall_s, 2)],
-  ["tokens_per_s", "tokens/s", (m) => num(m.tokens_per_s, 1)],
-  ["requests_per_s", "requests/s", (m) => num(m.requests_per_s, 2)],
-  ["padding_slot_steps", "padding cells", (m) => String(m.padding_slot_steps)],
-  ["preemptions", "preempted", (m) => String(m.preemptions)],
-];
-
-/** Shown only when some lane took prompt tokens from its prefix cache. */
-const PREFIX_COLUMNS = [
-  ["prompt_tokens", "prompt tokens computed / cached", (m) => `${m.prompt_tokens_computed} / ${m.prompt_tokens_cached}`],
-  ["prefix_cache_hit_rate", "prefix cache hit rate",
-    (m) => (m.prefix_cache_hit_rate === null ? dash : `${Math.round(m.prefix_cache_hit_rate * 100)}%`)],
-];
+/** The metrics table's columns, as the metric table's "page" table declares them (a `when` column shows only for
+ * a run with a speculative lane, or with a prefix cache hit: the table is full enough without them). */
+const METRIC_COLUMNS = columnsOf("page");
 
 /**
  * Fill the metrics table: one row per lane, its numbers up to the playhead. `metrics`: lane -> metrics;
@@ -59,22 +27,19 @@ const PREFIX_COLUMNS = [
  * built once per set of columns, so a focused header keeps its focus.
  */
 export function renderMetrics(table, caption, metrics, rowNote, check, at = null, hidden = {}, speculative = false) {
-  // the speculative column only for a run with a speculative lane, the prompt-token ones only for a run with a
-  // prefix cache hit (the table is full enough without them)
-  const prefix = Object.values(metrics).some((m) => m.prompt_tokens_cached > 0);
-  const columns = [...METRIC_COLUMNS.filter(([key]) => speculative || key !== "speculative"),
-    ...(prefix ? PREFIX_COLUMNS : [])];
-  const shown = columns.map(([key]) => key).join(" ");
+  const shows = { speculative, prefix_cache: Object.values(metrics).some((m) => m.prompt_tokens_cached > 0) };
+  const columns = METRIC_COLUMNS.filter((c) => !c.when || shows[c.when]);
+  const shown = columns.map((c) => c.key).join(" ");
   if (table.tHead && table.tHead.dataset.columns !== shown) table.tHead.remove();
   if (!table.tHead) {
     const head = el("thead", { dataset: { columns: shown } }, [el("tr", {}, [el("th", { text: "lane", scope: "col" }),
-      ...columns.map(([key, label]) => el("th", { scope: "col" }, [termNode(METRIC_TERMS[key], label)]))])]);
+      ...columns.map((c) => el("th", { scope: "col" }, [termNode(c.term, c.label)]))])]);
     table.insertBefore(head, table.tBodies[0] || null);
   }
   const body = el("tbody", {}, Object.entries(metrics).map(([lane, m]) => el("tr", { dataset: { lane } }, [
     el("th", { scope: "row" }, [lane, ...(rowNote[lane] ? [el("span", { className: "row-note", text: rowNote[lane] })] : [])]),
-    ...columns.map(([key, , fmt]) => el("td", { text: hidden[lane] ? "?" : fmt(m),
-      dataset: { lane, metric: key, ...(hidden[lane] ? { hidden: "true" } : {}) } }))])));
+    ...columns.map((c) => el("td", { text: hidden[lane] ? "?" : cellText(c, m),
+      dataset: { lane, metric: c.key, ...(hidden[lane] ? { hidden: "true" } : {}) } }))])));
   if (table.tBodies[0]) table.tBodies[0].replaceWith(body);
   else table.append(body);
   const source = "Computed here from the step records";
@@ -189,7 +154,7 @@ function cellLines(lane, step, what, view, workload) {
   if (cell && cell.stop) lines.push(stopLine(cell, spec));
   const start = lane.timeline.starts[step - 1];
   lines.push(`step ran ${seconds(start)} \u2192 ${seconds(lane.timeline.ends[step - 1])}: ${rec.ms.toFixed(1)} ms`);
-  if (rec.forward === "none") lines.push("computed nothing: the lane waited (a median step's time)");
+  if (rec.forward === Forward.NONE) lines.push("computed nothing: the lane waited (a median step's time)");
   else lines.push(`forward ${rec.forward_ms.toFixed(1)} ms (${rec.forward})`);
   return lines;
 }

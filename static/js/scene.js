@@ -7,8 +7,9 @@
  */
 import { configOf, laneTitle, orderLanes } from "./laneconfig.js";
 import { isTimed, laneMetrics, mismatches } from "./metrics.js";
+import { traitsOf } from "./policies.js";
 import { estimateSteps, gapAt, laneTimeline, perRecords, stepAt, stepCount } from "./timeline.js";
-import { Lane, RunStatus } from "./vocab.js";
+import { RunStatus } from "./vocab.js";
 import { count } from "./words.js";
 
 const metricsOf = perRecords(laneMetrics);
@@ -31,7 +32,7 @@ let last = { run: undefined, value: null };
 /**
  * {run, lanes: [{name, policy, config, title, records, done, timeline, kvBudget, mayPreempt}], metrics: {lane: m},
  * check: "" | "ok" | "a, b", timed, marks}; once per run object. `marks`: whether lanes show request arrivals; `kvBudget`:
- * a KV budget binds the lane; `mayPreempt`: it is also a continuous lane, the one policy that preempts.
+ * a KV budget binds the lane; `mayPreempt`: and its policy's traits say it preempts (continuous).
  */
 export function deriveRun(run) {
   if (run !== last.run) last = { run, value: derive(run) };
@@ -45,7 +46,7 @@ function derive(run) {
     const config = configOf(run.workload, name);
     const kvBudget = Boolean(config.options.kv_budget || run.workload.kv_budget);
     return { name, policy: config.policy, config, title: laneTitle(config), records, done: Boolean(run.done[name]),
-      timeline: laneTimeline(records, run.workload), kvBudget, mayPreempt: kvBudget && config.policy === Lane.CONTINUOUS };
+      timeline: laneTimeline(records, run.workload), kvBudget, mayPreempt: kvBudget && traitsOf(config.policy).preempts };
   });
   const metrics = Object.fromEntries(lanes.map((l) => [l.name, metricsOf(l.records, run.workload)]));
   let check = "";

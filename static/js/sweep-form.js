@@ -5,6 +5,7 @@
  * it can see itself; `showErrors` puts each error next to its field. It knows the payload's shape,
  * not the socket or the state; the server checks everything again.
  */
+import { DEFAULT_LANES } from "./catalog.js";
 import { el } from "./dom.js";
 
 const DEFAULT_PRESET = "poisson";
@@ -79,11 +80,11 @@ export function createSweepForm(dom) {
     if (fromHash && fromHash.mix) {
       const { workload, lanes } = fromHash.mix;
       sources.push({ key: "hash", label: `the mix from the main page (${workload.name || "custom"})`, workload,
-        lanes: lanes || workload.lanes || ["static", "continuous"], description: workload.description || "" });
+        lanes: lanes || workload.lanes || [...DEFAULT_LANES], description: workload.description || "" });
     }
     for (const p of presets) {
       sources.push({ key: `preset:${p.name}`, label: `${p.name}${p.generate ? " (generated)" : ""}`, workload: p,
-        lanes: p.lanes || ["static", "continuous"], description: p.description || "" });
+        lanes: p.lanes || [...DEFAULT_LANES], description: p.description || "" });
     }
     const wanted = sources.some((s) => s.key === "sweep") ? "sweep" : fromHash && fromHash.mix ? "hash"
       : `preset:${(fromHash && fromHash.preset) || DEFAULT_PRESET}`;

@@ -3,28 +3,14 @@
  * the same values the charts draw (each cell keeps the exact number in data-value), and a link that
  * opens the rate's run, all its lanes, at /runs/<id>. Text only through textContent (dom.js's el).
  */
+import { columnsOf, formatValue } from "./columns.js";
 import { el } from "./dom.js";
 
-const MS = (v) => Math.round(v).toLocaleString("en");
-const RATE = (v) => v.toFixed(2);
-const TOKENS = (v) => v.toFixed(1);
-
-/** [key, group, heading, format] for every metric column, in order. */
-export const COLUMNS = Object.freeze([
-  ["completed", "", "done", String],
-  ["request_throughput", "throughput", "req/s", RATE],
-  ["output_throughput", "throughput", "tok/s", TOKENS],
-  ["request_goodput", "throughput", "goodput req/s", RATE],
-  ["median_ttft_ms", "TTFT ms", "p50", MS],
-  ["p95_ttft_ms", "TTFT ms", "p95", MS],
-  ["p99_ttft_ms", "TTFT ms", "p99", MS],
-  ["median_tpot_ms", "TPOT ms", "p50", MS],
-  ["p95_tpot_ms", "TPOT ms", "p95", MS],
-  ["median_itl_ms", "ITL ms", "p50", MS],
-  ["p99_itl_ms", "ITL ms", "p99", MS],
-  ["median_e2el_ms", "E2E ms", "p50", MS],
-  ["p95_e2el_ms", "E2E ms", "p95", MS],
-]);
+/** [key, group, heading, format] for every metric column, in order: the metric table's "sweep" table (catalog.js). */
+export const COLUMNS = Object.freeze(columnsOf("sweep").map((c) => {
+  const fmt = c.fmtOf(c.key);
+  return Object.freeze([c.key, c.group, c.label, (v) => formatValue(v, fmt)]);
+}));
 
 function head() {
   const groups = [];

@@ -7,7 +7,7 @@
  * chunks. Pure: it reads records and never changes them.
  */
 import { arrivalOf, laneTimes } from "./metrics.js";
-import { Phase, SlotState } from "./vocab.js";
+import { Forward, Phase, SlotState } from "./vocab.js";
 
 const EPS = 1e-6;
 
@@ -56,7 +56,7 @@ function build(records, workload) {
     if (start > end[i] + EPS) gaps.push({ step: i + 1, from: end[i], to: start });
   });
   // Steps that computed nothing (forward "none"): the lane waited a step's time for its queue or arrivals.
-  const waits = new Set(records.filter((r) => r.forward === "none").map((r) => r.step));
+  const waits = new Set(records.filter((r) => r.forward === Forward.NONE).map((r) => r.step));
   const arrivals = workload.requests.map((q) => ({ id: String(q.id), ...arrivalOf(q, starts, end) }))
     .sort((a, b) => a.arrival_ms - b.arrival_ms);
   // Each preemption: the step it happened in, the request that lost its slot, and that slot.

@@ -1,8 +1,11 @@
 /**
- * The wire vocabulary, defined once for the page: slot states, stop reasons, lanes and socket event
- * names. The strings are identical to the Python ones (engine/step.py, the protocol table in docs/protocol.md);
- * tests/test_browser_vocab.py checks that they stay so.
+ * The wire vocabulary, defined once for the page: slot states, forward kinds, stop reasons, lanes and socket
+ * event names. The strings are identical to the Python ones (engine/step.py, the protocol table in docs/protocol.md):
+ * tests/test_browser_vocab.py and tests/test_metrics_table.py check them against the engine and catalog.js (the
+ * engine's own declarations, generated). What a policy or an admission order *is* (its traits, label, options)
+ * is read from catalog.js's POLICIES and ADMISSION_ORDERS, never from these names.
  */
+import { POLICIES } from "./catalog.js";
 
 /** What a slot of the batch did in one step (engine/step.py SlotState). */
 export const SlotState = Object.freeze({
@@ -11,6 +14,15 @@ export const SlotState = Object.freeze({
   PADDING: "padding",
   IDLE: "idle",
   PREEMPTED: "preempted",
+});
+
+/** Which forward calls a step made (engine/step.py Forward). */
+export const Forward = Object.freeze({
+  NONE: "none",        // nothing computed (the lane waited)
+  PREFILL: "prefill",  // one call, prompt rows only
+  DECODE: "decode",    // one call, one-token rows only
+  SPLIT: "split",      // a prefill call, then a decode call
+  FUSED: "fused",      // one call holding prefill and decode rows
 });
 
 /** Why a request stopped (engine/step.py StopReason). */
@@ -38,10 +50,10 @@ export const Lane = Object.freeze({
   DYNAMIC: "dynamic",
   CONTINUOUS: "continuous",
 });
-export const LANE_ORDER = Object.freeze([Lane.STATIC, Lane.DYNAMIC, Lane.CONTINUOUS]);
+export const LANE_ORDER = Object.freeze(Object.keys(POLICIES));
 
-/** Continuous-lane admission order (engine/config.py POLICIES). */
-export const Policy = Object.freeze({ FCFS: "fcfs", PRIORITY: "priority" });
+/** Continuous-lane admission orders (engine/admission.py ORDERS; catalog.js ADMISSION_ORDERS has their labels). */
+export const Policy = Object.freeze({ FCFS: "fcfs", PRIORITY: "priority", SJF: "sjf" });
 
 /** Socket events the server sends (docs/protocol.md, "Socket protocol"). */
 export const ServerEvent = Object.freeze({

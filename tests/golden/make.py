@@ -1,0 +1,77 @@
+"""Write tests/golden/metrics.json: step records of real engine runs and the metrics engine/metrics.py computes from
+them, one case per kind of lane. tests/test_metrics_golden.py (pytest) and tests/js/metrics.test.mjs (node) hold
+lane_metrics and static/js/metrics.js to these answers, without a model or a browser.
+
+    python -m tests.golden.make            # every case; the speculative one loads the real model once
+    python -m tests.golden.make --sim      # only the simulator's cases (keeps the stored speculative case)
+
+Each case is {workload (a workload object with the one lane), lane, records (StepRecord.to_dict), expected}.
+Run it again only when a definition changes on purpose, and say why in the commit.
+"""
+import json
+import sys
+from pathlib import Path
+
+from engine.engine import Engine
+from engine.metrics import REQUEST_FIELDS, lane_metrics
+from engine.workload import CLI_LIMITS, parse_workload
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+PATH = Path(__file__).resolve().parent / "metrics.json"
+
+# name -> (demo, lane of that demo or a lane spec, needs the real model)
+CASES = {
+    "static": ("mixed", "static", False),
+    "dynamic": ("priorities", {"name": "dynamic", "policy": "dynamic", "max_wait": 1}, False),  # R6 arrives at step 2
+    "continuous": ("mixed", "continuous", False),
+    "chunked_prefill": ("long-prompt", "chunked 64", False),
+    "preemption": ("memory-pressure", "continuous KV 224", False),
+    "prefix_cache": ("shared-instructions", "prefix cache", False),
+    "ms_arrivals_dynamic": ("arrivals", "dynamic", False),
+    "ms_arrivals_continuous": ("arrivals", "continuous", False),
+    "sjf": ("sjf", "sjf", False),
+    "speculative": ("spec-quote", "prompt lookup", True),
+}
+
+
+def expected(metrics: dict) -> dict:
+    """What a case must compute: every number, and each request's documented fields."""
+    out = {k: v for k, v in metrics.items() if k != "requests"}
+    out["requests"] = {rid: {k: q[k] for k in REQUEST_FIELDS} for rid, q in metrics["requests"].items()}
+    return out
+
+
+def make_case(engine: Engine, demo: str, lane) -> dict:
+    obj = json.loads((ROOT / "demos" / f"{demo}.json").read_text())
+    if isinstance(lane, str):
+        lane = next((spec for spec in obj.get("lanes", [lane]) if spec == lane or (isinstance(spec, dict)
+                                                                                   and spec.get("name") == lane)), lane)
+    obj = {k: v for k, v in obj.items() if k not in ("lesson", "tour", "narration")} | {"lanes": [lane]}
+    workload = parse_workload(obj, CLI_LIMITS)
+    run = engine.start(engine.prepare(workload))
+    run.run_to_end()
+    (name, records), = run.records().items()
+    records = [r.to_dict() for r in records]
+    return {"workload": obj, "lane": name, "records": records, "expected": expected(lane_metrics(records, workload))}
+
+
+def main(argv: list[str]) -> int:
+    sim_only = "--sim" in argv
+    cases = json.loads(PATH.read_text()) if sim_only and PATH.exists() else {}
+    sim = Engine(None, CLI_LIMITS)
+    model = None
+    for name, (demo, lane, real) in CASES.items():
+        if real and sim_only:
+            continue
+        if real and model is None:
+            from engine.model import load_model
+            model = Engine(load_model(), CLI_LIMITS)
+        cases[name] = make_case(model if real else sim, demo, lane)
+        print(f"{name}: {len(cases[name]['records'])} steps", file=sys.stderr)
+    PATH.write_text(json.dumps({name: cases[name] for name in CASES if name in cases}, indent=1) + "\n")
+    print(f"wrote {PATH}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
