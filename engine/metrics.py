@@ -61,6 +61,21 @@ def prompt_tokens(recs: list[dict]) -> tuple[int, int]:
     return computed, cached
 
 
+def request_times(arrival_ms: float, admitted_ms: float | None, first_token_ms: float | None,
+                  finish_ms: float | None, return_ms: float | None, tokens: int) -> dict[str, float | None]:
+    """A request's times in ms from the moments of its life on the lane clock (None: not yet): queue time, from its
+    arrival to the start of the step that first admitted it; TTFT, to the end of the step that wrote its first token;
+    TPOT, from its first token to its last over the tokens after the first; latency, to its return. The one
+    definition: `lane_metrics` and the live lane (its Live view and /metrics) both call it; static/js/metrics.js's
+    requestTimes is its twin, held to the same answers by tests/golden."""
+    def since(start: float | None, t: float | None) -> float | None:
+        return None if start is None or t is None else t - start
+    return {"queue_ms": since(arrival_ms, admitted_ms), "ttft_ms": since(arrival_ms, first_token_ms),
+            "tpot_ms": since(first_token_ms, finish_ms) / (tokens - 1)
+            if tokens > 1 and first_token_ms is not None and finish_ms is not None else None,
+            "latency_ms": since(arrival_ms, return_ms)}
+
+
 def is_simulated(record: dict) -> bool:
     """A record's simulated flag: a top-level field, or (runs stored before it was one) in its `extra`."""
     return bool(record.get("simulated", record.get("extra", {}).get("simulated")))
@@ -120,11 +135,10 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
         a, first, fin, ret = q["arrival"], q["first_token_step"], q["finish_step"], q["return_step"]
         q["ttft_steps"] = None if first is None else first - a
         q["latency_steps"] = None if ret is None else ret - a
-        done = ret is not None
-        q["ttft_ms"] = end[first] - q["arrival_ms"] if done else None
-        q["latency_ms"] = end[ret] - q["arrival_ms"] if done else None
-        q["tpot_ms"] = (end[fin] - end[first]) / (q["tokens"] - 1) if done and q["tokens"] > 1 else None
-        q["queue_ms"] = None if q["admit_step"] is None else starts[q["admit_step"] - 1] - q["arrival_ms"]
+        done = ret is not None  # a request's token times count once it was returned
+        q.update(request_times(q["arrival_ms"], None if q["admit_step"] is None else starts[q["admit_step"] - 1],
+                               end[first] if done else None, end[fin] if done else None, end[ret] if done else None,
+                               q["tokens"]))
         if done:
             itl += [end[b] - end[a] for a, b in zip(q["token_steps"], q["token_steps"][1:])]
     tokens = sum(q["tokens"] for q in per.values())

@@ -15,6 +15,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import solo_generate
+from engine.metrics import request_times
 from live_server import live_server
 
 PROMPTS = ["What is the capital of France?", "Say hi.", "Name three colours.", "What is 2 + 2?",
@@ -226,6 +227,15 @@ def test_metrics_parse_and_count_what_was_served(server, client, model):
                  "e2e_request_latency_seconds_count", "request_queue_time_seconds_count",
                  "inter_token_latency_seconds_count"):
         assert f"batch_lanes:{name}" in after
+    # the histograms hold the lane metrics' own request times (engine.metrics.request_times) of these requests
+    served = live(server)["requests"][-3:]
+    assert [q["prompt"] for q in served] == PROMPTS[:3]
+    for histogram, key in (("request_queue_time_seconds", "queue_ms"), ("time_to_first_token_seconds", "ttft_ms"),
+                           ("e2e_request_latency_seconds", "latency_ms")):
+        times = [request_times(q["arrival_ms"], q["admitted_ms"], q["first_token_ms"], q["finish_ms"],
+                               q["finish_ms"], q["tokens"])[key] for q in served]
+        delta = after[f"batch_lanes:{histogram}_sum"] - before[f"batch_lanes:{histogram}_sum"]
+        assert delta == pytest.approx(sum(times) / 1000, abs=1e-6) and all(t >= 0 for t in times)
 
 
 def test_a_full_live_queue_answers_429(tmp_path):

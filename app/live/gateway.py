@@ -13,6 +13,7 @@ import threading
 import time
 from collections import OrderedDict
 
+from engine.metrics import request_times
 from engine.request import Request, RequestSpec
 from engine.step import StepRecord, StopReason
 
@@ -31,6 +32,13 @@ class Unavailable(Exception):
     def __init__(self, status: int, code: str, message: str):
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+
+
+def summary_times(s: dict) -> dict[str, float | None]:
+    """A live request's times from its summary's moments (it returns as it finishes): the lane metrics' own
+    definition, as the Live view computes them (static/js/live-figures.js summaryTimes)."""
+    return request_times(s["arrival_ms"], s["admitted_ms"], s["first_token_ms"], s["finish_ms"], s["finish_ms"],
+                         s["tokens"])
 
 
 def visible_text(full: str, stops: tuple[str, ...], finished: bool) -> tuple[str, bool]:
@@ -129,32 +137,37 @@ class LiveGateway:
         return stream
 
     def _stepped(self, stream: LiveStream, request: Request, record: StepRecord | None, decode) -> None:
-        """On the worker's thread, after a step `request` took part in (record None: cancelled)."""
+        """On the worker's thread, after a step `request` took part in (record None: cancelled): its summary's
+        moments on the lane clock, and the times they complete (engine.metrics.request_times) into /metrics."""
         stream.feed(request, record, decode)
         end_ms = record.start_ms + record.ms if record is not None else self.lane.now_ms()
         with self.lock:
             s = self.summaries.get(request.id)
             if s is None:
                 return
+            known = {k for k, v in summary_times(s).items() if v is not None}
+            written = request.num_tokens - s["tokens"]
             if s["admitted_ms"] is None and request.admitted_step is not None and record is not None:
                 s["admitted_ms"] = record.start_ms
-                if self.metrics is not None:
-                    self.metrics.admitted((record.start_ms - s["arrival_ms"]) / 1000)
-            if request.num_tokens > s["tokens"]:
-                if s["first_token_ms"] is None:
-                    s["first_token_ms"] = end_ms
-                    if self.metrics is not None:
-                        self.metrics.first_token((end_ms - s["arrival_ms"]) / 1000)
-                elif self.metrics is not None and record is not None:
-                    self.metrics.tokens_after_first(request.num_tokens - s["tokens"], record.ms / 1000)
-                if self.metrics is not None:
-                    self.metrics.generated(request.num_tokens - s["tokens"])
+            if written > 0 and s["first_token_ms"] is None:
+                s["first_token_ms"] = end_ms
             s.update(tokens=request.num_tokens, text=stream.sent[-TEXT_CHARS:],
                      status="running" if not request.is_finished else "finished")
             if request.is_finished and s["finish_ms"] is None:
                 s.update(finish_ms=end_ms, stop=request.stop.value if request.stop else None)
-                if self.metrics is not None:
-                    self.metrics.finished((end_ms - s["arrival_ms"]) / 1000)
+            if self.metrics is None:
+                return
+            new = {k: v for k, v in summary_times(s).items() if v is not None and k not in known}
+            if "queue_ms" in new:
+                self.metrics.admitted(new["queue_ms"] / 1000)
+            if "ttft_ms" in new:
+                self.metrics.first_token(new["ttft_ms"] / 1000)
+            elif written > 0 and record is not None:
+                self.metrics.tokens_after_first(written, record.ms / 1000)
+            if written > 0:
+                self.metrics.generated(written)
+            if "latency_ms" in new:
+                self.metrics.finished(new["latency_ms"] / 1000)
 
     def after_step(self, record: StepRecord) -> list[Send]:
         """On the worker's thread: the Live view's update for this step, sent to the `live` room."""

@@ -1,21 +1,20 @@
 /**
  * The Live view's running figures, computed from the state alone at a lane time `now`: requests running and
  * waiting (their summaries' status), tokens/s (tokens the steps of the last minute wrote, over 60 s), KV in
- * use (the latest step's), and TTFT and TPOT p50/p95 over the requests that finished in the last minute, with
- * metrics.js's nearest-rank percentile. A request's TTFT is its first token's time less its arrival; its TPOT
- * the time from its first token to its last over the tokens after the first. Pure functions.
+ * use (the latest step's), and TTFT, TPOT and queue time p50/p95 over the requests that finished in the last
+ * minute, with metrics.js's nearest-rank percentile. A request's times are metrics.js's requestTimes (the lane
+ * metrics' own definition) over its summary's moments. Pure functions.
  */
-import { percentile } from "./metrics.js";
+import { percentile, requestTimes } from "./metrics.js";
 import { FIGURE_MS, LiveStatus } from "./live-state.js";
 import { StopReason } from "./vocab.js";
 
-/** {ttft_ms, tpot_ms} of one request summary (null where it has no such time yet). */
-export function requestTimes(q) {
-  const first = q.first_token_ms;
-  const ttft = first !== null && first !== undefined ? first - q.arrival_ms : null;
-  const tpot = ttft !== null && q.finish_ms !== null && q.finish_ms !== undefined && q.tokens > 1
-    ? (q.finish_ms - first) / (q.tokens - 1) : null;
-  return { ttft_ms: ttft, tpot_ms: tpot };
+/**
+ * {queue_ms, ttft_ms, tpot_ms, latency_ms} of one request summary (null where it has no such time yet): metrics.js's
+ * requestTimes over the summary's moments (a live request returns as it finishes).
+ */
+export function summaryTimes(q) {
+  return requestTimes(q.arrival_ms, q.admitted_ms, q.first_token_ms, q.finish_ms, q.finish_ms, q.tokens);
 }
 
 /** Every figure the panel shows, at lane time `now` (ms). */
@@ -29,9 +28,10 @@ export function liveFigures(state, now) {
   const last = state.records.length ? state.records[state.records.length - 1] : null;
   const done = state.requests.filter((q) => q.finish_ms !== null && q.finish_ms !== undefined && q.finish_ms >= from
     && q.stop !== StopReason.CANCELLED);
-  const times = done.map(requestTimes);
+  const times = done.map(summaryTimes);
   const ttft = times.map((t) => t.ttft_ms).filter((v) => v !== null);
   const tpot = times.map((t) => t.tpot_ms).filter((v) => v !== null);
+  const queue = times.map((t) => t.queue_ms).filter((v) => v !== null);
   return {
     running: state.requests.filter((q) => q.status === LiveStatus.RUNNING).length,
     waiting: state.requests.filter((q) => q.status === LiveStatus.WAITING).length,
@@ -45,5 +45,7 @@ export function liveFigures(state, now) {
     ttft_p95_ms: percentile(ttft, 95),
     tpot_p50_ms: percentile(tpot, 50),
     tpot_p95_ms: percentile(tpot, 95),
+    queue_p50_ms: percentile(queue, 50),
+    queue_p95_ms: percentile(queue, 95),
   };
 }

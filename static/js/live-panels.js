@@ -5,7 +5,7 @@
  * and the figures; writes page text only through textContent, and only where it changed.
  */
 import { el } from "./dom.js";
-import { requestTimes } from "./live-figures.js";
+import { summaryTimes } from "./live-figures.js";
 import { LiveStatus } from "./live-state.js";
 import { count } from "./words.js";
 
@@ -50,6 +50,7 @@ export function renderFigures(container, f) {
     kv: f.kv_pct === null ? "\u2013" : `${f.kv_pct.toFixed(f.kv_pct < 10 ? 1 : 0)}%`,
     ttft: pair(f.ttft_p50_ms, f.ttft_p95_ms),
     tpot: pair(f.tpot_p50_ms, f.tpot_p95_ms),
+    queue: pair(f.queue_p50_ms, f.queue_p95_ms),
   };
   for (const node of container.querySelectorAll("[data-figure]")) setText(node, text[node.dataset.figure] ?? "");
   return text;
@@ -57,7 +58,7 @@ export function renderFigures(container, f) {
 
 /** The requests the table shows: newest first, at most SHOWN_REQUESTS, with their times. */
 export function shownRequests(requests) {
-  return requests.slice(-SHOWN_REQUESTS).reverse().map((q) => ({ ...q, ...requestTimes(q) }));
+  return requests.slice(-SHOWN_REQUESTS).reverse().map((q) => ({ ...q, ...summaryTimes(q) }));
 }
 
 function newRow(id) {

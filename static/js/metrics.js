@@ -131,6 +131,22 @@ export function isSimulated(record) {
   return Boolean(record.simulated ?? (record.extra || {}).simulated);
 }
 
+/**
+ * A request's times in ms from the moments of its life on the lane clock (null: not yet): queue time (arrival to
+ * the start of the step that first admitted it), TTFT (to the end of the step that wrote its first token), TPOT
+ * (first token to last over the tokens after the first), latency (to its return). engine/metrics.py's
+ * request_times, the same arithmetic; the lane metrics and the Live view both read it.
+ */
+export function requestTimes(arrivalMs, admittedMs, firstTokenMs, finishMs, returnMs, tokens) {
+  const since = (start, t) => (start === null || start === undefined || t === null || t === undefined ? null : t - start);
+  return {
+    queue_ms: since(arrivalMs, admittedMs),
+    ttft_ms: since(arrivalMs, firstTokenMs),
+    tpot_ms: tokens > 1 && since(firstTokenMs, finishMs) !== null ? since(firstTokenMs, finishMs) / (tokens - 1) : null,
+    latency_ms: since(arrivalMs, returnMs),
+  };
+}
+
 /** The metrics of one lane: the same keys and values as engine/metrics.py's lane_metrics. */
 export function laneMetrics(records, workload) {
   const slots = records.length ? records[0].slots.length : workload.slots || 4;
@@ -160,11 +176,9 @@ export function laneMetrics(records, workload) {
     q.tokens = q.token_ids.length;
     q.ttft_steps = first === null ? null : first - a;
     q.latency_steps = ret === null ? null : ret - a;
-    const done = ret !== null;
-    q.ttft_ms = done ? end[first] - q.arrival_ms : null;
-    q.latency_ms = done ? end[ret] - q.arrival_ms : null;
-    q.tpot_ms = done && q.tokens > 1 ? (end[fin] - end[first]) / (q.tokens - 1) : null;
-    q.queue_ms = q.admit_step === null ? null : starts[q.admit_step - 1] - q.arrival_ms;
+    const done = ret !== null;  // a request's token times count once it was returned
+    Object.assign(q, requestTimes(q.arrival_ms, q.admit_step === null ? null : starts[q.admit_step - 1],
+      done ? end[first] : null, done ? end[fin] : null, done ? end[ret] : null, q.tokens));
     if (done) for (let i = 1; i < q.token_steps.length; i += 1) itl.push(end[q.token_steps[i]] - end[q.token_steps[i - 1]]);
   }
   const all = [...per.values()];
