@@ -46,6 +46,14 @@ def test_queue_time_p95_on_the_page_is_the_servers_and_the_csv_carries_every_que
         m = page.evaluate(f"() => window.__lanes.lanes[{lane!r}].metrics")
         cell = page.text_content(f'#metrics-table td[data-lane="{lane}"][data-metric="p95_queue_ms"]')
         assert cell == str(math.floor(m["p95_queue_ms"] + 0.5)) and m["p95_queue_ms"] > 0  # the page rounds half up
+    # the preset's lesson says both halves, with this run's numbers: sjf lowers the mean latency, R1 waits longest
+    lesson = page.text_content("#lesson")
+    fcfs, sjf = (page.evaluate(f"() => window.__lanes.lanes[{n!r}].metrics") for n in ("fcfs", "sjf"))
+    assert f"({fcfs['mean_latency_steps']:.2f} to {sjf['mean_latency_steps']:.2f} steps)" in lesson
+    assert sjf["mean_latency_steps"] < fcfs["mean_latency_steps"]
+    queued = sjf["p99_queue_ms"]  # the lesson writes an integer as it is, else with 2 decimals (static/js/lesson.js)
+    assert f"after {int(queued) if float(queued).is_integer() else f'{queued:.2f}'} ms in the queue" in lesson
+    assert sjf["requests"]["R1"]["queue_ms"] == max(q["queue_ms"] for q in sjf["requests"].values())
     with page.expect_download() as download:
         page.click("#export-csv")
     head = Path(download.value.path()).read_text().splitlines()[0].split(",")

@@ -14,7 +14,7 @@ function withoutRequests(m) {
   const { requests, ...rest } = m;
   return { ...rest, requests: Object.fromEntries(Object.entries(requests).map(([id, q]) => [id,
     { arrival: q.arrival, arrival_ms: q.arrival_ms, ttft_steps: q.ttft_steps, latency_steps: q.latency_steps,
-      ttft_ms: q.ttft_ms, tokens: q.tokens, stop: q.stop, text: q.text }])) };
+      ttft_ms: q.ttft_ms, queue_ms: q.queue_ms, tokens: q.tokens, stop: q.stop, text: q.text }])) };
 }
 
 export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas, revealed = true,
