@@ -6,13 +6,11 @@ import sys
 import time
 from pathlib import Path
 
+from engine import Engine, parse_workload
+from engine.workload import CLI_LIMITS
+from scripts.chat_prompts import CHAT_PROMPTS  # noqa: F401  (re-exported to the bench sections)
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from engine import Engine, parse_workload  # noqa: E402
-from engine.workload import CLI_LIMITS  # noqa: E402
-
-from chat_prompts import CHAT_PROMPTS  # noqa: E402,F401  (re-exported to the bench sections)
 
 
 T0 = time.perf_counter()

@@ -30,13 +30,9 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from serve_bench import PROMPTS, get_json, log, make_client, run_rate, server  # noqa: E402  (puts the repo on sys.path)
+from scripts.serve_bench import PROMPTS, get_json, log, make_client, run_rate, server
 from engine import Engine, parse_workload  # noqa: E402  (sets OMP_WAIT_POLICY before torch loads)
 from engine.limits import CLI_LIMITS  # noqa: E402
 from engine.metrics import lane_metrics  # noqa: E402

@@ -44,9 +44,9 @@ def solo_generate(lm: LoadedModel, prompt_ids, max_new_tokens: int, eos_ids=()) 
 
 @pytest.fixture(scope="module")
 def browser():
-    """Headless Debian Chromium through Playwright, one per test module (tests/browser_kit.py: a skip, or under
+    """Headless Debian Chromium through Playwright, one per test module (tests/kit/browser.py: a skip, or under
     BATCH_LANES_REQUIRE_BROWSER=1 a failure, when it is missing)."""
-    from browser_kit import chromium
+    from tests.kit.browser import chromium
     with chromium() as b:
         yield b
 

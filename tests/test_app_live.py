@@ -8,7 +8,7 @@ import pytest
 import requests
 import socketio
 
-from live_server import EventClient, live_server
+from tests.kit.server import EventClient, live_server
 
 MIXED = json.loads((Path(__file__).resolve().parent.parent / "demos" / "mixed.json").read_text())
 SECRET = "zebra-violet-7731"  # a prompt word that must never reach the log

@@ -10,7 +10,7 @@ import requests
 
 from app.store import RunStore, StoreError
 from engine import Engine
-from live_server import EventClient, live_server
+from tests.kit.server import EventClient, live_server
 
 TINY = {"name": "tiny", "slots": 2, "requests": [{"id": "A", "prompt": "Say hi.", "max_new_tokens": 2},
                                                  {"id": "B", "prompt": "Name a fruit.", "max_new_tokens": 3}]}

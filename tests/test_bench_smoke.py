@@ -1,21 +1,11 @@
 """The benchmark script runs end to end (--quick, on the tiny random Llama) and prints every section's keys.
 No timing is asserted: timings belong to the benchmark, not to the tests."""
-import importlib.util
 import json
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent.parent / "scripts" / "bench.py"
-
-
-def load_bench():
-    spec = importlib.util.spec_from_file_location("bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from scripts import bench
 
 
 def test_bench_quick_prints_every_section_and_target(tiny, capsys):
-    bench = load_bench()
     bench.main(["--quick"], lm=tiny)
     out = json.loads(capsys.readouterr().out)
     assert set(bench.SECTIONS) | {"meta", "overhead", "targets"} <= set(out)

@@ -10,8 +10,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from browser_kit import ARTIFACTS, ROOT, pixels, rgb, share, watched_context, watched_page
-from live_server import live_server
+from tests.kit.browser import ARTIFACTS, ROOT, pixels, rgb, share, watched_context, watched_page
+from tests.kit.server import live_server
 
 RUN_TIMEOUT_MS = 300_000  # a run on the real model on a busy 2-core machine
 XSS_PROMPT = '<img src=x onerror="window.__pwned=1">'

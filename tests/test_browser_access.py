@@ -5,7 +5,7 @@ of clipping. Every wait is on state the page exposes (`window.__lanes`, the DOM)
 """
 import re
 
-from browser_kit import ARTIFACTS, watched_context, watched_page
+from tests.kit.browser import ARTIFACTS, watched_context, watched_page
 from test_browser import lanes, open_page, server, tab, wait_finished  # noqa: F401 (fixtures)
 
 

@@ -14,8 +14,8 @@ from urllib.parse import urlparse
 import pytest
 import requests
 
-from browser_kit import ARTIFACTS, ROOT, watched_context
-from live_server import EventClient, live_server
+from tests.kit.browser import ARTIFACTS, ROOT, watched_context
+from tests.kit.server import EventClient, live_server
 
 W, H = 1280, 720
 MIXED = json.loads((ROOT / "demos" / "mixed.json").read_text())

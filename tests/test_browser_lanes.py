@@ -12,7 +12,7 @@ from urllib.request import urlopen
 
 import pytest
 
-from browser_kit import ARTIFACTS, pixels, rgb, share
+from tests.kit.browser import ARTIFACTS, pixels, rgb, share
 from test_browser import RUN_TIMEOUT_MS, lanes, open_page, server, tab, wait_finished  # noqa: F401 (fixtures)
 
 FOUR = ["static", "dynamic", "continuous", "chunked 32"]

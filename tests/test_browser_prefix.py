@@ -4,7 +4,7 @@ numbers equal to the server's), the lesson filled from the run. Waits on state t
 import json
 from urllib.request import urlopen
 
-from browser_kit import ARTIFACTS, pixels, rgb, share
+from tests.kit.browser import ARTIFACTS, pixels, rgb, share
 from test_browser import lanes, open_page, server, tab, wait_finished  # noqa: F401 (fixtures)
 
 

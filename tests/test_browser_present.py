@@ -9,7 +9,7 @@ BATCH_LANES_REQUIRE_BROWSER=1 (CI), where they fail.
 """
 import re
 
-from browser_kit import ARTIFACTS
+from tests.kit.browser import ARTIFACTS
 from test_browser_teach import MIXED, assert_presenter_fits, context, lanes, mix_link, open_page, run_preset, \
     server, stored, tab, to_end, wait_finished  # noqa: F401 (fixtures)
 

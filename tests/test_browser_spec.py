@@ -4,7 +4,7 @@ run's, several-token cells are drawn and explained. Every wait is on state the p
 import json
 from urllib.request import urlopen
 
-from browser_kit import ARTIFACTS
+from tests.kit.browser import ARTIFACTS
 from test_browser import lanes, metric, open_page, server, tab, wait_finished  # noqa: F401 (fixtures)
 
 

@@ -10,8 +10,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from browser_kit import ARTIFACTS, ROOT, watched_context
-from live_server import live_server
+from tests.kit.browser import ARTIFACTS, ROOT, watched_context
+from tests.kit.server import live_server
 
 SWEEP_TIMEOUT_MS = 540_000  # a sweep on the real model on a busy 2-core machine
 LANES = ["static", "continuous"]

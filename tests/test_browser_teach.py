@@ -15,8 +15,8 @@ from urllib.request import Request, urlopen
 
 import pytest
 
-from browser_kit import ROOT, pixels, rgb, share, watched_context
-from live_server import live_server
+from tests.kit.browser import ROOT, pixels, rgb, share, watched_context
+from tests.kit.server import live_server
 
 W, H = 1280, 720
 RUN_TIMEOUT_MS = 300_000

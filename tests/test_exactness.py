@@ -5,37 +5,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from engine import Engine, parse_workload
-from tests.conftest import solo_generate
-
-PROMPTS = ["Hi", "What is the capital of France?",
-           "Write one long sentence about the history of the Roman empire, its roads and its aqueducts.",
-           "2+2?", "Name three colours of the rainbow, please.", "Why is the sky blue? Answer briefly.",
-           "Translate 'good morning' into French.", "List two planets."]
-
-
-def run_lanes(lm, requests, slots, lanes=("static", "dynamic", "continuous"), **options):
-    engine = Engine(lm)
-    wl = engine.prepare(parse_workload({"name": "exact", "slots": slots, "requests": requests, **options}))
-    run = engine.start(wl, list(lanes))
-    run.run_to_end()
-    return run
-
-
-def outputs(run) -> dict[str, dict[str, list[int]]]:
-    return {name: {r.id: r.output_ids for r in lane.scheduler.requests} for name, lane in run.lanes.items()}
-
-
-def check_against_solo(lm, run, eos_ids) -> int:
-    """Assert every lane matches solo generate(); return how many requests stopped at EOS."""
-    eos_stops = 0
-    for spec in run.workload.requests:
-        ref = solo_generate(lm, spec.prompt_ids, spec.max_new_tokens, () if spec.ignore_eos else eos_ids)
-        for name, lane in run.lanes.items():
-            got = next(r for r in lane.scheduler.requests if r.id == spec.id)
-            assert got.output_ids == ref, f"{name} lane, request {spec.id}"
-        eos_stops += len(ref) < spec.max_new_tokens
-    return eos_stops
+from tests.kit.reference import PROMPTS, check_against_solo, run_lanes, solo_generate
 
 
 @pytest.fixture(scope="module")

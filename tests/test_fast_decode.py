@@ -8,7 +8,7 @@ import torch
 from engine import fast_decode
 from engine.fast_decode import FastDecode, graph_bucket, rms_norm, unsupported
 from engine.runner import ModelRunner
-from tests.test_exactness import PROMPTS, check_against_solo, outputs, run_lanes
+from tests.kit.reference import PROMPTS, check_against_solo, outputs, run_lanes
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from engine import Engine, lane_metrics, parse_workload
 from engine.runner import SIM_CALL_MS, SIM_TOKEN_MS
 from engine.step import SlotState
-from tests.conftest import solo_generate
+from tests.kit.reference import solo_generate
 
 DEMOS = Path(__file__).resolve().parent.parent / "demos"
 

@@ -14,8 +14,8 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import solo_generate
-from live_server import live_server
+from tests.kit.reference import solo_generate
+from tests.kit.server import live_server
 
 PROMPTS = ["What is the capital of France?", "Say hi.", "Name three colours.", "What is 2 + 2?",
            "Write one word about the sea.", "Who wrote Hamlet?", "Count to five.", "What colour is grass?"]

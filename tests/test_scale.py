@@ -9,8 +9,8 @@ import sys
 import time
 import urllib.request
 
-from live_server import ROOT, _health, free_port
-from scale_kit import deployment, ticks
+from tests.kit.server import ROOT, _health, free_port
+from tests.kit.scale import deployment, ticks
 
 LONG = {"slots": 2, "requests": [{"id": f"R{i}", "prompt": "Count slowly.", "max_new_tokens": 40, "ignore_eos": True}
                                  for i in range(3)]}

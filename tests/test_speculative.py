@@ -10,8 +10,7 @@ import pytest
 from engine import Engine, lane_metrics, parse_workload
 from engine.speculative import SpeculativeConfig, accept, num_accepted, propose
 from engine.workload import WorkloadError
-from tests.conftest import solo_generate
-from tests.test_exactness import PROMPTS, check_against_solo
+from tests.kit.reference import PROMPTS, check_against_solo, solo_generate
 
 DEMOS = Path(__file__).resolve().parent.parent / "demos"
 SPEC = {"method": "prompt_lookup", "k": 4}
