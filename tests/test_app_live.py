@@ -10,6 +10,8 @@ import socketio
 
 from tests.kit.server import EventClient, live_server
 
+pytestmark = pytest.mark.model
+
 MIXED = json.loads((Path(__file__).resolve().parent.parent / "demos" / "mixed.json").read_text())
 SECRET = "zebra-violet-7731"  # a prompt word that must never reach the log
 SMALL_SWEEP = {"name": "s", "slots": 2, "generate": {"n": 3, "rate": 1, "output_tokens": [2], "prompt_words": [3]}}

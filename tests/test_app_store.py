@@ -39,6 +39,7 @@ def test_an_unusable_data_folder_is_a_store_error_naming_the_path(tmp_path):
         store.load("x")
 
 
+@pytest.mark.model
 def test_a_run_that_cannot_be_saved_is_reported_to_its_room_and_logged(make_app, connect, smol, tmp_path, caplog):
     app = make_app({"DATA_DIR": tmp_path / "data"}, engine=Engine(smol))
     shutil.rmtree(tmp_path / "data", ignore_errors=True)
@@ -61,6 +62,7 @@ def test_a_run_that_cannot_be_saved_is_reported_to_its_room_and_logged(make_app,
     assert response.status_code == 503 and "cannot be read" in response.get_json()["error"]
 
 
+@pytest.mark.model
 def test_a_shared_link_replays_a_stored_run_after_a_server_restart(tmp_path):
     data = tmp_path / "data"
     with live_server(data_dir=data) as url:

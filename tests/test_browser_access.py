@@ -5,8 +5,12 @@ of clipping. Every wait is on state the page exposes (`window.__lanes`, the DOM)
 """
 import re
 
+import pytest
+
 from tests.kit.browser import ARTIFACTS, watched_context, watched_page
-from test_browser import lanes, open_page, server, tab, wait_finished  # noqa: F401 (fixtures)
+from tests.kit.page import lanes, open_page, wait_finished
+
+pytestmark = [pytest.mark.browser, pytest.mark.model]
 
 
 def contrast(a: tuple, b: tuple) -> float:

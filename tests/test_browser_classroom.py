@@ -12,7 +12,11 @@ import re
 from urllib.parse import urlparse
 from urllib.request import urlopen
 
-from test_browser import RUN_TIMEOUT_MS, lanes, metric, open_page, server, tab, wait_finished  # noqa: F401 (fixtures)
+import pytest
+
+from tests.kit.page import RUN_TIMEOUT_MS, lanes, metric, open_page, wait_finished
+
+pytestmark = [pytest.mark.browser, pytest.mark.model]
 
 # Wraps window.io as the page's vendor script defines it: every event in ("in") and out, in order, into window.__wire.
 WIRE = """(() => {

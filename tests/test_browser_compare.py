@@ -17,6 +17,8 @@ import requests
 from tests.kit.browser import ARTIFACTS, ROOT, watched_context
 from tests.kit.server import EventClient, live_server
 
+pytestmark = [pytest.mark.browser, pytest.mark.model]
+
 W, H = 1280, 720
 MIXED = json.loads((ROOT / "demos" / "mixed.json").read_text())
 PREFILL = (0xE6, 0x9F, 0x00)  # renderer.js PALETTE.prefill

@@ -13,7 +13,9 @@ from urllib.request import urlopen
 import pytest
 
 from tests.kit.browser import ARTIFACTS, pixels, rgb, share
-from test_browser import RUN_TIMEOUT_MS, lanes, open_page, server, tab, wait_finished  # noqa: F401 (fixtures)
+from tests.kit.page import RUN_TIMEOUT_MS, lanes, open_page, wait_finished
+
+pytestmark = [pytest.mark.browser, pytest.mark.model]
 
 FOUR = ["static", "dynamic", "continuous", "chunked 32"]
 

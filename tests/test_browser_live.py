@@ -16,6 +16,8 @@ import pytest
 from tests.kit.browser import ARTIFACTS, ROOT, pixels, rgb, share, watched_context, watched_page
 from tests.kit.server import live_server
 
+pytestmark = [pytest.mark.browser, pytest.mark.model]
+
 MAX_TOKENS = 24
 LANES = ["static", "dynamic", "continuous"]
 RUN_TIMEOUT_MS = 300_000  # the captured mix on three lanes, on a busy 2-core machine

@@ -4,8 +4,12 @@ numbers equal to the server's), the lesson filled from the run. Waits on state t
 import json
 from urllib.request import urlopen
 
+import pytest
+
 from tests.kit.browser import ARTIFACTS, pixels, rgb, share
-from test_browser import lanes, open_page, server, tab, wait_finished  # noqa: F401 (fixtures)
+from tests.kit.page import lanes, open_page, wait_finished
+
+pytestmark = [pytest.mark.browser, pytest.mark.model]
 
 
 def test_shared_instructions_draws_cached_prefills_and_counts_prompt_tokens(tab, server):

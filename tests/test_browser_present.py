@@ -9,10 +9,17 @@ BATCH_LANES_REQUIRE_BROWSER=1 (CI), where they fail.
 """
 import re
 
-from tests.kit.browser import ARTIFACTS
-from test_browser_teach import MIXED, assert_presenter_fits, context, lanes, mix_link, open_page, run_preset, \
-    server, stored, tab, to_end, wait_finished  # noqa: F401 (fixtures)
+import pytest
 
+from tests.kit.browser import ARTIFACTS
+from tests.kit.page import MIXED, H, W, assert_presenter_fits, lanes, mix_link, run_preset, stored, to_end, \
+    wait_finished
+from tests.kit.page import open_projected as open_page
+
+pytestmark = [pytest.mark.browser, pytest.mark.model]
+
+# the projector: conftest.py's `context` fixture reads this module's BROWSER_CONTEXT
+BROWSER_CONTEXT = {"viewport": {"width": W, "height": H}}
 FOUR = {**MIXED, "name": "four lanes", "lanes": ["static", "dynamic", "continuous",
                                                 {"name": "chunked 32", "policy": "continuous", "chunk_size": 32}]}
 

@@ -13,6 +13,8 @@ import pytest
 from tests.kit.browser import ARTIFACTS, ROOT, watched_context
 from tests.kit.server import live_server
 
+pytestmark = [pytest.mark.browser, pytest.mark.model]
+
 SWEEP_TIMEOUT_MS = 540_000  # a sweep on the real model on a busy 2-core machine
 LANES = ["static", "continuous"]
 

@@ -54,6 +54,7 @@ def test_right_padding_breaks_exactness_and_left_padding_keeps_it(tiny):
     assert batch("right")[0] != refs[0]
 
 
+@pytest.mark.model
 def test_smollm2_every_lane_matches_solo_generate(smol):
     requests = [{"id": f"R{i}", "prompt": p, "max_new_tokens": [24, 6, 16, 10, 20, 24, 12, 8][i],
                  "ignore_eos": i in (1, 7), "arrival": [0, 0, 0, 1, 2, 2, 5, 6][i]} for i, p in enumerate(PROMPTS)]
@@ -61,6 +62,7 @@ def test_smollm2_every_lane_matches_solo_generate(smol):
     assert check_against_solo(smol, run, smol.eos_ids) >= 2  # chat answers end by themselves
 
 
+@pytest.mark.model
 def test_smollm2_text_is_the_decoded_tokens(smol):
     run = run_lanes(smol, [{"id": "A", "prompt": "What is the capital of France?", "max_new_tokens": 12,
                             "ignore_eos": False}], slots=2, lanes=("continuous",))
@@ -70,6 +72,7 @@ def test_smollm2_text_is_the_decoded_tokens(smol):
     assert streamed == smol.decode(req.output_ids)
 
 
+@pytest.mark.model
 def test_special_tokens_are_marked_as_tokens_not_text(smol):
     """With ignore_eos the model writes on past <|im_end|>: those cells say `special`, the words around them don't."""
     run = run_lanes(smol, [{"id": "A", "prompt": "What is the capital of France?", "max_new_tokens": 14,
@@ -87,7 +90,7 @@ def count_preemptions_and_chunks(run) -> tuple[int, int]:
     return preempted, partial
 
 
-@pytest.mark.parametrize("lm_name", ["tiny_eos", "smol"])
+@pytest.mark.parametrize("lm_name", ["tiny_eos", pytest.param("smol", marks=pytest.mark.model)])
 def test_chunked_prefill_and_preemption_keep_tokens_exact(request, lm_name):
     lm = request.getfixturevalue(lm_name)
     requests = [{"id": f"R{i}", "prompt": p, "max_new_tokens": [30, 24, 28, 20, 26][i], "ignore_eos": i % 2 == 0,
