@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench_common import ROOT, log, median
+from scripts.bench_common import ROOT, log, median
 
 CRITERION = 1.5  # first run's step-1 ms / second run's, per lane, at most
 
