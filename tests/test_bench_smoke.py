@@ -1,8 +1,13 @@
 """The benchmark script runs end to end (--quick, on the tiny random Llama) and prints every section's keys.
-No timing is asserted: timings belong to the benchmark, not to the tests."""
+No timing is asserted: timings belong to the benchmark, not to the tests. Its first_vs_second_run section loads
+the real model in fresh processes, hence the model tier."""
 import json
 
+import pytest
+
 from scripts import bench
+
+pytestmark = pytest.mark.model
 
 
 def test_bench_quick_prints_every_section_and_target(tiny, capsys):

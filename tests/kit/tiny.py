@@ -12,7 +12,7 @@ from engine.model import LoadedModel
 from tests.kit.reference import PROMPTS
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]  # ids 0, 1, 2, as in SmolLM2
-VOCAB_SIZE = 512
+VOCAB_SIZE = 1024
 CHAT_TEMPLATE = (
     "{% for message in messages %}"
     "{% if loop.first and messages[0]['role'] != 'system' %}"
@@ -20,12 +20,20 @@ CHAT_TEMPLATE = (
     "<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
     "{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+# English of the kind the tests' prompts are written in, so that a prompt takes about as many tokens as it does
+# in SmolLM2's tokenizer (the tests size their KV budgets and chunks by those counts)
 CORPUS = PROMPTS + [
     "You are a small test assistant.", "system user assistant",
-    "Say hi. Name a colour. Count to three. Tell a story. Hello there. Why?",
+    "Say hi. Name a colour. Count to three. Tell a story. Hello there. Why? Answer briefly, please.",
+    "Answer as a museum guide would: short, friendly, exact, and never more than two sentences.",
+    "When do you open? How much is a ticket? Can I take photos? Is there a cafe? Where is the exit? Are dogs allowed?",
     "The quick brown fox jumps over the lazy dog; 0123456789 + - * / = ? ! , . : ' \"",
     "Static batching waits for its group, dynamic batching for a deadline, continuous batching refills each slot.",
     "A request arrives, waits in the queue, is prefilled, decodes token by token and finishes at its end.",
+    "To be, or not to be, that is the question: whether it is nobler in the mind to suffer the slings and arrows.",
+    "Write a short poem about the sea. Summarise this text in one line. Explain how a bicycle works to a child.",
+    "The history of the Roman empire, its roads and its aqueducts, is a long story of engineers and soldiers.",
+    "Good morning, good evening, thank you and goodbye: the first words a traveller learns in a new language.",
 ]
 
 
