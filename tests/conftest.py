@@ -6,7 +6,7 @@ The tiers (pyproject.toml's markers): `model` (the real SmolLM2), `browser` (Chr
 mark is a collection error, so a slow test cannot slip into the fast tier unseen."""
 import pytest
 
-from engine.model import LoadedModel, load_model
+from engine.model import LoadedModel, ModelLoadError, load_model
 from tests.kit.probe import SocketProbe
 from tests.kit.tiny import tiny_model
 
@@ -19,6 +19,16 @@ def pytest_collection_modifyitems(config, items):
                 if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(mark) is None]
     if unmarked:
         raise pytest.UsageError("tests outside their tier (tests/conftest.py):\n  " + "\n  ".join(unmarked))
+
+
+@pytest.fixture(autouse=True)
+def _real_model_only_in_its_tier(request, monkeypatch):
+    """Outside the model tier, loading the default model in this process (an app with no engine given, say) is an
+    error that names the mark, not a silent ~15 s load. Processes the test starts are not watched."""
+    if request.node.get_closest_marker("model") is None:
+        def unmarked(*args, **kwargs):
+            raise ModelLoadError(f"{request.node.nodeid} loads the default model: mark it @pytest.mark.model")
+        monkeypatch.setattr("engine.model.default_model_path", unmarked)
 
 
 @pytest.fixture(scope="session")

@@ -198,6 +198,7 @@ def test_an_exception_inside_a_run_ends_it_with_run_error_and_the_worker_serves_
     assert probe.wait_for("run_finished", next_id)["metrics"]["continuous"]["tokens"] == 5
 
 
+@pytest.mark.model
 def test_the_page_is_served_while_the_model_loads_and_model_status_reports_progress(make_app, connect, monkeypatch):
     gate, real_load = threading.Event(), app.loader.load_model
 
