@@ -59,14 +59,17 @@ PAGE_CONTEXT = {"viewport": {"width": 1360, "height": 1000}, "device_scale_facto
 
 
 @pytest.fixture(scope="module")
-def server(browser, tmp_path_factory):
-    """`python -m app` on the real model (tests/kit/server.py) for this module's pages; its base URL."""
+def server(request, browser, tmp_path_factory):
+    """`python -m app` (tests/kit/server.py) for this module's pages, its base URL: on the real model where the
+    module is marked `model`, else on the simulator (`--backend sim`: the same schedulers and step records, no
+    tokens, no text), which is all a test of layout, colours or page mechanics needs."""
     from tests.kit.browser import ROOT
     from tests.kit.server import live_server
 
     vendor = ROOT / "static" / "vendor" / "socket.io.min.js"
     assert vendor.is_file(), "the Socket.IO client is missing: run `make static/vendor/socket.io.min.js`"
-    with live_server(data_dir=tmp_path_factory.mktemp("data")) as url:
+    backend = () if request.node.get_closest_marker("model") else ("--backend", "sim")
+    with live_server(*backend, data_dir=tmp_path_factory.mktemp("data")) as url:
         yield url
 
 

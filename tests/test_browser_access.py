@@ -10,7 +10,7 @@ import pytest
 from tests.kit.browser import ARTIFACTS, watched_context, watched_page
 from tests.kit.page import lanes, open_page, wait_finished
 
-pytestmark = [pytest.mark.browser, pytest.mark.model]
+pytestmark = pytest.mark.browser
 
 
 def contrast(a: tuple, b: tuple) -> float:
