@@ -58,19 +58,34 @@ def browser():
 PAGE_CONTEXT = {"viewport": {"width": 1360, "height": 1000}, "device_scale_factor": 2}
 
 
-@pytest.fixture(scope="module")
-def server(request, browser, tmp_path_factory):
-    """`python -m app` (tests/kit/server.py) for this module's pages, its base URL: on the real model where the
-    module is marked `model`, else on the simulator (`--backend sim`: the same schedulers and step records, no
-    tokens, no text), which is all a test of layout, colours or page mechanics needs."""
+def page_server(tmp_path_factory, *backend: str):
+    """`python -m app *backend` (tests/kit/server.py) with its own data folder, once the page's vendored JS is there."""
     from tests.kit.browser import ROOT
     from tests.kit.server import live_server
 
     vendor = ROOT / "static" / "vendor" / "socket.io.min.js"
     assert vendor.is_file(), "the Socket.IO client is missing: run `make static/vendor/socket.io.min.js`"
-    backend = () if request.node.get_closest_marker("model") else ("--backend", "sim")
-    with live_server(*backend, data_dir=tmp_path_factory.mktemp("data")) as url:
+    return live_server(*backend, data_dir=tmp_path_factory.mktemp("data"))
+
+
+@pytest.fixture(scope="module")
+def model_server(browser, tmp_path_factory):
+    with page_server(tmp_path_factory) as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def sim_server(browser, tmp_path_factory):
+    with page_server(tmp_path_factory, "--backend", "sim") as url:
+        yield url
+
+
+@pytest.fixture
+def server(request):
+    """The base URL of this module's page server: on the real model for a test marked `model`, else on the
+    simulator (`--backend sim`: the same schedulers and step records, no tokens, no text), which is all a test
+    of layout, colours or page mechanics needs. Each is started once per module, when a test first asks."""
+    return request.getfixturevalue("model_server" if request.node.get_closest_marker("model") else "sim_server")
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from tests.kit.page import MIXED, H, W, assert_presenter_fits, lanes, mix_link, 
     wait_finished
 from tests.kit.page import open_projected as open_page
 
-pytestmark = [pytest.mark.browser, pytest.mark.model]
+pytestmark = pytest.mark.browser
 
 # the projector: conftest.py's `context` fixture reads this module's BROWSER_CONTEXT
 BROWSER_CONTEXT = {"viewport": {"width": W, "height": H}}
@@ -88,6 +88,7 @@ def final_numbers(metrics: dict) -> list[str]:
             f"{metrics['tokens_per_s']:.1f}", f"{metrics['requests_per_s']:.2f}", str(round(metrics['mean_ttft_ms']))]
 
 
+@pytest.mark.model  # the request panel's text is the model's tokens
 def test_predict_then_reveal_shows_nothing_the_playhead_has_not_reached(context, tab, server):
     open_page(tab, server)
     tab.click("label:has(#reveal)")  # the switch, before the run
