@@ -1,4 +1,5 @@
-"""The page in headless Debian Chromium, driven by Playwright, against `python -m app` with the real model.
+"""The page in headless Debian Chromium, driven by Playwright, against `python -m app` on the simulator (the real
+model for tests marked model).
 
 One server per module. Every wait is on state the page exposes (`window.__lanes`, the DOM), never a
 sleep. Without /usr/bin/chromium these tests skip, unless BATCH_LANES_REQUIRE_BROWSER=1 (CI), where
@@ -13,7 +14,7 @@ import pytest
 from tests.kit.browser import ARTIFACTS, pixels, rgb, share
 from tests.kit.page import RUN_TIMEOUT_MS, lanes, metric, open_page, wait_finished
 
-pytestmark = [pytest.mark.browser, pytest.mark.model]
+pytestmark = pytest.mark.browser
 
 XSS_PROMPT = '<img src=x onerror="window.__pwned=1">'
 XSS_ID = "<script>__pwned=2</script>"

@@ -1,5 +1,5 @@
 """The bugs a class would hit (issue 10) that are about reading the page, in headless Chromium against `python -m app`
-with the real model: the palette, outlines and focus rings reach WCAG AA contrast; on a phone the legend and the
+on the simulator: the palette, outlines and focus rings reach WCAG AA contrast; on a phone the legend and the
 narration wrap, prompts get wide lines and a tap only shows the tooltip; at 150% zoom the narration wraps instead
 of clipping. Every wait is on state the page exposes (`window.__lanes`, the DOM), never a sleep.
 """

@@ -1,7 +1,8 @@
 """Teaching with Batch Lanes, the two modes a class watches (issue 10, "For the class"), in headless Chromium at a
-projector's 1280x720 against `python -m app` with the real model: presenter mode fits three and four stacked lanes
-with the narration and the playback controls on one screen; predict-then-reveal keeps every total back until the
-playhead gets there. The fixtures and helpers are test_browser_teach.py's.
+projector's 1280x720 against `python -m app` on the simulator (the real model for tests marked model): presenter
+mode fits three and four stacked lanes with the narration and the playback controls on one screen;
+predict-then-reveal keeps every total back until the playhead gets there. The fixtures and helpers are
+test_browser_teach.py's.
 
 Every check is on element geometry, pixels or text the page shows, and every wait is on state the page exposes
 (`window.__lanes`, the DOM), never a sleep or a timing. Without /usr/bin/chromium these tests skip, unless

@@ -1,8 +1,8 @@
 """Teaching with Batch Lanes (issue 10, "For the class"), in headless Chromium at a projector's 1280x720 against
-`python -m app` with the real model: the glossary explains metric headers and legend items on focus and on hover;
-the short link and its QR code; memory pressure readable from afar (a tall KV bar, a preemption flag, zoom); the c
-and v keys, jump to live, and the editor's live prompt-token count. Presenter mode and predict-then-reveal are in
-test_browser_present.py, which shares this module's fixtures and helpers.
+`python -m app` on the simulator (the real model for tests marked model): the glossary explains metric headers and
+legend items on focus and on hover; the short link and its QR code; memory pressure readable from afar (a tall KV
+bar, a preemption flag, zoom); the c and v keys, jump to live, and the editor's live prompt-token count. Presenter
+mode and predict-then-reveal are in test_browser_present.py, which shares this module's fixtures and helpers.
 
 Every check is on element geometry, pixels or text the page shows, and every wait is on state the page exposes
 (`window.__lanes`, the DOM), never a sleep or a timing. Without /usr/bin/chromium these tests skip, unless
@@ -19,7 +19,7 @@ from tests.kit.page import H, RUN_TIMEOUT_MS, W, assert_presenter_fits, box, can
     run_preset, stored, to_end, wait_finished
 from tests.kit.page import open_projected as open_page
 
-pytestmark = [pytest.mark.browser, pytest.mark.model]
+pytestmark = pytest.mark.browser
 
 # the projector: conftest.py's `context` fixture reads this module's BROWSER_CONTEXT
 BROWSER_CONTEXT = {"viewport": {"width": W, "height": H}}
@@ -213,6 +213,7 @@ def test_keys_c_and_v_switch_the_clock_and_the_rows_and_help_lists_every_key(con
     assert context.problems == []
 
 
+@pytest.mark.model  # a run that streams while the playhead is behind
 def test_jump_to_live_appears_while_a_run_streams_and_the_playhead_is_behind(context, tab, server):
     long_run = {"name": "long", "description": "two long answers", "slots": 2, "lanes": ["continuous"],
                 "requests": [{"id": f"L{i}", "prompt": "Count slowly.", "max_new_tokens": 256, "ignore_eos": True}
