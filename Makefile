@@ -46,9 +46,9 @@ static/vendor/uPlot.%: node_modules/.ci-done
 run: setup
 	$(PY) -m app --host $(HOST) --port $(PORT)
 
-# the fast tier: every test marked neither model, nor browser, nor redis (pyproject.toml), then the page's JS tests
+# the fast tier: every test with none of the tier marks (pyproject.toml), then the page's JS tests
 check: $(VENV)/.installed kernels
-	$(PY) -m pytest -m "not model and not browser and not redis" -q -p no:cacheprovider
+	$(PY) -m pytest -m "not model and not browser and not redis and not slow" -q -p no:cacheprovider
 	@if ls tests/js/*.test.mjs >/dev/null 2>&1; then node --test tests/js/*.test.mjs; fi
 
 # the whole suite; the browser and Redis tests never skip here: Chromium and redis-server are installed where they may be, else make

@@ -1,8 +1,8 @@
 """Shared fixtures: the real default model (loaded once per session), a tiny random-weight Llama, a browser, apps
 and socket clients; and the tiers' guard. What the tests share beyond fixtures lives in tests/kit/.
 
-The tiers (pyproject.toml's markers): `model` (the real SmolLM2), `browser` (Chromium), `redis` (redis-server).
-`make check` runs every test with none of them. A test that uses the `smol` or `browser` fixture without its
+The tiers (pyproject.toml's markers): `model` (the real SmolLM2), `browser` (Chromium), `redis` (redis-server),
+`slow` (server subprocesses on the simulator). `make check` runs every test with none of them. A test that uses the `smol` or `browser` fixture without its
 mark is a collection error, so a slow test cannot slip into the fast tier unseen."""
 import pytest
 

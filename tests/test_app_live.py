@@ -10,6 +10,7 @@ import socketio
 
 from tests.kit.server import EventClient, live_server
 
+pytestmark = pytest.mark.slow
 
 MIXED = json.loads((Path(__file__).resolve().parent.parent / "demos" / "mixed.json").read_text())
 SECRET = "zebra-violet-7731"  # a prompt word that must never reach the log
