@@ -2,8 +2,9 @@
 and socket clients; and the tiers' guard. What the tests share beyond fixtures lives in tests/kit/.
 
 The tiers (pyproject.toml's markers): `model` (the real SmolLM2), `browser` (Chromium), `redis` (redis-server),
-`slow` (server subprocesses on the simulator). `make check` runs every test with none of them. A test that uses the `smol` or `browser` fixture without its
-mark is a collection error, so a slow test cannot slip into the fast tier unseen."""
+`slow` (server subprocesses on the simulator). `make check` runs every test with none of them. A test that uses the
+`smol` or `browser` fixture without its mark is a collection error, and loading the default model in-process
+without the `model` mark fails the test, so a slow test cannot slip into the fast tier unseen."""
 import pytest
 
 from engine.model import LoadedModel, ModelLoadError, load_model
