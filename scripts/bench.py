@@ -34,24 +34,20 @@ import argparse
 import json
 from dataclasses import replace
 import os
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_common, bench_features (also when imported by path)
 
 # First: bench_common sets OMP_WAIT_POLICY=PASSIVE (engine.threads) before torch loads OpenMP (with
 # spinning waiters a decode step on this 2-core machine ran ~50x slower whenever another process was busy).
 # Set OMP_WAIT_POLICY=ACTIVE to measure the default.
-from bench_common import (CHAT_PROMPTS, ROOT, Records, log, median, outputs, prepare,  # noqa: E402
-                          side_by_side, timed, timed_run)
+from scripts.bench_common import (CHAT_PROMPTS, ROOT, Records, log, median, outputs, prepare,  # noqa: E402
+                                  side_by_side, timed, timed_run)
 import torch  # noqa: E402
-from bench_decode import decode_steps, weight_read_floor  # noqa: E402
-from bench_features import chunked_prefill, preemption, split_vs_fused  # noqa: E402
-from bench_prefix import prefix_cache  # noqa: E402
-from bench_spec import speculative  # noqa: E402
-from bench_sweep import load_sweep  # noqa: E402
-from bench_warmup import first_vs_second_run  # noqa: E402
+from scripts.bench_decode import decode_steps, weight_read_floor  # noqa: E402
+from scripts.bench_features import chunked_prefill, preemption, split_vs_fused  # noqa: E402
+from scripts.bench_prefix import prefix_cache  # noqa: E402
+from scripts.bench_spec import speculative  # noqa: E402
+from scripts.bench_sweep import load_sweep  # noqa: E402
+from scripts.bench_warmup import first_vs_second_run  # noqa: E402
 from engine import Engine  # noqa: E402
 from engine.metrics import run_metrics  # noqa: E402
 from engine.step import Forward  # noqa: E402

@@ -6,15 +6,14 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from engine.threads import configure
 
-from engine.threads import configure  # noqa: E402
 configure()  # OMP_WAIT_POLICY=PASSIVE before anything loads torch (every bench script imports this module first)
 from engine import Engine, parse_workload  # noqa: E402
 from engine.workload import CLI_LIMITS  # noqa: E402
+from scripts.chat_prompts import CHAT_PROMPTS  # noqa: E402,F401  (re-exported to the bench sections)
 
-from chat_prompts import CHAT_PROMPTS  # noqa: E402,F401  (re-exported to the bench sections)
+ROOT = Path(__file__).resolve().parent.parent
 
 
 T0 = time.perf_counter()

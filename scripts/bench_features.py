@@ -4,7 +4,7 @@ import json
 import statistics
 from dataclasses import replace
 
-from bench_common import CHAT_PROMPTS, ROOT, Records, median, outputs, prepare, timed_run
+from scripts.bench_common import CHAT_PROMPTS, ROOT, Records, median, outputs, prepare, timed_run
 from engine import Engine
 from engine.metrics import run_metrics
 from engine.step import Forward, SlotState

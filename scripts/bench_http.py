@@ -30,19 +30,16 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from engine.threads import configure
 
-from serve_bench import PROMPTS, get_json, log, make_client, run_rate, server  # noqa: E402  (puts the repo on sys.path)
-from engine.threads import configure  # noqa: E402
 configure()  # OMP_WAIT_POLICY=PASSIVE before torch loads
 from engine import Engine, parse_workload  # noqa: E402
 from engine.limits import CLI_LIMITS  # noqa: E402
 from engine.metrics import lane_metrics  # noqa: E402
 from engine.step import Forward  # noqa: E402
+from scripts.serve_bench import PROMPTS, get_json, log, make_client, run_rate, server  # noqa: E402
 
 
 def step_summary(records: list[dict]) -> dict:

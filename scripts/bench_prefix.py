@@ -4,7 +4,7 @@ time and tokens/s, the prompt tokens it computed and took from the cache, and wh
 tokens. Run it through `bench.py` (section `prefix_cache`)."""
 import json
 
-from bench_common import ROOT, Records, median, outputs, prepare, timed_run
+from scripts.bench_common import ROOT, Records, median, outputs, prepare, timed_run
 from engine import Engine
 from engine.metrics import run_metrics
 from engine.workload import CLI_LIMITS

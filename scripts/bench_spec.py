@@ -9,8 +9,8 @@ not know: how proposals are made or verified; it reads step records through `run
 """
 from dataclasses import replace
 
-from bench_common import Records, median, prepare
-from bench_features import demo
+from scripts.bench_common import Records, median, prepare
+from scripts.bench_features import demo
 from engine import Engine
 from engine.metrics import run_metrics
 from engine.workload import CLI_LIMITS

@@ -5,7 +5,7 @@ dynamic and continuous lanes, each on its own lane clock; the section reports, p
 `vllm bench serve` reports (through engine.sweep, i.e. from the step records) and the lowest rate at which
 each lane's p95 TTFT crosses 2 s. A figure, not a test: it asserts nothing about time.
 """
-from bench_common import Records, log  # first: bench_common puts the repo on sys.path
+from scripts.bench_common import Records, log
 from engine import Engine
 from engine.limits import CLI_LIMITS
 from engine.sweep import crossing_rate, run_sweep

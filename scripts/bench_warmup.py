@@ -1,11 +1,11 @@
 """Benchmark section `first_vs_second_run`: is the first run after a server start skewed by a cold model?
 
-Each measurement is a fresh process (this file again, with `--child`): it loads the model as the server does
-(`app/loader.py`: `load_model`, then `warm_up` for every row count up to max_slots, on a thread of its own),
-then runs demos/mixed.json on the static and continuous lanes twice, from another thread as the server's
-worker does, and reports each lane's step-1 ms in both runs. The same without the warm-up shows what it is
-for. The issue's criterion: with the warm-up, the first run's step 1 is within 1.5x of the second run's on
-every lane. Run it through `bench.py --sections first_vs_second_run`.
+Each measurement is a fresh process (this file again, `python -m scripts.bench_warmup --child` from the repo root):
+it loads the model as the server does (`app/loader.py`: `load_model`, then `warm_up` for every row count up to
+max_slots, on a thread of its own), then runs demos/mixed.json on the static and continuous lanes twice, from
+another thread as the server's worker does, and reports each lane's step-1 ms in both runs. The same without the
+warm-up shows what it is for. The issue's criterion: with the warm-up, the first run's step 1 is within 1.5x of the
+second run's on every lane. Run it through `bench.py --sections first_vs_second_run`.
 """
 import argparse
 import json
@@ -13,9 +13,8 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
-from bench_common import ROOT, log, median
+from scripts.bench_common import ROOT, log, median
 
 CRITERION = 1.5  # first run's step-1 ms / second run's, per lane, at most
 
@@ -45,7 +44,7 @@ def first_vs_second_run(model_args: tuple, size: dict) -> dict:
 
 def child(model_args: tuple, warm: bool, size: dict) -> dict:
     path, dtype, device = model_args
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--dtype", dtype, "--device", device,
+    cmd = [sys.executable, "-m", "scripts.bench_warmup", "--child", "--dtype", dtype, "--device", device,
            "--max-slots", str(size["warmup_slots"]), "--warm-up" if warm else "--no-warm-up"]
     if path:
         cmd += ["--model", str(path)]

@@ -26,7 +26,6 @@ from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "tests")]
 
 from engine.threads import configure  # noqa: E402
 configure()  # OMP_WAIT_POLICY=PASSIVE before torch loads
@@ -35,7 +34,7 @@ import torch  # noqa: E402
 from engine import Engine, parse_workload  # noqa: E402
 from engine.model import load_model  # noqa: E402
 from engine.workload import CLI_LIMITS  # noqa: E402
-from test_exactness import PROMPTS  # noqa: E402  (the exactness tests' prompts, the same on the device)
+from tests.kit.reference import PROMPTS  # noqa: E402  (the exactness tests' prompts, the same on the device)
 
 LANES = ["static", "dynamic", "continuous", {"name": "chunked 16", "policy": "continuous", "chunk_size": 16},
          {"name": "fused", "policy": "continuous", "fused": True},
@@ -61,7 +60,7 @@ def lane_outputs(lm, wl: dict) -> tuple[dict, list]:
 
 def agreement(lm, wl: dict) -> dict:
     """Per lane: requests equal to solo generate(), fast path and eager path; and fast vs eager request by request."""
-    from conftest import solo_generate
+    from tests.kit.reference import solo_generate
 
     fast, specs = lane_outputs(lm, wl)
     eager, _ = lane_outputs(replace(lm, decode_step="eager"), wl)
@@ -117,7 +116,7 @@ def tiny_graphs(device: str) -> dict:
 
 
 def socket_run(device: str, dtype: str, quick: bool) -> dict:
-    from live_server import EventClient, live_server
+    from tests.kit.server import EventClient, live_server
 
     wl = workload(quick)
     wl["lanes"] = LANES[:3] + [{"name": "chunked 64", "policy": "continuous", "chunk_size": 64}]
@@ -166,8 +165,8 @@ def main(argv=None) -> dict:
             report["seconds"][f"load_{dtype}"] = time.perf_counter() - t0
         return models[dtype]
 
-    import bench
-    from bench_decode import decode_steps
+    from scripts import bench
+    from scripts.bench_decode import decode_steps
     size = dict(bench.SIZES["quick" if args.quick else "full"])
 
     def section(name: str):

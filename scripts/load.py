@@ -19,9 +19,8 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from engine.metrics import percentile  # noqa: E402  (the engine's nearest-rank definition, for every p50/p95)
-from live_server import EventClient, live_server  # noqa: E402
+from tests.kit.server import EventClient, live_server  # noqa: E402
 
 PRESETS = ("mixed", "same", "one-long")
 RETRY = {"busy": (3.0, 8.0), "rate_limited": (10.0, 20.0)}  # seconds to wait before submitting again

@@ -36,10 +36,9 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from engine.metrics import percentile  # noqa: E402  (the engine's nearest-rank definition, as scripts/load.py)
-from scale_procs import READY_TIMEOUT_S, Processes, RssSampler, ScaleError, start_processes  # noqa: E402
-from scale_spectator import CONNECT_RETRIES, Watcher, steps_of  # noqa: E402
+from scripts.scale_procs import READY_TIMEOUT_S, Processes, RssSampler, ScaleError, start_processes  # noqa: E402
+from scripts.scale_spectator import CONNECT_RETRIES, Watcher, steps_of  # noqa: E402
 
 RUN_TIMEOUT_S = 300
 CONNECT_BATCH = 50

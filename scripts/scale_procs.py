@@ -8,7 +8,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -16,8 +15,7 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-from live_server import _health, _tail, free_port  # noqa: E402  (also sets engineio's max_decode_packets)
+from tests.kit.server import _health, _tail, free_port  # noqa: E402  (also sets engineio's max_decode_packets)
 
 READY_TIMEOUT_S = 180
 

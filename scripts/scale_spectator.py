@@ -5,7 +5,7 @@ import asyncio
 import time
 from collections import Counter, defaultdict
 
-from scale_procs import ScaleError
+from scripts.scale_procs import ScaleError
 
 LANES = ["static", "continuous"]
 CONNECT_RETRIES = 2      # a failed connect is tried this many more times

@@ -33,12 +33,11 @@ from pathlib import Path
 from statistics import fmean
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from engine.arrivals import arrival_times_ms, generate_requests  # noqa: E402  (no torch: a pure client)
 from engine.metrics import percentile  # noqa: E402
-from chat_prompts import CHAT_PROMPTS as PROMPTS  # noqa: E402  (the built-in mix, as bench.py's)
-from live_server import _health, live_server  # noqa: E402
+from scripts.chat_prompts import CHAT_PROMPTS as PROMPTS  # noqa: E402  (the built-in mix, as bench.py's)
+from tests.kit.server import _health, live_server  # noqa: E402
 
 DEFAULT_MAX_TOKENS = 32
 T0 = time.perf_counter()

@@ -1,9 +1,35 @@
-"""Shared fixtures: the real default model (loaded once per session), a tiny random-weight Llama, and
-helpers that build workloads and reference outputs."""
-import pytest
-import torch
+"""Shared fixtures: the real default model (loaded once per session), a tiny random-weight Llama, a browser, apps
+and socket clients; and the tiers' guard. What the tests share beyond fixtures lives in tests/kit/.
 
-from engine.model import LoadedModel, load_model
+The tiers (pyproject.toml's markers): `model` (the real SmolLM2), `browser` (Chromium), `redis` (redis-server),
+`slow` (server subprocesses on the simulator). `make check` runs every test with none of them. A test that uses the
+`smol` or `browser` fixture without its mark is a collection error, and loading the default model in-process
+without the `model` mark fails the test, so a slow test cannot slip into the fast tier unseen."""
+import pytest
+
+from engine.model import LoadedModel, ModelLoadError, load_model
+from tests.kit.probe import SocketProbe
+from tests.kit.tiny import tiny_model
+
+TIER_OF_FIXTURE = {"smol": "model", "browser": "browser"}
+
+
+def pytest_collection_modifyitems(config, items):
+    unmarked = [f"{item.nodeid} uses the {fixture!r} fixture: mark it @pytest.mark.{mark}"
+                for item in items for fixture, mark in TIER_OF_FIXTURE.items()
+                if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(mark) is None]
+    if unmarked:
+        raise pytest.UsageError("tests outside their tier (tests/conftest.py):\n  " + "\n  ".join(unmarked))
+
+
+@pytest.fixture(autouse=True)
+def _real_model_only_in_its_tier(request, monkeypatch):
+    """Outside the model tier, loading the default model in this process (an app with no engine given, say) is an
+    error that names the mark, not a silent ~15 s load. Processes the test starts are not watched."""
+    if request.node.get_closest_marker("model") is None:
+        def unmarked(*args, **kwargs):
+            raise ModelLoadError(f"{request.node.nodeid} loads the default model: mark it @pytest.mark.model")
+        monkeypatch.setattr("engine.model.default_model_path", unmarked)
 
 
 @pytest.fixture(scope="session")
@@ -13,80 +39,76 @@ def smol() -> LoadedModel:
 
 
 @pytest.fixture(scope="session")
-def tiny(smol) -> LoadedModel:
-    """A 2-layer random-weight Llama with SmolLM2's tokenizer and chat template (weights are sharp enough
-    that greedy argmax has clear margins)."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(smol.tokenizer), hidden_size=64, intermediate_size=128,
-                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=2048, initializer_range=0.2, tie_word_embeddings=True,
-                         attn_implementation="sdpa")
-    model = LlamaForCausalLM(config).eval()
-    model.generation_config.eos_token_id = None
-    return LoadedModel(model, smol.tokenizer, "tiny-random-llama", torch.device("cpu"), torch.float32,
-                       frozenset(), smol.pad_id)
-
-
-def solo_generate(lm: LoadedModel, prompt_ids, max_new_tokens: int, eos_ids=()) -> list[int]:
-    """What `model.generate(do_sample=False)` writes for one request alone (the exactness reference)."""
-    from transformers import GenerationConfig
-
-    # an empty eos list makes generate() ignore EOS (None would fall back to the model's own EOS)
-    config = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=lm.pad_id,
-                              eos_token_id=list(eos_ids))
-    x = torch.tensor([list(prompt_ids)])
-    with torch.inference_mode():
-        out = lm.model.generate(x, attention_mask=torch.ones_like(x), generation_config=config)
-    return out[0, x.shape[1]:].tolist()
+def tiny() -> LoadedModel:
+    """A 2-layer random-weight Llama with a byte-level BPE tokenizer of its own (tests/kit/tiny.py): no real model."""
+    return tiny_model()
 
 
 @pytest.fixture(scope="module")
 def browser():
-    """Headless Debian Chromium through Playwright, one per test module (tests/browser_kit.py: a skip, or under
+    """Headless Debian Chromium through Playwright, one per test module (tests/kit/browser.py: a skip, or under
     BATCH_LANES_REQUIRE_BROWSER=1 a failure, when it is missing)."""
-    from browser_kit import chromium
+    from tests.kit.browser import chromium
     with chromium() as b:
         yield b
 
 
+# --- the main page (`/`) in Chromium: one live server per module, a fresh watched context and tab per test ---
+# (test modules with a page of their own, /live, /sweep, /compare, define their own `server` and `context`)
+
+PAGE_CONTEXT = {"viewport": {"width": 1360, "height": 1000}, "device_scale_factor": 2}
+
+
+def page_server(tmp_path_factory, *backend: str):
+    """`python -m app *backend` (tests/kit/server.py) with its own data folder, once the page's vendored JS is there."""
+    from tests.kit.browser import ROOT
+    from tests.kit.server import live_server
+
+    vendor = ROOT / "static" / "vendor" / "socket.io.min.js"
+    assert vendor.is_file(), "the Socket.IO client is missing: run `make static/vendor/socket.io.min.js`"
+    return live_server(*backend, data_dir=tmp_path_factory.mktemp("data"))
+
+
+@pytest.fixture(scope="module")
+def model_server(browser, tmp_path_factory):
+    with page_server(tmp_path_factory) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def sim_server(browser, tmp_path_factory):
+    with page_server(tmp_path_factory, "--backend", "sim") as url:
+        yield url
+
+
+@pytest.fixture
+def server(request):
+    """The base URL of this module's page server: on the real model for a test marked `model`, else on the
+    simulator (`--backend sim`: the same schedulers and step records, no tokens, no text), which is all a test
+    of layout, colours or page mechanics needs. Each is started once per module, when a test first asks."""
+    return request.getfixturevalue("model_server" if request.node.get_closest_marker("model") else "sim_server")
+
+
+@pytest.fixture
+def context(request, browser, server):
+    """A browser context that records console errors, uncaught exceptions and the host of every request
+    (tests/kit/browser.py's `watched_context`): PAGE_CONTEXT, or the module's own BROWSER_CONTEXT (the projector)."""
+    from tests.kit.browser import watched_context
+
+    ctx = watched_context(browser, **getattr(request.module, "BROWSER_CONTEXT", PAGE_CONTEXT))
+    yield ctx
+    ctx.close()
+
+
+@pytest.fixture
+def tab(context):
+    """A fresh page of `context`, carrying its `problems` and `hosts`."""
+    from tests.kit.browser import watched_page
+
+    return watched_page(context)
+
+
 # --- the server (app/): apps whose engine worker is stopped after each test, and socket test clients ---
-
-class SocketProbe:
-    """A Flask-SocketIO test client that keeps every event it received, in order, as (name, payload).
-
-    It reads the client's packet list by index and never clears it, so events the engine worker appends
-    from its own thread can't be lost between two reads."""
-
-    def __init__(self, client):
-        self.client = client
-        self.events: list[tuple[str, object]] = []
-
-    def emit(self, event: str, *args) -> None:
-        self.client.emit(event, *args)
-
-    def poll(self) -> list[tuple[str, object]]:
-        new = self.client.queue[len(self.events):]
-        self.events += [(p["name"], p["args"][0] if p["args"] else None) for p in new]
-        return self.events
-
-    def named(self, name: str, run_id: str | None = None) -> list:
-        return [p for n, p in self.poll() if n == name and (run_id is None or p.get("run_id") == run_id)]
-
-    def wait_for(self, name: str, run_id: str | None = None, timeout: float = 180) -> dict:
-        """The first `name` event (for `run_id`, if given); fails the test after `timeout` seconds."""
-        import time
-        deadline = time.monotonic() + timeout
-        while not self.named(name, run_id):
-            assert time.monotonic() < deadline, f"no {name} event within {timeout} s; got {[n for n, _ in self.events]}"
-            time.sleep(0.02)
-        return self.named(name, run_id)[0]
-
-    def disconnect(self) -> None:
-        if self.client.is_connected():
-            self.client.disconnect()
-
 
 @pytest.fixture
 def make_app(tmp_path):

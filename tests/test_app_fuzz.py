@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from engine import Engine
 from engine.workload import Limits
 
+pytestmark = pytest.mark.model
+
 LIMITS = Limits(max_requests=3, max_slots=3, max_new_tokens=3, max_prompt_chars=64, max_prompt_tokens=64,
                 max_arrival=3, max_id_chars=8, max_name_chars=16)
 VALID = {"name": "ok", "slots": 2, "requests": [{"id": "A", "prompt": "Say hi.", "max_new_tokens": 2},

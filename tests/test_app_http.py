@@ -15,6 +15,7 @@ def app(make_app, smol):
     return make_app(engine=Engine(smol))
 
 
+@pytest.mark.model
 def test_healthz_says_ready_with_the_model_and_device(app, smol):
     response = app.test_client().get("/healthz")
     assert response.status_code == 200
@@ -22,12 +23,14 @@ def test_healthz_says_ready_with_the_model_and_device(app, smol):
                                    "progress": 1.0, "queued": 0}
 
 
+@pytest.mark.model
 def test_presets_are_the_demos_mixed_same_one_long_first(app):
     presets = app.test_client().get("/api/presets").get_json()["presets"]
     assert [p["name"] for p in presets][:3] == ["mixed", "same", "one-long"]
     assert all(p["description"] and p["requests"] for p in presets)
 
 
+@pytest.mark.model
 def test_the_page_and_every_response_carry_the_content_security_policy(app):
     http = app.test_client()
     page = http.get("/")
@@ -37,6 +40,7 @@ def test_the_page_and_every_response_carry_the_content_security_policy(app):
         assert response.headers["X-Content-Type-Options"] == "nosniff"
 
 
+@pytest.mark.model
 def test_unknown_runs_are_a_page_saying_so_and_the_api_keeps_json_404s(app):
     http = app.test_client()
     for path in ("/api/runs/nosuchrun", "/api/runs/" + "x" * 65, "/nope", "/runs/nosuchrun/qr.svg"):
@@ -50,6 +54,7 @@ def test_unknown_runs_are_a_page_saying_so_and_the_api_keeps_json_404s(app):
     assert http.post("/api/presets").status_code == 405
 
 
+@pytest.mark.model
 def test_a_finished_run_has_a_qr_code_of_its_link(app, connect):
     import segno
     probe = connect(app)
@@ -66,6 +71,7 @@ def test_a_finished_run_has_a_qr_code_of_its_link(app, connect):
     assert response.get_data() == out.getvalue()
 
 
+@pytest.mark.model
 def test_prompt_token_counts_use_the_servers_tokenizer(app, smol):
     http = app.test_client()
     prompts = ["What is the capital of France?", "x" * 300, ""]
@@ -76,6 +82,7 @@ def test_prompt_token_counts_use_the_servers_tokenizer(app, smol):
         assert response.status_code == 400 and response.get_json()["field"] == "prompts", bad
 
 
+@pytest.mark.model
 def test_a_run_page_exists_for_a_live_run(app, connect):
     probe = connect(app)
     probe.emit("submit", {"workload": {"requests": [{"id": "A", "prompt": "Hi.", "max_new_tokens": 1}]}})
@@ -94,6 +101,7 @@ def test_secret_key_comes_from_the_environment_or_is_random(make_app, monkeypatc
     assert make_app(engine=Engine(None)).config["SECRET_KEY"] == "from-the-environment"
 
 
+@pytest.mark.model
 def test_no_debug_same_origin_sockets_and_a_patched_engineio(app):
     from app.web.extensions import socketio
     assert app.debug is False and app.config["DEBUG"] is False

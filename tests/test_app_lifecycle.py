@@ -67,6 +67,7 @@ def submit(probe, workload=TINY) -> str:
     return probe.named("run_queued")[-1]["run_id"]
 
 
+@pytest.mark.model
 def test_queue_positions_busy_when_full_and_positions_move_up(gated, connect):
     app, engine, worker = gated
     a, b, c, d = (connect(app) for _ in range(4))
@@ -88,6 +89,7 @@ def test_queue_positions_busy_when_full_and_positions_move_up(gated, connect):
     assert d.wait_for("run_queued")["position"] == 1
 
 
+@pytest.mark.model
 def test_one_active_run_per_client(gated, connect):
     app, engine, worker = gated
     a = connect(app)
@@ -101,6 +103,7 @@ def test_one_active_run_per_client(gated, connect):
     assert a.wait_for("run_finished", run_next)
 
 
+@pytest.mark.model
 def test_submit_rate_limit_per_client(make_app, connect, smol):
     app = make_app({"SUBMITS_PER_MINUTE": 3, "WATCHES_PER_MINUTE": 2}, engine=Engine(smol))
     a, b = connect(app), connect(app)
@@ -117,6 +120,7 @@ def test_submit_rate_limit_per_client(make_app, connect, smol):
     assert b.wait_for("run_finished", run_b)
 
 
+@pytest.mark.model
 def test_a_running_run_nobody_watches_is_cancelled_and_the_engine_serves_the_next(gated, connect):
     app, engine, worker = gated
     a, b = connect(app), connect(app)
@@ -133,6 +137,7 @@ def test_a_running_run_nobody_watches_is_cancelled_and_the_engine_serves_the_nex
     assert b.wait_for("run_error", run_a)["code"] == "cancelled"
 
 
+@pytest.mark.model
 def test_a_queued_run_nobody_watches_leaves_the_queue_at_once(gated, connect):
     app, engine, worker = gated
     a, b, c = connect(app), connect(app), connect(app)
@@ -149,6 +154,7 @@ def test_a_queued_run_nobody_watches_leaves_the_queue_at_once(gated, connect):
     assert app.extensions["store"].count() == 2
 
 
+@pytest.mark.model
 def test_a_run_with_a_spectator_goes_on_after_its_submitter_leaves(gated, connect):
     app, engine, worker = gated
     a, spectator = connect(app), connect(app)
@@ -163,6 +169,7 @@ def test_a_run_with_a_spectator_goes_on_after_its_submitter_leaves(gated, connec
     assert finished["metrics"]["continuous"]["tokens"] == 5 and worker.runs[run_a].status is RunStatus.FINISHED
 
 
+@pytest.mark.model
 def test_a_reconnecting_page_rejoins_its_run_by_id(make_app, connect, smol):
     engine = GatedEngine(smol)
     app = make_app({"CANCEL_GRACE_S": 600}, engine=engine)
@@ -178,6 +185,7 @@ def test_a_reconnecting_page_rejoins_its_run_by_id(make_app, connect, smol):
     assert [t["t"] for t in again.named("tick", run_id)] == [1, 2, 3]
 
 
+@pytest.mark.model
 def test_an_exception_inside_a_run_ends_it_with_run_error_and_the_worker_serves_the_next(make_app, connect, smol):
     app = make_app(engine=FaultyEngine(smol))
     probe = connect(app)
@@ -190,6 +198,7 @@ def test_an_exception_inside_a_run_ends_it_with_run_error_and_the_worker_serves_
     assert probe.wait_for("run_finished", next_id)["metrics"]["continuous"]["tokens"] == 5
 
 
+@pytest.mark.model
 def test_the_page_is_served_while_the_model_loads_and_model_status_reports_progress(make_app, connect, monkeypatch):
     gate, real_load = threading.Event(), app.runs.loader.load_model
 

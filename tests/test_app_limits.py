@@ -7,6 +7,8 @@ import pytest
 from engine import Engine
 from engine.workload import Limits
 
+pytestmark = pytest.mark.model
+
 LIMITS = Limits(max_requests=4, max_slots=4, max_lanes=2, max_new_tokens=16, max_prompt_chars=200,
                 max_prompt_tokens=60, max_arrival=20, max_id_chars=8, max_name_chars=20, max_wait=10,
                 max_kv_budget=4096)

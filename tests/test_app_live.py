@@ -1,5 +1,5 @@
-"""The server as people start it (`python -m app` in a subprocess, real default model, real transport):
-eventlet mode end to end, same-origin sockets, the message-size cap, and logs without prompt text."""
+"""The server as people start it (`python -m app` in a subprocess, real transport): eventlet mode end to end on
+the real default model; same-origin sockets, the message-size cap and logs without prompt text on the simulator."""
 import json
 import time
 from pathlib import Path
@@ -8,7 +8,9 @@ import pytest
 import requests
 import socketio
 
-from live_server import EventClient, live_server
+from tests.kit.server import EventClient, live_server
+
+pytestmark = pytest.mark.slow
 
 MIXED = json.loads((Path(__file__).resolve().parent.parent / "demos" / "mixed.json").read_text())
 SECRET = "zebra-violet-7731"  # a prompt word that must never reach the log
@@ -24,6 +26,7 @@ def wait_second_queued(client: EventClient, timeout: float = 60) -> str:
     return client.named("run_queued")[-1]["run_id"]
 
 
+@pytest.mark.model
 def test_eventlet_mode_completes_a_run_and_a_sweep_and_healthz_answers_within_200_ms_while_it_computes():
     with live_server("--async-mode", "eventlet") as url:
         client = EventClient(url)
@@ -57,7 +60,7 @@ def test_eventlet_mode_completes_a_run_and_a_sweep_and_healthz_answers_within_20
 
 @pytest.fixture(scope="module")
 def server():
-    with live_server("--limit", "max_message_bytes=131072", "--limit", "max_requests=8") as url:
+    with live_server("--backend", "sim", "--limit", "max_message_bytes=131072", "--limit", "max_requests=8") as url:
         yield url
 
 

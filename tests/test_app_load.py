@@ -1,11 +1,11 @@
 """A small run of scripts/load.py against `python -m app` on the real model: every client's run completes
 and every run any client watched arrived whole and in order (t = 1, 2, 3 ...). No speed is asserted."""
-import sys
-from pathlib import Path
+import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from live_server import live_server  # noqa: E402
-from load import format_report, run_load  # noqa: E402
+from scripts.load import format_report, run_load
+from tests.kit.server import live_server
+
+pytestmark = pytest.mark.model
 
 
 def test_clients_submitting_and_watching_each_other_lose_no_tick():

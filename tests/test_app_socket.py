@@ -10,6 +10,8 @@ from engine import Engine
 from engine.metrics import run_metrics
 from engine.workload import parse_workload
 
+pytestmark = pytest.mark.model
+
 DEMOS = Path(__file__).resolve().parent.parent / "demos"
 
 

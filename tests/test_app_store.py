@@ -10,7 +10,7 @@ import requests
 
 from app.runs.store import RunStore, StoreError
 from engine import Engine
-from live_server import EventClient, live_server
+from tests.kit.server import EventClient, live_server
 
 TINY = {"name": "tiny", "slots": 2, "requests": [{"id": "A", "prompt": "Say hi.", "max_new_tokens": 2},
                                                  {"id": "B", "prompt": "Name a fruit.", "max_new_tokens": 3}]}
@@ -39,6 +39,7 @@ def test_an_unusable_data_folder_is_a_store_error_naming_the_path(tmp_path):
         store.load("x")
 
 
+@pytest.mark.model
 def test_a_run_that_cannot_be_saved_is_reported_to_its_room_and_logged(make_app, connect, smol, tmp_path, caplog):
     app = make_app({"DATA_DIR": tmp_path / "data"}, engine=Engine(smol))
     shutil.rmtree(tmp_path / "data", ignore_errors=True)
@@ -61,9 +62,10 @@ def test_a_run_that_cannot_be_saved_is_reported_to_its_room_and_logged(make_app,
     assert response.status_code == 503 and "cannot be read" in response.get_json()["error"]
 
 
+@pytest.mark.slow
 def test_a_shared_link_replays_a_stored_run_after_a_server_restart(tmp_path):
     data = tmp_path / "data"
-    with live_server(data_dir=data) as url:
+    with live_server("--backend", "sim", data_dir=data) as url:
         client = EventClient(url)
         client.emit("submit", {"workload": MIXED})
         run_id = client.wait_for("run_queued")["run_id"]
@@ -72,7 +74,7 @@ def test_a_shared_link_replays_a_stored_run_after_a_server_restart(tmp_path):
         before = requests.get(f"{url}/api/runs/{run_id}").json()
     assert (data / "runs.sqlite3").is_file()
 
-    with live_server(data_dir=data) as url:                # a new process: memory is gone, the file is not
+    with live_server("--backend", "sim", data_dir=data) as url:  # a new process: memory is gone, the file is not
         after = requests.get(f"{url}/api/runs/{run_id}")
         assert after.status_code == 200 and after.json() == before
         assert after.json()["metrics"] == finished["metrics"]

@@ -1,21 +1,16 @@
 """The benchmark script runs end to end (--quick, on the tiny random Llama) and prints every section's keys.
-No timing is asserted: timings belong to the benchmark, not to the tests."""
-import importlib.util
+No timing is asserted: timings belong to the benchmark, not to the tests. Its first_vs_second_run section loads
+the real model in fresh processes, hence the model tier."""
 import json
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent.parent / "scripts" / "bench.py"
+import pytest
 
+from scripts import bench
 
-def load_bench():
-    spec = importlib.util.spec_from_file_location("bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+pytestmark = pytest.mark.model
 
 
 def test_bench_quick_prints_every_section_and_target(tiny, capsys):
-    bench = load_bench()
     bench.main(["--quick"], lm=tiny)
     out = json.loads(capsys.readouterr().out)
     assert set(bench.SECTIONS) | {"meta", "overhead", "targets"} <= set(out)

@@ -1,4 +1,5 @@
-"""The page in headless Debian Chromium, driven by Playwright, against `python -m app` with the real model.
+"""The page in headless Debian Chromium, driven by Playwright, against `python -m app` on the simulator (the real
+model for tests marked model).
 
 One server per module. Every wait is on state the page exposes (`window.__lanes`, the DOM), never a
 sleep. Without /usr/bin/chromium these tests skip, unless BATCH_LANES_REQUIRE_BROWSER=1 (CI), where
@@ -10,48 +11,13 @@ from urllib.parse import urlparse
 
 import pytest
 
-from browser_kit import ARTIFACTS, ROOT, pixels, rgb, share, watched_context, watched_page
-from live_server import live_server
+from tests.kit.browser import ARTIFACTS, pixels, rgb, share
+from tests.kit.page import RUN_TIMEOUT_MS, lanes, metric, open_page, wait_finished
 
-RUN_TIMEOUT_MS = 300_000  # a run on the real model on a busy 2-core machine
+pytestmark = pytest.mark.browser
+
 XSS_PROMPT = '<img src=x onerror="window.__pwned=1">'
 XSS_ID = "<script>__pwned=2</script>"
-
-
-@pytest.fixture(scope="module")
-def server(browser, tmp_path_factory):
-    vendor = ROOT / "static" / "vendor" / "socket.io.min.js"
-    assert vendor.is_file(), "the Socket.IO client is missing: run `make static/vendor/socket.io.min.js`"
-    with live_server(data_dir=tmp_path_factory.mktemp("data")) as url:
-        yield url
-
-
-@pytest.fixture
-def tab(browser, server):
-    """A fresh page that records console errors, uncaught exceptions and the host of every request."""
-    context = watched_context(browser, viewport={"width": 1360, "height": 1000}, device_scale_factor=2)
-    yield watched_page(context)
-    context.close()
-
-
-def lanes(page, expression: str):
-    return page.evaluate(f"() => window.__lanes.{expression}")
-
-
-def open_page(page, url: str) -> None:
-    page.goto(url)
-    page.wait_for_function("() => window.__lanes && window.__lanes.connected && window.__lanes.model.ready")
-    page.wait_for_selector("#preset-buttons button[data-preset]")
-
-
-def wait_finished(page) -> None:
-    page.wait_for_function("() => window.__lanes.status === 'finished' || window.__lanes.status === 'error'",
-                           timeout=RUN_TIMEOUT_MS)
-    assert lanes(page, "status") == "finished", lanes(page, "error")
-
-
-def metric(page, lane: str, key: str) -> str:
-    return page.text_content(f'#metrics-table td[data-lane="{lane}"][data-metric="{key}"]')
 
 
 def test_mixed_preset_shows_the_classroom_table_cells_and_keyboard_playback(tab, server):

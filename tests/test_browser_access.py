@@ -1,12 +1,16 @@
 """The bugs a class would hit (issue 10) that are about reading the page, in headless Chromium against `python -m app`
-with the real model: the palette, outlines and focus rings reach WCAG AA contrast; on a phone the legend and the
+on the simulator: the palette, outlines and focus rings reach WCAG AA contrast; on a phone the legend and the
 narration wrap, prompts get wide lines and a tap only shows the tooltip; at 150% zoom the narration wraps instead
 of clipping. Every wait is on state the page exposes (`window.__lanes`, the DOM), never a sleep.
 """
 import re
 
-from browser_kit import ARTIFACTS, watched_context, watched_page
-from test_browser import lanes, open_page, server, tab, wait_finished  # noqa: F401 (fixtures)
+import pytest
+
+from tests.kit.browser import ARTIFACTS, watched_context, watched_page
+from tests.kit.page import lanes, open_page, wait_finished
+
+pytestmark = pytest.mark.browser
 
 
 def contrast(a: tuple, b: tuple) -> float:

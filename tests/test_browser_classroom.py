@@ -1,4 +1,5 @@
-"""The bugs a class would hit (issue 10), in headless Chromium against `python -m app` with the real model.
+"""The bugs a class would hit (issue 10), in headless Chromium against `python -m app` on the simulator (the real
+model for tests marked model).
 
 Your own run is yours (a click while it streams cancels and replaces it, never a refused submit), ids in the
 editor, links that run, an unknown run, metrics at the playhead, and the words; WCAG contrast, the phone and 150%
@@ -12,7 +13,11 @@ import re
 from urllib.parse import urlparse
 from urllib.request import urlopen
 
-from test_browser import RUN_TIMEOUT_MS, lanes, metric, open_page, server, tab, wait_finished  # noqa: F401 (fixtures)
+import pytest
+
+from tests.kit.page import RUN_TIMEOUT_MS, lanes, metric, open_page, wait_finished
+
+pytestmark = pytest.mark.browser
 
 # Wraps window.io as the page's vendor script defines it: every event in ("in") and out, in order, into window.__wire.
 WIRE = """(() => {
@@ -61,6 +66,7 @@ def mix_link(url: str, workload: dict) -> str:
 
 # --- bug 1: your own run ---------------------------------------------------------------------------------------
 
+@pytest.mark.model  # a run that streams long enough to be cancelled
 def test_a_preset_clicked_while_your_run_streams_cancels_it_and_runs_the_new_one(tab, server):
     tab.add_init_script(WIRE)
     open_page(tab, server)
@@ -99,6 +105,7 @@ def test_a_preset_clicked_while_your_run_streams_cancels_it_and_runs_the_new_one
     assert tab.problems == []
 
 
+@pytest.mark.model  # runs that are still running when the next click comes
 def test_ten_rapid_preset_clicks_never_exhaust_the_submit_rate_limit(tab, server):
     tab.add_init_script(WIRE)
     open_page(tab, server)
@@ -237,6 +244,7 @@ def test_metrics_table_and_lane_captions_follow_the_playhead(tab, server):
 
 # --- bug 10: words -------------------------------------------------------------------------------------------
 
+@pytest.mark.model  # the model's special tokens
 def test_counts_are_pluralised_and_special_tokens_show_as_token_chips(tab, server):
     # one request of one token on a one-slot lane: every count on the page is 1
     workload = {"name": "one", "description": "one token", "slots": 1,

@@ -14,8 +14,10 @@ from urllib.parse import urlparse
 import pytest
 import requests
 
-from browser_kit import ARTIFACTS, ROOT, watched_context
-from live_server import EventClient, live_server
+from tests.kit.browser import ARTIFACTS, ROOT, watched_context
+from tests.kit.server import EventClient, live_server
+
+pytestmark = pytest.mark.browser
 
 W, H = 1280, 720
 MIXED = json.loads((ROOT / "demos" / "mixed.json").read_text())
@@ -41,7 +43,7 @@ def run_to_end(url: str, workload: dict) -> str:
 
 @pytest.fixture(scope="module")
 def server(browser, tmp_path_factory):
-    with live_server(data_dir=tmp_path_factory.mktemp("data")) as url:
+    with live_server("--backend", "sim", "--pace", "1", data_dir=tmp_path_factory.mktemp("data")) as url:
         yield url
 
 

@@ -1,4 +1,5 @@
-"""Lanes as configurations on the lane clocks, in headless Chromium against `python -m app` with the real model.
+"""Lanes as configurations on the lane clocks, in headless Chromium against `python -m app` on the simulator (the
+real model for tests marked model).
 
 Four lane configurations built in the editor share one clock; ms arrivals draw waits and arrival marks; an
 arrival process fills the request rows; lesson placeholders are filled from the run. Every wait is on state
@@ -12,8 +13,10 @@ from urllib.request import urlopen
 
 import pytest
 
-from browser_kit import ARTIFACTS, pixels, rgb, share
-from test_browser import RUN_TIMEOUT_MS, lanes, open_page, server, tab, wait_finished  # noqa: F401 (fixtures)
+from tests.kit.browser import ARTIFACTS, pixels, rgb, share
+from tests.kit.page import RUN_TIMEOUT_MS, lanes, open_page, wait_finished
+
+pytestmark = pytest.mark.browser
 
 FOUR = ["static", "dynamic", "continuous", "chunked 32"]
 
@@ -228,6 +231,7 @@ def test_long_prompt_lesson_shows_numbers_from_the_run(tab, server):
     assert tab.problems == []
 
 
+@pytest.mark.model  # prompt lookup needs the model's tokens
 def test_the_editor_sets_prefix_cache_and_prompt_lookup_on_a_lane(tab, server):
     """Both issue-14 options from the editor's fields: only continuous lanes offer the prefix cache, a lookup k on
     any lane; the run's lane carries both (its title says so, the speculative column shows); the link keeps them."""

@@ -13,8 +13,10 @@ from urllib.parse import urlparse
 
 import pytest
 
-from browser_kit import ARTIFACTS, ROOT, pixels, rgb, share, watched_context, watched_page
-from live_server import live_server
+from tests.kit.browser import ARTIFACTS, ROOT, pixels, rgb, share, watched_context, watched_page
+from tests.kit.server import live_server
+
+pytestmark = [pytest.mark.browser, pytest.mark.model]
 
 MAX_TOKENS = 24
 LANES = ["static", "dynamic", "continuous"]

@@ -1,11 +1,16 @@
-"""The shared-instructions preset in headless Chromium against `python -m app` with the real model: the prefix
-cache's hits drawn as a light striped part of their P cells, its legend entry, its metrics columns (the page's
-numbers equal to the server's), the lesson filled from the run. Waits on state the page exposes, never a sleep."""
+"""The shared-instructions preset in headless Chromium against `python -m app` on the simulator (the real model for
+tests marked model): the prefix cache's hits drawn as a light striped part of their P cells, its legend entry, its
+metrics columns (the page's numbers equal to the server's), the lesson filled from the run. Waits on state the page
+exposes, never a sleep."""
 import json
 from urllib.request import urlopen
 
-from browser_kit import ARTIFACTS, pixels, rgb, share
-from test_browser import lanes, open_page, server, tab, wait_finished  # noqa: F401 (fixtures)
+import pytest
+
+from tests.kit.browser import ARTIFACTS, pixels, rgb, share
+from tests.kit.page import lanes, open_page, wait_finished
+
+pytestmark = pytest.mark.browser
 
 
 def test_shared_instructions_draws_cached_prefills_and_counts_prompt_tokens(tab, server):

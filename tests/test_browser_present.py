@@ -1,7 +1,8 @@
 """Teaching with Batch Lanes, the two modes a class watches (issue 10, "For the class"), in headless Chromium at a
-projector's 1280x720 against `python -m app` with the real model: presenter mode fits three and four stacked lanes
-with the narration and the playback controls on one screen; predict-then-reveal keeps every total back until the
-playhead gets there. The fixtures and helpers are test_browser_teach.py's.
+projector's 1280x720 against `python -m app` on the simulator (the real model for tests marked model): presenter
+mode fits three and four stacked lanes with the narration and the playback controls on one screen;
+predict-then-reveal keeps every total back until the playhead gets there. The fixtures and helpers are
+test_browser_teach.py's.
 
 Every check is on element geometry, pixels or text the page shows, and every wait is on state the page exposes
 (`window.__lanes`, the DOM), never a sleep or a timing. Without /usr/bin/chromium these tests skip, unless
@@ -9,10 +10,17 @@ BATCH_LANES_REQUIRE_BROWSER=1 (CI), where they fail.
 """
 import re
 
-from browser_kit import ARTIFACTS
-from test_browser_teach import MIXED, assert_presenter_fits, context, lanes, mix_link, open_page, run_preset, \
-    server, stored, tab, to_end, wait_finished  # noqa: F401 (fixtures)
+import pytest
 
+from tests.kit.browser import ARTIFACTS
+from tests.kit.page import MIXED, H, W, assert_presenter_fits, lanes, mix_link, run_preset, stored, to_end, \
+    wait_finished
+from tests.kit.page import open_projected as open_page
+
+pytestmark = pytest.mark.browser
+
+# the projector: conftest.py's `context` fixture reads this module's BROWSER_CONTEXT
+BROWSER_CONTEXT = {"viewport": {"width": W, "height": H}}
 FOUR = {**MIXED, "name": "four lanes", "lanes": ["static", "dynamic", "continuous",
                                                 {"name": "chunked 32", "policy": "continuous", "chunk_size": 32}]}
 
@@ -81,6 +89,7 @@ def final_numbers(metrics: dict) -> list[str]:
             f"{metrics['tokens_per_s']:.1f}", f"{metrics['requests_per_s']:.2f}", str(round(metrics['mean_ttft_ms']))]
 
 
+@pytest.mark.model  # the request panel's text is the model's tokens
 def test_predict_then_reveal_shows_nothing_the_playhead_has_not_reached(context, tab, server):
     open_page(tab, server)
     tab.click("label:has(#reveal)")  # the switch, before the run

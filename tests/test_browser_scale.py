@@ -2,9 +2,13 @@
 processes) behind a failover proxy: when the web process serving the page is killed mid-run, the page's socket
 reconnects through the proxy to the other one, rejoins its run with `watch` and plays it to the end with every
 tick — no reload, no error. The simulator paces its steps (4x their simulated time) so the run lasts seconds."""
-from browser_kit import ARTIFACTS, chromium, watched_context, watched_page
-from failover_proxy import failover_proxy
-from scale_kit import deployment
+import pytest
+
+from tests.kit.browser import ARTIFACTS, chromium, watched_context, watched_page
+from tests.kit.proxy import failover_proxy
+from tests.kit.scale import deployment
+
+pytestmark = [pytest.mark.browser, pytest.mark.redis]
 
 RUN_TIMEOUT_MS = 120_000
 

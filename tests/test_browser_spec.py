@@ -4,8 +4,12 @@ run's, several-token cells are drawn and explained. Every wait is on state the p
 import json
 from urllib.request import urlopen
 
-from browser_kit import ARTIFACTS
-from test_browser import lanes, metric, open_page, server, tab, wait_finished  # noqa: F401 (fixtures)
+import pytest
+
+from tests.kit.browser import ARTIFACTS
+from tests.kit.page import lanes, metric, open_page, wait_finished
+
+pytestmark = [pytest.mark.browser, pytest.mark.model]
 
 
 def test_quote_preset_draws_several_token_cells_and_agrees_with_the_server(tab, server):

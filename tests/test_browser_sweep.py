@@ -10,8 +10,10 @@ from urllib.parse import urlparse
 
 import pytest
 
-from browser_kit import ARTIFACTS, ROOT, watched_context
-from live_server import live_server
+from tests.kit.browser import ARTIFACTS, ROOT, watched_context
+from tests.kit.server import live_server
+
+pytestmark = pytest.mark.browser
 
 SWEEP_TIMEOUT_MS = 540_000  # a sweep on the real model on a busy 2-core machine
 LANES = ["static", "continuous"]
@@ -21,7 +23,7 @@ LANES = ["static", "continuous"]
 def server(browser, tmp_path_factory):
     for name in ("socket.io.min.js", "uPlot.iife.min.js", "uPlot.min.css"):
         assert (ROOT / "static" / "vendor" / name).is_file(), f"static/vendor/{name} is missing: run `make setup`"
-    with live_server(data_dir=tmp_path_factory.mktemp("data")) as url:
+    with live_server("--backend", "sim", "--pace", "1", data_dir=tmp_path_factory.mktemp("data")) as url:
         yield url
 
 

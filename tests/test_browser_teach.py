@@ -1,124 +1,33 @@
 """Teaching with Batch Lanes (issue 10, "For the class"), in headless Chromium at a projector's 1280x720 against
-`python -m app` with the real model: the glossary explains metric headers and legend items on focus and on hover;
-the short link and its QR code; memory pressure readable from afar (a tall KV bar, a preemption flag, zoom); the c
-and v keys, jump to live, and the editor's live prompt-token count. Presenter mode and predict-then-reveal are in
-test_browser_present.py, which shares this module's fixtures and helpers.
+`python -m app` on the simulator (the real model for tests marked model): the glossary explains metric headers and
+legend items on focus and on hover; the short link and its QR code; memory pressure readable from afar (a tall KV
+bar, a preemption flag, zoom); the c and v keys, jump to live, and the editor's live prompt-token count. Presenter
+mode and predict-then-reveal are in test_browser_present.py, which shares this module's fixtures and helpers.
 
 Every check is on element geometry, pixels or text the page shows, and every wait is on state the page exposes
 (`window.__lanes`, the DOM), never a sleep or a timing. Without /usr/bin/chromium these tests skip, unless
 BATCH_LANES_REQUIRE_BROWSER=1 (CI), where they fail.
 """
-import base64
 import json
 from urllib.parse import urlparse
 from urllib.request import Request, urlopen
 
 import pytest
 
-from browser_kit import ROOT, pixels, rgb, share, watched_context
-from live_server import live_server
+from tests.kit.browser import pixels, rgb, share
+from tests.kit.page import H, RUN_TIMEOUT_MS, W, assert_presenter_fits, box, canvas_rect, in_viewport, lanes, mix_link, \
+    run_preset, stored, to_end, wait_finished
+from tests.kit.page import open_projected as open_page
 
-W, H = 1280, 720
-RUN_TIMEOUT_MS = 300_000
-MIXED = json.loads((ROOT / "demos" / "mixed.json").read_text())
-# the playback controls a teacher uses, each of which must be on the projected screen
-CONTROLS = ("#btn-start", "#btn-back", "#btn-play", "#btn-fwd", "#btn-end", "#scrub", "#readout", "#speed",
-            "label:has(input[name='clock'][value='steps'])", "label:has(input[name='clock'][value='ms'])",
-            "label:has(input[name='view'][value='slots'])", "label:has(input[name='view'][value='requests'])",
-            "#btn-zoom-out", "#btn-zoom-in", "#btn-zoom-reset", "#btn-help", "#btn-present")
+pytestmark = pytest.mark.browser
 
-
-@pytest.fixture(scope="module")
-def server(browser, tmp_path_factory):
-    with live_server(data_dir=tmp_path_factory.mktemp("data")) as url:
-        yield url
-
-
-@pytest.fixture
-def context(browser, server):
-    """A 1280x720 context (the projector) that records console errors and uncaught exceptions."""
-    ctx = watched_context(browser, viewport={"width": W, "height": H})
-    yield ctx
-    ctx.close()
-
-
-@pytest.fixture
-def tab(context):
-    return context.new_page()
-
-
-def lanes(page, expression: str):
-    return page.evaluate(f"() => window.__lanes.{expression}")
-
-
-def open_page(page, url: str) -> None:
-    page.goto(url)
-    page.wait_for_function("() => window.__lanes && window.__lanes.connected && window.__lanes.model.ready")
-    page.wait_for_selector("#preset-buttons button[data-preset]", state="attached")
-
-
-def wait_finished(page, name: str | None = None) -> None:
-    page.wait_for_function("(name) => window.__lanes.status === 'error' || (window.__lanes.status === 'finished'"
-                           " && (!name || window.__lanes.mix === name))", arg=name, timeout=RUN_TIMEOUT_MS)
-    assert lanes(page, "status") == "finished", lanes(page, "error")
-
-
-def run_preset(page, server: str, name: str) -> None:
-    open_page(page, server)
-    page.click(f'button[data-preset="{name}"]')
-    wait_finished(page, name)
-
-
-def to_end(page) -> None:
-    page.keyboard.press("End")
-    page.wait_for_function("() => window.__lanes.shown === window.__lanes.limit && !window.__lanes.playing")
-
-
-def mix_link(server: str, workload: dict) -> str:
-    mix = base64.urlsafe_b64encode(json.dumps({"workload": workload}).encode()).decode().rstrip("=")
-    return f"{server}/#mix={mix}"
-
-
-def stored(server: str, run_id: str) -> dict:
-    return json.loads(urlopen(f"{server}/api/runs/{run_id}").read())
-
-
-def box(page, selector: str) -> dict:
-    return page.eval_on_selector(selector, "n => n.getBoundingClientRect().toJSON()")
-
-
-def in_viewport(rect: dict) -> bool:
-    return rect["left"] >= 0 and rect["top"] >= 0 and rect["right"] <= W + 0.5 and rect["bottom"] <= H + 0.5 \
-        and rect["width"] > 0 and rect["height"] > 0
-
-
-def canvas_rect(page, rect: dict) -> dict:
-    """A layout rectangle (canvas CSS px) in viewport coordinates."""
-    c = box(page, "#lanes")
-    return {"left": c["left"] + rect["x"], "top": c["top"] + rect["y"], "right": c["left"] + rect["x"] + rect["w"],
-            "bottom": c["top"] + rect["y"] + rect["h"], "width": rect["w"], "height": rect["h"]}
+# the projector: conftest.py's `context` fixture reads this module's BROWSER_CONTEXT
+BROWSER_CONTEXT = {"viewport": {"width": W, "height": H}}
 
 
 def glossary(page) -> dict:
     """The one definitions module, as the page itself imports it."""
     return page.evaluate("async () => (await import('/static/js/glossary.js')).GLOSSARY")
-
-
-def assert_presenter_fits(page, lane_count: int) -> None:
-    """Every lane grid, the narration and every playback control inside the 1280x720 viewport, nothing scrolled."""
-    assert page.evaluate("() => [scrollX, scrollY]") == [0, 0]
-    assert page.evaluate("() => document.documentElement.scrollHeight") <= H  # nothing below the fold
-    layout = lanes(page, "layout")
-    assert len(layout["lanes"]) == lane_count
-    for lane in layout["lanes"]:
-        for part in ("grid", "kv"):
-            assert in_viewport(canvas_rect(page, lane[part])), (lane["name"], part, canvas_rect(page, lane[part]))
-    assert in_viewport(box(page, "#narration")), box(page, "#narration")
-    for selector in CONTROLS:
-        assert page.is_visible(selector), selector
-        assert in_viewport(box(page, selector)), (selector, box(page, selector))
-    for selector in ("#editor-details", "#metrics-table", "#request-rows", "#preset-buttons", ".top"):
-        assert page.is_hidden(selector), selector  # editor, metrics, requests and preset buttons give way
 
 
 # --- the glossary --------------------------------------------------------------------------------------------
@@ -304,6 +213,7 @@ def test_keys_c_and_v_switch_the_clock_and_the_rows_and_help_lists_every_key(con
     assert context.problems == []
 
 
+@pytest.mark.model  # a run that streams while the playhead is behind
 def test_jump_to_live_appears_while_a_run_streams_and_the_playhead_is_behind(context, tab, server):
     long_run = {"name": "long", "description": "two long answers", "slots": 2, "lanes": ["continuous"],
                 "requests": [{"id": f"L{i}", "prompt": "Count slowly.", "max_new_tokens": 256, "ignore_eos": True}

@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -15,6 +17,7 @@ def cli(*args, check=True):
     return p
 
 
+@pytest.mark.model
 def test_cli_json_on_the_real_model_has_every_documented_field(tmp_path, smol):
     trace = tmp_path / "trace.jsonl"
     out = json.loads(cli("run", "demos/mixed.json", "--json", "--trace", str(trace),

@@ -6,6 +6,8 @@ import pytest
 
 from engine import Engine, lane_metrics, parse_workload
 
+pytestmark = pytest.mark.model
+
 DEMOS = Path(__file__).resolve().parent.parent / "demos"
 TABLE = {  # workload: (steps, tokens/step, slot use, mean TTFT in steps), static then continuous
     "mixed": ((15, 1.93, 0.48, 5.0), (9, 3.22, 0.81, 2.375)),
@@ -57,7 +59,7 @@ def test_shared_instructions_reuses_the_prefix_and_writes_the_same_tokens_on_the
 
 def test_shared_instructions_hits_match_solo_generate_on_the_real_model(smol):
     """Two requests that took ~200 prompt tokens' K/V from the cache write what generate() writes for them alone."""
-    from tests.conftest import solo_generate
+    from tests.kit.reference import solo_generate
     workload = json.loads((DEMOS / "shared-instructions.json").read_text())
     workload["requests"] = workload["requests"][:3]
     workload["lanes"] = [workload["lanes"][1]]

@@ -5,37 +5,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from engine import Engine, parse_workload
-from tests.conftest import solo_generate
-
-PROMPTS = ["Hi", "What is the capital of France?",
-           "Write one long sentence about the history of the Roman empire, its roads and its aqueducts.",
-           "2+2?", "Name three colours of the rainbow, please.", "Why is the sky blue? Answer briefly.",
-           "Translate 'good morning' into French.", "List two planets."]
-
-
-def run_lanes(lm, requests, slots, lanes=("static", "dynamic", "continuous"), **options):
-    engine = Engine(lm)
-    wl = engine.prepare(parse_workload({"name": "exact", "slots": slots, "requests": requests, **options}))
-    run = engine.start(wl, list(lanes))
-    run.run_to_end()
-    return run
-
-
-def outputs(run) -> dict[str, dict[str, list[int]]]:
-    return {name: {r.id: r.output_ids for r in lane.scheduler.requests} for name, lane in run.lanes.items()}
-
-
-def check_against_solo(lm, run, eos_ids) -> int:
-    """Assert every lane matches solo generate(); return how many requests stopped at EOS."""
-    eos_stops = 0
-    for spec in run.workload.requests:
-        ref = solo_generate(lm, spec.prompt_ids, spec.max_new_tokens, () if spec.ignore_eos else eos_ids)
-        for name, lane in run.lanes.items():
-            got = next(r for r in lane.scheduler.requests if r.id == spec.id)
-            assert got.output_ids == ref, f"{name} lane, request {spec.id}"
-        eos_stops += len(ref) < spec.max_new_tokens
-    return eos_stops
+from tests.kit.reference import PROMPTS, check_against_solo, run_lanes, solo_generate
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +54,7 @@ def test_right_padding_breaks_exactness_and_left_padding_keeps_it(tiny):
     assert batch("right")[0] != refs[0]
 
 
+@pytest.mark.model
 def test_smollm2_every_lane_matches_solo_generate(smol):
     requests = [{"id": f"R{i}", "prompt": p, "max_new_tokens": [24, 6, 16, 10, 20, 24, 12, 8][i],
                  "ignore_eos": i in (1, 7), "arrival": [0, 0, 0, 1, 2, 2, 5, 6][i]} for i, p in enumerate(PROMPTS)]
@@ -91,6 +62,7 @@ def test_smollm2_every_lane_matches_solo_generate(smol):
     assert check_against_solo(smol, run, smol.eos_ids) >= 2  # chat answers end by themselves
 
 
+@pytest.mark.model
 def test_smollm2_text_is_the_decoded_tokens(smol):
     run = run_lanes(smol, [{"id": "A", "prompt": "What is the capital of France?", "max_new_tokens": 12,
                             "ignore_eos": False}], slots=2, lanes=("continuous",))
@@ -100,6 +72,7 @@ def test_smollm2_text_is_the_decoded_tokens(smol):
     assert streamed == smol.decode(req.output_ids)
 
 
+@pytest.mark.model
 def test_special_tokens_are_marked_as_tokens_not_text(smol):
     """With ignore_eos the model writes on past <|im_end|>: those cells say `special`, the words around them don't."""
     run = run_lanes(smol, [{"id": "A", "prompt": "What is the capital of France?", "max_new_tokens": 14,
@@ -117,7 +90,7 @@ def count_preemptions_and_chunks(run) -> tuple[int, int]:
     return preempted, partial
 
 
-@pytest.mark.parametrize("lm_name", ["tiny_eos", "smol"])
+@pytest.mark.parametrize("lm_name", ["tiny_eos", pytest.param("smol", marks=pytest.mark.model)])
 def test_chunked_prefill_and_preemption_keep_tokens_exact(request, lm_name):
     lm = request.getfixturevalue(lm_name)
     requests = [{"id": f"R{i}", "prompt": p, "max_new_tokens": [30, 24, 28, 20, 26][i], "ignore_eos": i % 2 == 0,

@@ -8,7 +8,7 @@ import torch
 from engine import fast_decode
 from engine.fast_decode import FastDecode, graph_bucket, rms_norm, unsupported
 from engine.runner import ModelRunner
-from tests.test_exactness import PROMPTS, check_against_solo, outputs, run_lanes
+from tests.kit.reference import PROMPTS, check_against_solo, outputs, run_lanes
 
 
 @pytest.fixture
@@ -90,6 +90,7 @@ def test_fused_weights_are_made_once_per_model(tiny):
     assert fast_decode._WEIGHTS[tiny.model] is first
 
 
+@pytest.mark.model
 def test_smollm2_fast_decode_writes_the_eager_tokens_and_generates_tokens(smol, decode_calls):
     """The real model: every lane, fast and eager, equal; and both equal solo generate()."""
     requests = [{"id": f"R{i}", "prompt": p, "max_new_tokens": [20, 6, 14, 10, 16, 12][i], "ignore_eos": i % 2 == 0,
@@ -100,6 +101,7 @@ def test_smollm2_fast_decode_writes_the_eager_tokens_and_generates_tokens(smol, 
     assert decode_calls and max(decode_calls) >= 3
 
 
+@pytest.mark.model
 def test_smollm2_fast_hidden_state_is_the_eager_one(smol):
     """One decode call of 3 rows of different lengths: the fast step's logits equal transformers' to float noise."""
     runner = ModelRunner(smol, 4, 128)

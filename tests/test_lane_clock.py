@@ -10,7 +10,7 @@ import pytest
 from engine import Engine, lane_metrics, parse_workload
 from engine.sim import SIM_CALL_MS, SIM_TOKEN_MS
 from engine.step import SlotState
-from tests.conftest import solo_generate
+from tests.kit.reference import solo_generate
 
 DEMOS = Path(__file__).resolve().parent.parent / "demos"
 
@@ -129,6 +129,7 @@ def test_lanes_as_configurations_run_side_by_side_with_their_own_options():
     assert [len(lane.records[0].slots) for lane in slots.lanes.values()] == [4, 8]
 
 
+@pytest.mark.model
 def test_arrivals_preset_on_the_real_model_continuous_finishes_no_later_with_lower_ttft(smol):
     r = run(smol, json.loads((DEMOS / "arrivals.json").read_text()))
     check_invariants(r)
@@ -138,6 +139,7 @@ def test_arrivals_preset_on_the_real_model_continuous_finishes_no_later_with_low
     assert all(not x["simulated"] for x in m.values())
 
 
+@pytest.mark.model
 def test_invariant_on_the_real_model_with_step_arrivals_and_four_configured_lanes(smol):
     """Four lanes as configurations on the real model: every lane still writes what generate() writes alone."""
     prompts = ["Hi", "What is the capital of France?", "Name three colours.", "2+2?", "List two planets."]

@@ -9,7 +9,7 @@ from engine.live import LiveLane
 from engine.request import RequestSpec
 from engine.step import StopReason
 
-from conftest import solo_generate
+from tests.kit.reference import solo_generate
 
 
 def spec(lm, i: int, prompt: str, n: int, **kw) -> RequestSpec:

@@ -14,9 +14,9 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import solo_generate
 from engine.metrics import request_times
-from live_server import live_server
+from tests.kit.reference import solo_generate
+from tests.kit.server import live_server
 
 PROMPTS = ["What is the capital of France?", "Say hi.", "Name three colours.", "What is 2 + 2?",
            "Write one word about the sea.", "Who wrote Hamlet?", "Count to five.", "What colour is grass?"]
@@ -66,6 +66,7 @@ def reference(smol, prompt: str, max_tokens: int) -> tuple[str, int, int]:
     return smol.decode(out, skip_special_tokens=True), len(ids), len(out)
 
 
+@pytest.mark.model
 def test_whole_and_streamed_completions_equal_solo_greedy_generate_with_right_usage(client, model, smol):
     text, prompt_tokens, tokens = reference(smol, PROMPTS[0], 24)
     for stream in (False, True):
@@ -78,6 +79,7 @@ def test_whole_and_streamed_completions_equal_solo_greedy_generate_with_right_us
     assert r.choices[0].text == smol.decode(solo_generate(smol, ids, 5, smol.eos_ids), skip_special_tokens=True)
 
 
+@pytest.mark.model
 def test_characters_split_across_tokens_arrive_whole(client, model, smol):
     prompt = "Repeat exactly: \U0001F431\U0001F436\U0001F42D h\u00e9llo \u65e5\u672c\u8a9e \u2713"
     text, _, _ = reference(smol, prompt, 40)
@@ -85,6 +87,7 @@ def test_characters_split_across_tokens_arrive_whole(client, model, smol):
         assert chat(client, model, prompt, stream=stream, max_tokens=40, temperature=0)[0] == text
 
 
+@pytest.mark.model
 def test_eight_concurrent_streams_share_steps_and_each_equals_solo_generate(client, model, server, smol):
     prompts = [f"{p} ({i})" for i, p in enumerate(PROMPTS)]
     results = {}
@@ -107,12 +110,14 @@ def test_eight_concurrent_streams_share_steps_and_each_equals_solo_generate(clie
     assert together == 8                                    # one step computed all eight: they were batched
 
 
+@pytest.mark.model
 def test_stop_strings_cut_the_text_whole_and_streamed(client, model):
     for stream in (False, True):
         text, finish, _ = chat(client, model, PROMPTS[0], stream=stream, max_tokens=24, temperature=0, stop=[" Paris"])
         assert text == "The capital of France is" and finish == "stop"
 
 
+@pytest.mark.model
 def test_a_seeded_sampled_request_writes_the_same_text_whatever_it_is_batched_with(client, model):
     kw = dict(max_tokens=20, temperature=1.0, top_p=0.9, seed=7, extra_body={"ignore_eos": True})
     alone = chat(client, model, PROMPTS[2], **kw)[0]
@@ -130,6 +135,7 @@ def test_a_seeded_sampled_request_writes_the_same_text_whatever_it_is_batched_wi
     assert results[0] == alone and len(alone) > 0
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("change, param", [
     ({"messages": []}, "messages"), ({"messages": [{"role": "robot", "content": "x"}]}, "messages[0].role"),
     ({"max_tokens": 0}, "max_tokens"), ({"max_tokens": "many"}, "max_tokens"), ({"max_completion_tokens": 10 ** 6},
@@ -143,6 +149,7 @@ def test_every_bad_field_is_a_400_naming_its_param(server, model, change, param)
     assert status == 400 and error["error"]["param"] == param and error["error"]["type"] == "invalid_request_error"
 
 
+@pytest.mark.model
 def test_a_wrong_model_is_a_404_and_a_bad_completions_prompt_a_400(server, model):
     status, error = post(server, "/v1/chat/completions", {"model": "gpt-9", "messages": [{"role": "user", "content": "x"}]})
     assert status == 404 and error["error"]["code"] == "model_not_found" and error["error"]["param"] == "model"
@@ -167,6 +174,7 @@ def raw_stream(server, body: dict) -> tuple[http.client.HTTPConnection, http.cli
     return conn, conn.getresponse()
 
 
+@pytest.mark.model
 def test_the_sse_stream_is_framed_byte_for_byte(server, model):
     conn, r = raw_stream(server, {"model": model, "messages": [{"role": "user", "content": PROMPTS[1]}],
                                   "max_tokens": 6, "temperature": 0, "stream": True,
@@ -184,6 +192,7 @@ def test_the_sse_stream_is_framed_byte_for_byte(server, model):
     assert chunks[-2]["choices"][0]["finish_reason"] in ("stop", "length")
 
 
+@pytest.mark.model
 def test_a_client_that_disconnects_mid_stream_frees_its_slot_within_a_step(server, model):
     u = urlparse(server)
     body = json.dumps({"model": model, "messages": [{"role": "user", "content": "Tell me a long story."}],
@@ -208,6 +217,7 @@ def test_a_client_that_disconnects_mid_stream_frees_its_slot_within_a_step(serve
     assert mine["stop"] == "cancelled" and mine["tokens"] <= seen + 3   # at most the steps in flight
 
 
+@pytest.mark.model
 def test_metrics_parse_and_count_what_was_served(server, client, model):
     def counters() -> dict:
         with urllib.request.urlopen(f"{server}/metrics", timeout=30) as r:
@@ -238,6 +248,7 @@ def test_metrics_parse_and_count_what_was_served(server, client, model):
         assert delta == pytest.approx(sum(times) / 1000, abs=1e-6) and all(t >= 0 for t in times)
 
 
+@pytest.mark.model
 def test_a_full_live_queue_answers_429(tmp_path):
     with live_server("--limit", "live_slots=1", "--limit", "live_max_waiting=1", data_dir=tmp_path) as url:
         c = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=120)
@@ -281,6 +292,7 @@ def test_the_api_answers_503_while_the_model_loads(make_app, monkeypatch):
         gate.set()
 
 
+@pytest.mark.model
 def test_the_endpoint_streams_under_eventlet_too(tmp_path, smol):
     text, _, tokens = reference(smol, PROMPTS[3], 12)
     with live_server("--async-mode", "eventlet", data_dir=tmp_path) as url:

@@ -7,8 +7,7 @@ from engine import Engine, lane_metrics, parse_workload
 from engine.prefix_cache import PrefixCache, chain_hashes
 from engine.request import Request, RequestSpec
 from engine.workload import WorkloadError
-from tests.conftest import solo_generate
-from tests.test_exactness import check_against_solo
+from tests.kit.reference import check_against_solo, solo_generate
 
 SHARED = "Answer as a museum guide would: short, friendly, exact, and never more than two sentences. " * 3
 QUESTIONS = ["When do you open?", "How much is a ticket?", "Can I take photos?", "Is there a cafe?",

@@ -9,8 +9,12 @@ import sys
 import time
 import urllib.request
 
-from live_server import ROOT, _health, free_port
-from scale_kit import deployment, ticks
+import pytest
+
+from tests.kit.server import ROOT, _health, free_port
+from tests.kit.scale import deployment, ticks
+
+pytestmark = pytest.mark.redis
 
 LONG = {"slots": 2, "requests": [{"id": f"R{i}", "prompt": "Count slowly.", "max_new_tokens": 40, "ignore_eos": True}
                                  for i in range(3)]}
@@ -164,6 +168,7 @@ def test_runs_stored_in_redis_replay_from_any_web_process(tmp_path):
         assert not (d.data / "runs.sqlite3").exists()
 
 
+@pytest.mark.model
 def test_the_real_model_runs_on_an_engine_worker_and_streams_to_two_web_processes(tmp_path):
     with deployment(tmp_path, workers=1, worker_args=()) as d:
         a, b = d.client(0), d.client(1)

@@ -10,8 +10,7 @@ import pytest
 from engine import Engine, lane_metrics, parse_workload
 from engine.speculative import SpeculativeConfig, accept, num_accepted, propose
 from engine.workload import WorkloadError
-from tests.conftest import solo_generate
-from tests.test_exactness import PROMPTS, check_against_solo
+from tests.kit.reference import PROMPTS, check_against_solo, solo_generate
 
 DEMOS = Path(__file__).resolve().parent.parent / "demos"
 SPEC = {"method": "prompt_lookup", "k": 4}
@@ -147,6 +146,7 @@ def test_tiny_model_speculative_lane_under_a_kv_budget_matches_solo_generate(tin
 
 
 # -- the real model ---------------------------------------------------------------------------------
+@pytest.mark.model
 def test_real_model_quote_preset_is_token_exact_and_keeps_proposals(smol):
     """Also with the prefix cache on the same lane: hits and kept proposals together still write generate()'s tokens."""
     raw = json.loads((DEMOS / "spec-quote.json").read_text())
@@ -173,6 +173,7 @@ QUOTE = "Repeat this text exactly: The quick brown fox jumps over the lazy dog. 
         "begins with a single step."
 
 
+@pytest.mark.model
 def test_real_model_eos_and_max_new_tokens_cut_an_accepted_run_exactly(smol):
     """An EOS (here: a token the quote writes mid-run, made the EOS) or max_new_tokens inside a run of kept
     proposals ends the request at that very token, as generate() does."""

@@ -29,7 +29,7 @@ import socketio
 # a finished run's replay or a burst of ticks to a slow poller is longer. Browsers have no such limit.
 engineio.payload.Payload.max_decode_packets = 10_000
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 180
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from live_server import ROOT, EventClient, _health, _tail, free_port
+from tests.kit.server import ROOT, EventClient, _health, _tail, free_port
 
 SIM = ("--backend", "sim", "--pace", "1")  # the simulator, each step taking its simulated time (60 ms and up)
 

@@ -1,0 +1,48 @@
+"""The exactness reference: what `model.generate(do_sample=False)` writes for one request alone, the prompts the
+exactness tests share, and the helpers that run a workload through the lanes and compare every request with it."""
+import torch
+
+from engine import Engine, parse_workload
+from engine.model import LoadedModel
+
+PROMPTS = ["Hi", "What is the capital of France?",
+           "Write one long sentence about the history of the Roman empire, its roads and its aqueducts.",
+           "2+2?", "Name three colours of the rainbow, please.", "Why is the sky blue? Answer briefly.",
+           "Translate 'good morning' into French.", "List two planets."]
+
+
+def solo_generate(lm: LoadedModel, prompt_ids, max_new_tokens: int, eos_ids=()) -> list[int]:
+    """What `model.generate(do_sample=False)` writes for one request alone (the exactness reference)."""
+    from transformers import GenerationConfig
+
+    # an empty eos list makes generate() ignore EOS (None would fall back to the model's own EOS)
+    config = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=lm.pad_id,
+                              eos_token_id=list(eos_ids))
+    x = torch.tensor([list(prompt_ids)])
+    with torch.inference_mode():
+        out = lm.model.generate(x, attention_mask=torch.ones_like(x), generation_config=config)
+    return out[0, x.shape[1]:].tolist()
+
+
+def run_lanes(lm, requests, slots, lanes=("static", "dynamic", "continuous"), **options):
+    engine = Engine(lm)
+    wl = engine.prepare(parse_workload({"name": "exact", "slots": slots, "requests": requests, **options}))
+    run = engine.start(wl, list(lanes))
+    run.run_to_end()
+    return run
+
+
+def outputs(run) -> dict[str, dict[str, list[int]]]:
+    return {name: {r.id: r.output_ids for r in lane.scheduler.requests} for name, lane in run.lanes.items()}
+
+
+def check_against_solo(lm, run, eos_ids) -> int:
+    """Assert every lane matches solo generate(); return how many requests stopped at EOS."""
+    eos_stops = 0
+    for spec in run.workload.requests:
+        ref = solo_generate(lm, spec.prompt_ids, spec.max_new_tokens, () if spec.ignore_eos else eos_ids)
+        for name, lane in run.lanes.items():
+            got = next(r for r in lane.scheduler.requests if r.id == spec.id)
+            assert got.output_ids == ref, f"{name} lane, request {spec.id}"
+        eos_stops += len(ref) < spec.max_new_tokens
+    return eos_stops
