@@ -87,6 +87,7 @@ def redis_url(tmp_path):
         proc.wait(10)
 
 
+@pytest.mark.redis
 def test_a_web_process_serves_its_routes_without_torch(redis_url, tmp_path):
     code = "\n".join([
         "from app.web.factory import create_app",

@@ -1,16 +1,17 @@
 """Arrival processes: generated mixes are seeded, Poisson at the asked rate, burstier below burstiness 1, and
 ordinary workloads; the CLI generates, runs lane configurations and sweeps rates (on the simulator)."""
+import contextlib
+import io
 import json
 import random
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from engine import Limits, WorkloadError, parse_workload
 from engine.arrivals import arrival_times_ms, generate_requests
+from engine.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,9 +76,12 @@ def test_bad_generators_name_the_field(spec, field):
 
 
 def cli(*args):
-    p = subprocess.run([sys.executable, "-m", "engine", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
-    return p.stdout
+    """`python -m engine ARGS`'s output, run in this process (the subprocess path is tests/test_cli.py's)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(ROOT), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    assert code == 0, err.getvalue()
+    return out.getvalue()
 
 
 def test_cli_generates_a_workload_that_runs_on_lane_configurations(tmp_path):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from browser_kit import chromium
-from live_server import live_server
+from tests.kit.browser import chromium
+from tests.kit.server import live_server
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
