@@ -1,11 +1,13 @@
 """The page's vocabulary (static/js/vocab.js) says exactly what the engine and the protocol say: slot states,
-stop reasons, lanes, policies and socket event names, as identical strings (the sweep page's own events live in
+stop reasons and socket event names, as identical strings, and names no policy or admission order (the sweep page's own events live in
 static/js/sweep-state.js). No browser needed."""
+import dataclasses
 import re
 from pathlib import Path
 
 from engine.admission import ORDERS
 from engine.policies import POLICIES
+from engine.request import RequestSpec
 from engine.step import SlotState, StopReason
 
 JS = Path(__file__).resolve().parent.parent / "static" / "js"
@@ -24,9 +26,20 @@ def test_slot_states_and_stop_reasons_match_the_engine_enums():
     assert frozen("StopReason") == {s.name: s.value for s in StopReason}
 
 
-def test_lanes_and_policies_match_the_engine_registries():
-    assert set(frozen("Lane").values()) == set(POLICIES)
-    assert set(frozen("Policy").values()) == set(ORDERS)
+def test_no_page_module_names_a_policy_or_an_admission_order():
+    """The page reads what a policy or an order is from catalog.js (the engine's declarations) and never compares
+    names, so adding one is a change to the engine alone. A name that is also a request field ("priority") may
+    appear as that field."""
+    fields = {f.name for f in dataclasses.fields(RequestSpec)}
+    names = sorted((set(POLICIES) | set(ORDERS)) - fields)
+    quoted = re.compile(r"""["'`](%s)["'`]""" % "|".join(map(re.escape, names)))
+    found = []
+    for path in sorted(JS.glob("*.js")):
+        if path.name == "catalog.js":
+            continue
+        code = re.sub(r"/\*.*?\*/|//[^\n]*", "", path.read_text(), flags=re.S)  # comments may name them
+        found += [f"{path.name}: {m.group(0)}" for m in quoted.finditer(code)]
+    assert names and not found
 
 
 def test_socket_event_names_are_the_readme_protocol():

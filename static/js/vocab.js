@@ -44,16 +44,12 @@ export const Phase = Object.freeze({
   WAITING: "waiting",    // the whole lane computes nothing: it waits for arrivals (drawn over every row)
 });
 
-/** Batching policies, one lane each, in the order the page stacks them. */
-export const Lane = Object.freeze({
-  STATIC: "static",
-  DYNAMIC: "dynamic",
-  CONTINUOUS: "continuous",
-});
+/**
+ * Batching policies in the order the page stacks their lanes. No policy or admission order is named here: what
+ * each is (its traits, label, options) comes from catalog.js's POLICIES and ADMISSION_ORDERS, the engine's own
+ * declarations, so adding one is a change to the engine alone.
+ */
 export const LANE_ORDER = Object.freeze(Object.keys(POLICIES));
-
-/** Continuous-lane admission orders (engine/admission.py ORDERS; catalog.js ADMISSION_ORDERS has their labels). */
-export const Policy = Object.freeze({ FCFS: "fcfs", PRIORITY: "priority", SJF: "sjf" });
 
 /** Socket events the server sends (docs/protocol.md, "Socket protocol"). */
 export const ServerEvent = Object.freeze({
