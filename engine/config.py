@@ -32,7 +32,7 @@ class EngineConfig:
             raise ValueError(f"max_wait must be an integer >= 0, got {self.max_wait!r}")
         if isinstance(self.max_wait_ms, bool) or not isinstance(self.max_wait_ms, (int, float)) or self.max_wait_ms < 0:
             raise ValueError(f"max_wait_ms must be a number >= 0, got {self.max_wait_ms!r}")
-        if self.scheduling_policy not in ORDERS:
+        if not isinstance(self.scheduling_policy, str) or self.scheduling_policy not in ORDERS:
             raise ValueError(f"scheduling_policy must be one of {', '.join(ORDERS)}, got {self.scheduling_policy!r}")
         if self.chunk_size is not None and (not isinstance(self.chunk_size, int) or self.chunk_size < 1):
             raise ValueError(f"chunk_size must be an integer >= 1 or unset, got {self.chunk_size!r}")

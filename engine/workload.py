@@ -129,7 +129,7 @@ def parse_lanes(raw, defaults: EngineConfig, limits: Limits, timed: bool = False
         elif isinstance(item, dict):
             reject_unknown(item, LANE_KEYS, f"{at}.")
             policy = item.get("policy")
-            if policy not in POLICIES:
+            if not isinstance(policy, str) or policy not in POLICIES:
                 raise WorkloadError(f"{at}.policy", f"must be one of {', '.join(POLICIES)}")
             name = check_str(item.get("name", policy), f"{at}.name", limits.max_id_chars).strip()
             for key, policies in options_only_for().items():
@@ -204,7 +204,7 @@ def parse_workload(obj, limits: Limits = Limits(), slots: int | None = None, lan
     if "policy" in obj:  # the workload-level name scheduling_policy had before lanes had a policy of their own
         if "scheduling_policy" in obj:
             raise WorkloadError("policy", "give scheduling_policy only (policy is its older name)")
-        if obj["policy"] not in ORDERS:
+        if not isinstance(obj["policy"], str) or obj["policy"] not in ORDERS:
             raise WorkloadError("policy", f"must be one of {', '.join(ORDERS)}, got {str(obj['policy'])[:40]!r}")
         obj = {**{k: v for k, v in obj.items() if k != "policy"}, "scheduling_policy": obj["policy"]}
     given = {**obj, **{k: v for k, v in overrides.items() if v is not None}}

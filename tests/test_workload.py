@@ -34,6 +34,9 @@ def test_kv_a_lane_allocates_is_capped():
     ({"bogus": 1, "requests": [{"id": "a", "prompt": "hi", "max_new_tokens": 2}]}, "bogus"),
     ({"chunk_size": 0, "requests": [{"id": "a", "prompt": "hi", "max_new_tokens": 2}]}, "chunk_size"),
     ({"policy": "lifo", "requests": [{"id": "a", "prompt": "hi", "max_new_tokens": 2}]}, "policy"),
+    ({"policy": ["fcfs"], "requests": [{"id": "a", "prompt": "hi", "max_new_tokens": 2}]}, "policy"),
+    ({"scheduling_policy": ["sjf"], "requests": [{"id": "a", "prompt": "hi", "max_new_tokens": 2}]}, "scheduling_policy"),
+    ({"lanes": [{"policy": ["static"]}], "requests": [{"id": "a", "prompt": "hi", "max_new_tokens": 2}]}, "lanes[0].policy"),
 ])
 def test_bad_workloads_name_the_field(obj, field):
     with pytest.raises(WorkloadError) as e:
