@@ -128,6 +128,9 @@ def test_streamed_openai_requests_show_with_their_text_figures_cells_and_waits_a
     assert f["ttft_p50_ms"] <= f["ttft_p95_ms"] and f["tpot_p50_ms"] <= f["tpot_p95_ms"]
     assert page.text_content("#figures [data-figure='tokens_per_s']") == f"{f['tokens_per_s']:.1f}"
     assert page.text_content("#figures [data-figure='ttft']").endswith(" ms")
+    assert f["queue_p50_ms"] <= f["queue_p95_ms"] and page.text_content("#figures [data-figure='queue']").endswith(" ms")
+    # the line above the canvas names the lane's policy in the engine's words (its traits' label)
+    assert ", continuous batching \u00b7 " in page.text_content("#live-status")
 
     # 5) once a second of idle shows after the last step, Pause freezes the window; the canvas then holds each
     #    request's cells, the waits and the KV use

@@ -185,7 +185,8 @@ class LiveGateway:
         with self.lock:
             requests = [dict(s) for s in self.summaries.values()]
         return {"ready": live is not None, "model": self.lane.model(),
-                "slots": live.slots() if live else None, "now_ms": live.now_ms() if live else None,
+                "slots": live.slots() if live else None, "traits": live.traits() if live else None,
+                "now_ms": live.now_ms() if live else None,
                 "started_at": time.time() - (live.now_ms() / 1000 if live else 0),
                 "records": [r.to_dict() for r in live.recent() if r.start_ms >= live.now_ms() - SNAPSHOT_MS]
                 if live else [], "requests": requests}

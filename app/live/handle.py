@@ -32,6 +32,8 @@ class LaneHandle(Protocol):
     def now_ms(self) -> float:
         """The lane's clock: ms since it opened."""
     def slots(self) -> int: ...
+    def traits(self) -> dict:
+        """Its batching policy's traits (engine.scheduler.Traits.to_dict): what the Live view says the lane is."""
     def row_len(self) -> int:
         """The most tokens (prompt + output) one request may hold."""
     def recent(self) -> list[StepRecord]:

@@ -87,6 +87,9 @@ class LiveDriver:
     def slots(self) -> int:
         return self.lane.scheduler.config.slots
 
+    def traits(self) -> dict:
+        return self.lane.scheduler.traits.to_dict()
+
     def row_len(self) -> int:
         return self.lane.row_len
 

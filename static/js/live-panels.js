@@ -33,7 +33,8 @@ export function laneLine(state, figures, pausedAt) {
   if (!state.connected) return [state.lane ? "Reconnecting to the server\u2026" : "Connecting to the server\u2026", "warn"];
   if (state.error) return [state.error, "error"];
   if (!state.lane || !state.lane.ready) return ["The live lane opens when the model is ready.", "warn"];
-  const lane = `Live lane: ${count(state.lane.slots, "slot")}, continuous batching`;
+  const policy = state.lane.traits ? `, ${state.lane.traits.label.toLowerCase()}` : "";  // the engine's own words
+  const lane = `Live lane: ${count(state.lane.slots, "slot")}${policy}`;
   if (pausedAt) return [`Paused at ${pausedAt}: the window is frozen for reading (steps keep arriving). Follow resumes.`,
     "warn"];
   return [`${lane} \u00b7 ${figures.running} running, ${figures.waiting} waiting \u00b7 the last 30 s, now at the right `

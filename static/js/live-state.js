@@ -22,7 +22,7 @@ export function createLiveState() {
   return {
     connected: false,
     model: { ready: false, progress: 0, message: "connecting to the server", error: null, model: "", device: "" },
-    lane: null,      // {ready, model, slots, startedAt} from the last snapshot
+    lane: null,      // {ready, model, slots, traits, startedAt} from the last snapshot
     clock: null,     // {laneMs, at}: the lane clock read `laneMs` when the page's clock read `at`
     records: [],     // step records, oldest first, no step twice
     requests: [],    // request summaries, in arrival order
@@ -69,7 +69,8 @@ function mergeRequests(requests, incoming) {
 }
 
 function applySnapshot(state, s, at) {
-  const lane = { ready: Boolean(s.ready), model: s.model || "", slots: s.slots || 0, startedAt: s.started_at };
+  const lane = { ready: Boolean(s.ready), model: s.model || "", slots: s.slots || 0, traits: s.traits || null,
+    startedAt: s.started_at };
   if (!lane.ready) return { ...state, lane, error: null };
   const restarted = state.lane && state.lane.ready && Math.abs(lane.startedAt - state.lane.startedAt) > RESTARTED_S;
   const base = restarted ? { ...state, records: [], requests: [], clock: null } : state;
@@ -78,7 +79,8 @@ function applySnapshot(state, s, at) {
 }
 
 function applyStep(state, { record, requests }, at) {
-  const lane = state.lane || { ready: true, model: state.model.model, slots: record.slots.length, startedAt: null };
+  const lane = state.lane || { ready: true, model: state.model.model, slots: record.slots.length, traits: null,
+    startedAt: null };
   return { ...state, lane, clock: anchor(state, endOf(record), at), records: mergeRecords(state.records, [record]),
     requests: mergeRequests(state.requests, requests || []) };
 }
