@@ -5,11 +5,14 @@ The tiers (pyproject.toml's markers): `model` (the real SmolLM2), `browser` (Chr
 `slow` (server subprocesses on the simulator). `make check` runs every test with none of them. A test that uses the
 `smol` or `browser` fixture without its mark is a collection error, and loading the default model in-process
 without the `model` mark fails the test, so a slow test cannot slip into the fast tier unseen."""
-import pytest
+from engine.threads import configure
 
-from engine.model import LoadedModel, ModelLoadError, load_model
-from tests.kit.probe import SocketProbe
-from tests.kit.tiny import tiny_model
+configure()  # as every entry point does, before torch loads: a bare `pytest` gets the Makefile's OMP_WAIT_POLICY too
+import pytest  # noqa: E402
+
+from engine.model import LoadedModel, ModelLoadError, load_model  # noqa: E402
+from tests.kit.probe import SocketProbe  # noqa: E402
+from tests.kit.tiny import tiny_model  # noqa: E402
 
 TIER_OF_FIXTURE = {"smol": "model", "browser": "browser"}
 
