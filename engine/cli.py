@@ -17,6 +17,7 @@ import sys
 from .admission import ORDERS
 from .policies import POLICIES
 from .engine import Engine
+from .metric_table import format_value, text_columns
 from .metrics import run_metrics
 from .model import ModelLoadError
 from .sweep import at_rate, check_rates, format_sweep, run_sweep
@@ -176,10 +177,6 @@ def generate(args) -> int:
     return 0
 
 
-def _f(value, fmt: str) -> str:
-    return "-" if value is None else format(value, fmt)
-
-
 def where(engine: Engine) -> str:
     return "SIMULATED (no model; step times from a cost model)" if engine.simulated else \
         f"model {engine.lm.name} on {engine.lm.device.type}, {str(engine.lm.dtype).removeprefix('torch.')}"
@@ -188,24 +185,24 @@ def where(engine: Engine) -> str:
 def format_tables(workload, metrics: dict, engine: Engine) -> str:
     lines = [f"{workload.name}: {len(workload.requests)} requests, {workload.config.slots} slots, arrivals in "
              f"{'ms' if workload.timed else 'steps'} - {where(engine)}", ""]
-    from .metric_table import METRICS, TABLES, cli_heading, format_value  # the columns: the metric table's "cli"
-    columns = [(c.metrics[0], c.fmt or METRICS[c.metrics[0]].fmt, max(c.width, len(cli_heading(c))), cli_heading(c))
-               for c in TABLES["cli"]]
+    columns = text_columns("cli")  # the metric table's "cli" table
     width = max(11, *(len(name) for name in metrics))
     head = " ".join([f"{'lane':<{width}}", *(f"{heading:>{w}}" for _, _, w, heading in columns)])
     lines += [head, "-" * len(head)]
     for name, m in metrics.items():
-        lines.append(" ".join([f"{name:<{width}}", *(f"{format_value(m.get(key), fmt):>{w}}" for key, fmt, w, _ in columns)]))
+        lines.append(" ".join([f"{name:<{width}}",
+                               *(f"{format_value(m.get(key), fmt):>{w}}" for key, fmt, w, _ in columns)]))
+    f = format_value
     for name, m in metrics.items():
         lines += ["", f"{name}: per request",
                   f"  {'id':<8} {'arr':>4} {'arr ms':>8} {'first':>5} {'fin':>4} {'ret':>4} {'TTFT':>4} {'lat':>4} "
                   f"{'tok':>4} {'TTFT ms':>8} {'stop':<6} text"]
         for rid, q in m["requests"].items():
             text = (q["text"] or "").replace("\n", " ")
-            lines.append(f"  {rid:<8} {q['arrival']:>4} {q['arrival_ms']:>8.0f} {_f(q['first_token_step'], 'd'):>5} "
-                         f"{_f(q['finish_step'], 'd'):>4} {_f(q['return_step'], 'd'):>4} "
-                         f"{_f(q['ttft_steps'], 'd'):>4} {_f(q['latency_steps'], 'd'):>4} {q['tokens']:>4} "
-                         f"{_f(q['ttft_ms'], '.0f'):>8} {q['stop'] or '-':<6} {text[:60]!s}")
+            lines.append(f"  {rid:<8} {q['arrival']:>4} {q['arrival_ms']:>8.0f} {f(q['first_token_step'], 'd'):>5} "
+                         f"{f(q['finish_step'], 'd'):>4} {f(q['return_step'], 'd'):>4} "
+                         f"{f(q['ttft_steps'], 'd'):>4} {f(q['latency_steps'], 'd'):>4} {q['tokens']:>4} "
+                         f"{f(q['ttft_ms'], '.0f'):>8} {q['stop'] or '-':<6} {text[:60]!s}")
     return "\n".join(lines)
 
 

@@ -150,12 +150,20 @@ GLOSSARY: dict[str, dict[str, str]] = {
 
 def format_value(value, fmt: str) -> str:
     """`value` printed by a format spec ("-" for None) as the CLI prints it: without thousands separators (its
-    columns are narrow). static/js/format.js prints the same specs the same way on the page."""
+    columns are narrow). static/js/columns.js's formatValue prints the same specs the same way on the page."""
     return "-" if value is None else format(value, fmt.replace(",", ""))
 
 
 def cli_heading(column: Column) -> str:
     return column.short or column.label or METRICS[column.metrics[0]].label
+
+
+def text_columns(table: str) -> list[tuple[str, str, int, str]]:
+    """(key, format, width, heading) of each column of `table` ("cli", "sweep") as the command line prints it: one
+    value a column, right-aligned under its heading."""
+    known = {**METRICS, **SERVING}
+    return [(c.metrics[0], c.fmt or known[c.metrics[0]].fmt, max(c.width, len(cli_heading(c))), cli_heading(c))
+            for c in TABLES[table]]
 
 
 def shows(key: str) -> list[str]:

@@ -14,7 +14,9 @@ from typing import Callable, Iterator
 
 from .arrivals import retime
 from .limits import Limits, WorkloadError, check_number
+from .metric_table import format_value, text_columns
 from .metrics import lane_metrics
+from .workload import parse_workload
 
 MAX_RATES = 12
 
@@ -68,7 +70,6 @@ def prepare_sweep(engine, obj: dict, rates: list[float], limits: Limits, lanes=N
                   burstiness: float | None = None, options: dict | None = None) -> list[tuple[float, object]]:
     """(rate, prepared workload) for every rate: every limit is checked before anything runs. `options` are
     `parse_workload` overrides (slots, lanes, engine options), as a run takes them."""
-    from .workload import parse_workload
     overrides = {**(options or {}), **({"lanes": lanes} if lanes is not None else {})}
     return [(r, engine.prepare(parse_workload(at_rate(obj, r, burstiness), limits, **overrides))) for r in rates]
 
@@ -114,9 +115,7 @@ def crossing_rate(result: dict, lane: str, key: str = "p95_ttft_ms", threshold: 
 
 def format_sweep(result: dict, where: str) -> str:
     lines = [f"sweep - {where}", ""]
-    from .metric_table import SERVING, TABLES, cli_heading, format_value  # the columns: the metric table's "sweep"
-    columns = [(c.metrics[0], c.fmt or SERVING[c.metrics[0]].fmt, max(c.width, len(cli_heading(c))), cli_heading(c))
-               for c in TABLES["sweep"]]
+    columns = text_columns("sweep")  # the metric table's "sweep" table
     width = max(11, *(len(n) for n in result["lanes"]))
     head = " ".join([f"{'rate/s':>7} {'drawn':>6} {'lane':<{width}}", *(f"{h:>{w}}" for _, _, w, h in columns)])
     lines += [head, "-" * len(head)]
