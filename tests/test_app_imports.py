@@ -4,14 +4,14 @@ A web process of a scale-out deployment (`python -m app --message-queue redis://
 socket protocol and leaves the model to engine workers. It must run without the model, so the web wing's
 import closure holds no module that needs torch: checked in a fresh interpreter, as such a process starts."""
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.kit.scale import Deployment
+from tests.kit.server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 FORBIDDEN = ("torch", "transformers", "engine.runner", "engine.model")
@@ -19,12 +19,6 @@ WEB_WING = sorted(f"app.web.{p.stem}" for p in (ROOT / "app" / "web").glob("*.py
 SHARED = ("app.cli", "app.settings", "app.protocol", "app.asyncmode", "app.runs.service", "app.runs.redis_book",
           "app.runs.fanout", "app.runs.store", "app.runs.redis_link", "app.live.gateway", "app.live.prom")
 REPORT = f"import sys; print(sorted(m for m in {FORBIDDEN!r} if m in sys.modules))"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run_python(code: str) -> subprocess.CompletedProcess:
@@ -64,27 +58,13 @@ def test_a_one_process_app_does_import_the_engine_so_the_check_above_can_fail(tm
 
 @pytest.fixture
 def redis_url(tmp_path):
-    binary = shutil.which("redis-server")
-    if binary is None:
-        if os.environ.get("BATCH_LANES_REQUIRE_REDIS") == "1":
-            pytest.fail("redis-server is not installed: sudo apt-get install -y redis-server (make test does it)")
-        pytest.skip("redis-server is not installed (make test installs it)")
-    port = free_port()
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                             "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """A redis-server of its own (tests/kit/scale.py's, which skips or fails as the tier says when it is missing)."""
+    d = Deployment(tmp_path)
+    d.start_redis()
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "redis-server did not start"
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
+        yield d.url
     finally:
-        proc.terminate()
-        proc.wait(10)
+        d.stop()
 
 
 @pytest.mark.redis
