@@ -118,3 +118,39 @@ def test_the_sweep_page_is_served(make_app):
     http = make_app(engine=Engine(None)).test_client()
     assert http.get("/sweep").status_code == 200
     assert http.get("/sweep/not%20an%20id").status_code == 404
+
+
+LESSON = "Twelve requests arrive at 2 per second: the preset's own lesson."
+
+
+def test_a_sweep_points_run_carries_a_lesson_true_of_the_point_not_the_presets(make_app, connect):
+    app = make_app(engine=Engine(None))
+    probe = connect(app)
+    workload = {**GENERATED, "description": LESSON, "generate": {**GENERATED["generate"], "n": 4}}
+    probe.emit("sweep", {"workload": workload, "rates": [1]})
+    sweep_id = probe.wait_for("run_queued")["run_id"]
+    point = probe.wait_for("sweep_point", sweep_id, timeout=60)
+    stored = app.test_client().get(f"/api/runs/{point['point_run_id']}").get_json()["workload"]
+    assert stored["name"] == "poisson" and len(stored["requests"]) == 4
+    assert LESSON not in stored["description"]
+    assert "4 requests arriving at 1 per second" in stored["description"]
+
+
+def test_a_sweep_on_the_simulator_backend_is_marked_simulated_in_its_events_and_point_runs(make_app, connect):
+    app = make_app(engine=Engine(None))
+    probe = connect(app)
+    probe.emit("sweep", {"workload": GENERATED, "rates": [2], "backend": "sim"})
+    sweep_id = probe.wait_for("run_queued")["run_id"]
+    started = probe.wait_for("sweep_started", sweep_id)
+    assert started["simulated"] is True and started["model"] == "simulator"
+    point = probe.wait_for("sweep_point", sweep_id, timeout=60)
+    stored = app.test_client().get(f"/api/runs/{point['point_run_id']}").get_json()
+    assert stored["workload"]["description"].startswith("SIMULATED")
+    assert stored["metrics"]["static"]["simulated"] is True
+
+
+def test_a_sweep_backend_other_than_model_or_sim_is_refused_by_name(make_app, connect):
+    probe = connect(make_app(engine=Engine(None)))
+    probe.emit("sweep", {"workload": GENERATED, "rates": [2], "backend": "gpu"})
+    error = probe.wait_for("run_error")
+    assert error["field"] == "backend" and '"sim"' in error["message"]

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from ..protocol import new_run_id
 
 RUN, SWEEP = "run", "sweep"
+MODEL, SIM = "model", "sim"   # a sweep's backend: this server's engine, or the step-clock simulator beside it
+BACKENDS = (MODEL, SIM)
 
 
 @dataclass(eq=False)
@@ -45,14 +47,31 @@ def prepare_job(job: Job, engine, limits, workload=None) -> None:
             workload = parse_workload(req["workload"], limits, lanes=req.get("lanes"))
         job.prepared = engine.prepare(workload)
     else:
-        job.prepared = prepare_sweep(engine, req["workload"], req["rates"], limits, req.get("lanes"),
+        job.prepared = prepare_sweep(sweep_engine(job, engine), req["workload"], req["rates"], limits, req.get("lanes"),
                                      req.get("burstiness"))
 
 
+def simulated(job: Job) -> bool:
+    """Whether a sweep asked for the simulator (`backend: "sim"`) rather than the server's engine."""
+    return job.kind == SWEEP and job.request.get("backend") == SIM
+
+
+def sweep_engine(job: Job, engine):
+    """The engine a sweep runs on: the server's, or a simulator (engine.Engine(None)) under the same limits. A
+    simulated sweep's prompt tokens are the simulator's estimate and its step times its cost model's."""
+    if not simulated(job):
+        return engine
+    from engine import Engine
+    return Engine(None, engine.limits)
+
+
 def sweep_started_payload(job: Job, model: str) -> dict:
-    """`sweep_started`: the rates, the lanes and their configurations, the mix and the SLOs."""
+    """`sweep_started`: the rates, the lanes and their configurations, the mix, the SLOs and whether it is
+    simulated (then `model` is "simulator")."""
     req = job.request
+    sim = simulated(job) or model == "simulator"
     return {"run_id": job.run_id, "rates": [rate for rate, _ in job.prepared], "lanes": job.lanes,
-            "lane_configs": job.prepared[0][1].to_dict()["lanes"], "workload": req["workload"], "model": model,
+            "lane_configs": job.prepared[0][1].to_dict()["lanes"], "workload": req["workload"],
+            "model": "simulator" if sim else model, "simulated": sim,
             "slo_ttft_ms": req.get("slo_ttft_ms"), "slo_tpot_ms": req.get("slo_tpot_ms"),
             "burstiness": req.get("burstiness")}

@@ -9,12 +9,13 @@ sweep API and the event payloads; the loop, the book and the emits are the worke
 """
 import logging
 import time
+from dataclasses import replace
 
 from engine.metrics import run_metrics
 from engine.sweep import iter_sweep
 
 from ..protocol import Event, Send, new_run_id
-from .job import Job, sweep_started_payload
+from .job import Job, simulated, sweep_engine, sweep_started_payload
 from .steps import JobContext
 
 log = logging.getLogger("batch_lanes.sweeps")
@@ -31,13 +32,13 @@ class SweepSteps:
 
     def __init__(self, ctx: JobContext, job: Job):
         self.ctx, self.job, self.done = ctx, job, False
-        self.steps, self.total, self.written, self.sent, self.points = None, 1, 0, 0.0, []
+        self.steps, self.total, self.written, self.sent, self.points, self.rate = None, 1, 0, 0.0, [], None
         self.t0 = time.perf_counter()
 
     def start(self) -> None:
         ctx, job, req = self.ctx, self.job, self.job.request
         ctx.publish(Event.SWEEP_STARTED, sweep_started_payload(job, ctx.model))
-        self.steps = iter_sweep(ctx.engine, job.prepared, req.get("slo_ttft_ms"), req.get("slo_tpot_ms"))
+        self.steps = iter_sweep(sweep_engine(job, ctx.engine), job.prepared, req.get("slo_ttft_ms"), req.get("slo_tpot_ms"))
         self.total = max(1, total_tokens(job))
 
     def step(self) -> None:
@@ -47,6 +48,7 @@ class SweepSteps:
             self.done = True
             return
         rate, run, point = step
+        self.rate = rate
         now_written = self.written + sum(len(r.output_ids) for lane in run.lanes.values() for r in lane.scheduler.requests)
         if point is None:
             if time.monotonic() - self.sent >= PROGRESS_EVERY_S:
@@ -67,8 +69,20 @@ class SweepSteps:
         log.info("sweep %s finished: %d rates in %.1f s", self.job.run_id, len(self.points), time.perf_counter() - self.t0)
 
     def save_point(self, run) -> str | None:
-        """Store one rate's run so that its point opens at /runs/<id>; None (logged) if the store failed it."""
+        """Store one rate's run so that its point opens at /runs/<id>; None (logged) if the store failed it. Its
+        description says what the point is: the preset's lesson speaks of the preset's own arrivals, not these."""
         records = {name: [r.to_dict() for r in recs] for name, recs in run.records().items()}
         run_id = new_run_id()
-        error = self.ctx.save(run_id, run.workload, run.workload.lane_names, records, run_metrics(records, run.workload))
+        sim = simulated(self.job) or self.ctx.engine.simulated
+        workload = replace(run.workload, description=point_description(run.workload, self.rate, sim))
+        error = self.ctx.save(run_id, workload, workload.lane_names, records, run_metrics(records, workload))
         return None if error is not None else run_id
+
+
+def point_description(workload, rate: float, sim: bool) -> str:
+    """A sweep point's lesson, true of the point: how many requests, at what rate, and whether it was simulated."""
+    n = len(workload.requests)
+    text = (f"One point of a load sweep of {workload.name}: {n} request{'s' if n != 1 else ''} arriving at "
+            f"{rate:g} per second (drawn at random, so the real spacing varies), on {', '.join(workload.lane_names)}. "
+            f"Compare its TTFT and throughput with the other rates on the sweep page.")
+    return f"SIMULATED (no model ran; step times from the cost model). {text}" if sim else text

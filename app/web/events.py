@@ -2,7 +2,7 @@
 
     connect {client?} -> model_status    submit {workload, lanes} -> run_queued, or run_error
     watch {run_id} -> backlog/replay, or run_error        disconnect -> the runs forget the socket
-    sweep {workload, rates, lanes, slo_ttft_ms, slo_tpot_ms, burstiness} -> run_queued, or run_error
+    sweep {workload, rates, lanes, slo_ttft_ms, slo_tpot_ms, burstiness, backend} -> run_queued, or run_error
     cancel {run_id} -> the run or sweep ends with run_error (code "cancelled"), or run_error
 
 Every refusal is one `run_error` `{message, field, run_id, code}` naming the field and the limit;
@@ -25,12 +25,12 @@ from engine.workload import Limits, Workload, WorkloadError, parse_workload
 
 from ..live.gateway import LIVE_ROOM
 from ..protocol import RUN_ID, UNREADABLE, Event, Rejected, error_payload
-from ..runs.job import RUN, SWEEP
+from ..runs.job import BACKENDS, MODEL, RUN, SWEEP
 from .extensions import socketio
 
 log = logging.getLogger("batch_lanes.events")
 SUBMIT_KEYS = ("lanes", "workload")
-SWEEP_KEYS = ("burstiness", "lanes", "rates", "slo_tpot_ms", "slo_ttft_ms", "workload")
+SWEEP_KEYS = ("backend", "burstiness", "lanes", "rates", "slo_tpot_ms", "slo_ttft_ms", "workload")
 T = TypeVar("T")
 
 
@@ -65,6 +65,9 @@ def check_sweep(args: tuple, max_rates: int) -> dict:
     options = {"rates": check_rates(data["rates"], max_rates), "lanes": data.get("lanes")}
     for key, lo, hi in (("slo_ttft_ms", 1, 3_600_000), ("slo_tpot_ms", 1, 3_600_000), ("burstiness", 0.01, 100)):
         options[key] = None if data.get(key) is None else check_number(data[key], key, lo, hi)
+    options["backend"] = data.get("backend", MODEL)
+    if options["backend"] not in BACKENDS:
+        raise WorkloadError("backend", 'must be "model" (the server\'s engine) or "sim" (the step-clock simulator)')
     return options
 
 
