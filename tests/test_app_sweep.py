@@ -136,17 +136,27 @@ def test_a_sweep_points_run_carries_a_lesson_true_of_the_point_not_the_presets(m
     assert "4 requests arriving at 1 per second" in stored["description"]
 
 
-def test_a_sweep_on_the_simulator_backend_is_marked_simulated_in_its_events_and_point_runs(make_app, connect):
-    app = make_app(engine=Engine(None))
-    probe = connect(app)
-    probe.emit("sweep", {"workload": GENERATED, "rates": [2], "backend": "sim"})
-    sweep_id = probe.wait_for("run_queued")["run_id"]
-    started = probe.wait_for("sweep_started", sweep_id)
+def test_a_sweep_on_the_simulator_backend_beside_a_model_is_marked_simulated_and_runs_no_model(make_app, connect, tiny):
+    app = make_app(engine=Engine(tiny))
+    results = {}
+    for backend in ("model", "sim"):
+        probe = connect(app)  # a fresh client: wait_for answers its first run_queued
+        probe.emit("sweep", {"workload": GENERATED, "rates": [2], "backend": backend})
+        sweep_id = probe.wait_for("run_queued")["run_id"]
+        started = probe.wait_for("sweep_started", sweep_id)
+        point = probe.wait_for("sweep_point", sweep_id, timeout=120)
+        probe.wait_for("sweep_finished", sweep_id, timeout=60)
+        stored = app.test_client().get(f"/api/runs/{point['point_run_id']}").get_json()
+        results[backend] = started, stored
+    started, stored = results["model"]
+    assert started["simulated"] is False and started["model"] != "simulator"
+    assert not stored["workload"]["description"].startswith("SIMULATED")
+    assert stored["metrics"]["static"]["simulated"] is False
+    started, stored = results["sim"]
     assert started["simulated"] is True and started["model"] == "simulator"
-    point = probe.wait_for("sweep_point", sweep_id, timeout=60)
-    stored = app.test_client().get(f"/api/runs/{point['point_run_id']}").get_json()
     assert stored["workload"]["description"].startswith("SIMULATED")
     assert stored["metrics"]["static"]["simulated"] is True
+    assert all(r["simulated"] for r in stored["records"]["static"])
 
 
 def test_a_sweep_backend_other_than_model_or_sim_is_refused_by_name(make_app, connect):

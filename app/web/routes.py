@@ -18,6 +18,7 @@ from flask import Blueprint, Response, current_app, jsonify, render_template, re
 
 from engine.admission import ORDERS
 from engine.arrivals import generate_requests
+from engine.config import EngineConfig
 from engine.limits import CLI_LIMITS, WorkloadError
 from engine.policies import POLICIES
 from engine.workload import parse_workload
@@ -200,7 +201,9 @@ def presets():
 @bp.get("/api/limits")
 def limits():
     server = {name: current_app.config[key] for name, key in SERVER_LIMITS.items()}
-    return jsonify({**asdict(current_app.config["LIMITS"]), "lanes": list(POLICIES), "policies": list(ORDERS), **server})
+    # the smallest kv_budget EngineConfig takes is one block of the default kv_block_size: the editor refuses less
+    return jsonify({**asdict(current_app.config["LIMITS"]), "lanes": list(POLICIES), "policies": list(ORDERS), **server,
+                    "min_kv_budget": EngineConfig.kv_block_size})
 
 
 @bp.post("/api/generate")

@@ -35,8 +35,8 @@ export function createArrivalPanel(container, { onGenerate }) {
     rate: numberInput(DEFAULTS.rate, 0.001, 1000, "", "any"),
     burstiness: numberInput(DEFAULTS.burstiness, 0.01, 100, "", "any"),
     seed: numberInput(DEFAULTS.seed, 0, 2 ** 31 - 1),
-    output_tokens: textInput(formatLengths(DEFAULTS.output_tokens), 400, "8,16,32 or 8-32"),
-    prompt_words: textInput(formatLengths(DEFAULTS.prompt_words), 400, "8-32"),
+    output_tokens: textInput(formatLengths(DEFAULTS.output_tokens), "8,16,32 or 8-32"),
+    prompt_words: textInput(formatLengths(DEFAULTS.prompt_words), "8-32"),
   };
   const button = el("button", { type: "button", className: "secondary", id: "generate", text: "Generate" });
   const note = el("span", { className: "note",

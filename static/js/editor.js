@@ -9,13 +9,14 @@
  */
 import { createArrivalPanel } from "./arrivalpanel.js";
 import { el } from "./dom.js";
-import { checkInt, checkNumber, errorSlot, field, hasField, numberInput, select, showFieldErrors, textInput } from "./fields.js";
+import { checkInt, checkKvBudget, checkNumber, checkText, errorSlot, field, hasField, numberInput, select, showFieldErrors, textInput } from "./fields.js";
 import { createLaneList } from "./laneeditor.js";
 import { DEFAULT_ORDER, ORDERS, isOrder } from "./policies.js";
 import { StopReason } from "./vocab.js";
 
 const DEFAULT_LIMITS = { max_requests: 32, max_slots: 16, max_new_tokens: 256, max_prompt_chars: 4000, max_lanes: 4,
-  max_arrival: 500, max_arrival_ms: 600000, max_id_chars: 32, max_name_chars: 80, max_description_chars: 600, max_wait: 100, max_kv_budget: 65536 };
+  max_arrival: 500, max_arrival_ms: 600000, max_id_chars: 32, max_name_chars: 80, max_description_chars: 600, max_wait: 100, max_kv_budget: 65536,
+  min_kv_budget: 16 };  // until /api/limits answers: the server's kv_block_size default
 const OPTIONS = ["kv_budget", "chunk_size", "max_batch_tokens"];
 const KEPT = ["kv_block_size", "fused", "prefix_cache", "speculative"];  // engine options without a field here: carried through unchanged
 
@@ -82,8 +83,8 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
       : numberInput(q.arrival ?? 0, 0, limits.max_arrival);
     arrival.dataset.key = "arrival";
     const cells = [
-      field(`requests[${i}].id`, "id", textInput(q.id ?? `R${i + 1}`, limits.max_id_chars)),
-      field(`requests[${i}].prompt`, "prompt", textInput(q.prompt ?? "", limits.max_prompt_chars)),
+      field(`requests[${i}].id`, "id", textInput(q.id ?? `R${i + 1}`)),
+      field(`requests[${i}].prompt`, "prompt", textInput(q.prompt ?? "")),
       field(`requests[${i}].max_new_tokens`, "tokens", numberInput(q.max_new_tokens ?? 4, 1, limits.max_new_tokens)),
       field(`requests[${i}].ignore_eos`, "stop", stop),
       field(`requests[${i}].${timed ? "arrival_ms" : "arrival"}`, timed ? "arrival ms" : "arrival step", arrival),
@@ -126,12 +127,13 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
     const ids = new Set();
     const requests = [...rows.children].map((tr, i) => {
       const get = (k) => tr.querySelector(`[data-field="requests[${i}].${k}"]`);
-      const id = get("id").value;
+      const id = checkText(get("id").value, `requests[${i}].id`, limits.max_id_chars, errors);
       if (!id.trim()) errors.push({ field: `requests[${i}].id`, message: "give it an id" });
       else if (ids.has(id)) errors.push({ field: `requests[${i}].id`, message: "this id is taken" });
       ids.add(id);
-      if (!get("prompt").value.trim()) errors.push({ field: `requests[${i}].prompt`, message: "write a prompt" });
-      const q = { id, prompt: get("prompt").value,
+      const prompt = checkText(get("prompt").value, `requests[${i}].prompt`, limits.max_prompt_chars, errors);
+      if (!prompt.trim()) errors.push({ field: `requests[${i}].prompt`, message: "write a prompt" });
+      const q = { id, prompt,
         max_new_tokens: checkInt(get("max_new_tokens").value, `requests[${i}].max_new_tokens`, 1, limits.max_new_tokens, errors),
         ignore_eos: get("ignore_eos").value !== StopReason.EOS };
       if (timed) q.arrival_ms = checkNumber(get("arrival_ms").value, `requests[${i}].arrival_ms`, 0, limits.max_arrival_ms, errors);
@@ -152,7 +154,8 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
     workload.slots = checkInt(slots.value, "slots", 1, limits.max_slots, errors);
     if (scheduling.value !== DEFAULT_ORDER) workload.scheduling_policy = scheduling.value;
     for (const [key, input] of Object.entries(options)) {
-      const n = checkInt(input.value, key, 1, limits.max_kv_budget, errors, true);
+      const n = key === "kv_budget" ? checkKvBudget(input.value, key, blockSize(), limits.max_kv_budget, errors)
+        : checkInt(input.value, key, 1, limits.max_kv_budget, errors, true);
       if (n !== undefined) workload[key] = n;
     }
     const wait = timed ? checkNumber(maxWait.value, "max_wait_ms", 0, limits.max_arrival_ms, errors, true)
@@ -162,6 +165,9 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
     workload.requests = readRequests(errors);
     return { workload, generate: panel.read([]), errors };
   }
+
+  /** The smallest KV budget the server takes: one block (the mix's kv_block_size, else the server's default). */
+  const blockSize = () => kept.kv_block_size ?? limits.min_kv_budget;
 
   function showErrors(errors) {
     showFieldErrors(root, general, errors);
@@ -184,7 +190,7 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
     const requests = (workload.requests || []).map((q) => (q && typeof q === "object" ? q : {}));
     timed = requests.some((q) => q.arrival_ms !== undefined && q.arrival_ms !== null);
     maxWait.value = String(workload[timed ? "max_wait_ms" : "max_wait"] ?? "");
-    lanes.load(workload.lanes, timed);
+    lanes.load(workload.lanes, timed, kept.kv_block_size);
     rows.replaceChildren();
     requests.forEach(addRow);
     setTimed(timed);
@@ -208,6 +214,7 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
   function setLimits(next) {
     limits = { ...DEFAULT_LIMITS, ...next };
     slots.max = String(limits.max_slots);
+    options.kv_budget.min = String(limits.min_kv_budget);
     addButton.disabled = rows.children.length >= limits.max_requests;
     lanes.setLimits(limits);
     panel.setLimits(limits);

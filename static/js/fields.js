@@ -23,8 +23,10 @@ export function numberInput(value, min, max, placeholder = "", step = "1") {
     value: value === undefined || value === null ? "" : String(value) });
 }
 
-export function textInput(value, maxLength, placeholder = "") {
-  return el("input", { type: "text", value: value ?? "", maxLength, placeholder });
+/** A text input. No `maxLength`: the browser would cut a longer paste without a word (a 4,500-character prompt
+ * became 4,000); `checkText` refuses it by name instead, as the server does. */
+export function textInput(value, placeholder = "") {
+  return el("input", { type: "text", value: value ?? "", placeholder });
 }
 
 export function select(values, value) {
@@ -40,6 +42,22 @@ export function checkInt(raw, name, lo, hi, errors, optional = false) {
   if (raw === "" || !Number.isInteger(n)) errors.push({ field: name, message: "a whole number, please" });
   else if (n < lo || n > hi) errors.push({ field: name, message: `from ${lo} to ${hi}` });
   return n;
+}
+
+/** A KV budget: empty (the default), or a whole number from one KV block (`blockSize` tokens, the server's
+ * EngineConfig rule) to `hi`. */
+export function checkKvBudget(raw, name, blockSize, hi, errors) {
+  const n = checkInt(raw, name, 1, hi, errors, true);
+  if (n !== undefined && Number.isInteger(n) && n >= 1 && n < blockSize) {
+    errors.push({ field: name, message: `below one KV block (kv_block_size is ${blockSize} tokens): from ${blockSize} to ${hi}` });
+  }
+  return n;
+}
+
+/** Text of at most `maxChars` characters (the server's check_str rule and message); longer goes onto `errors`. */
+export function checkText(raw, name, maxChars, errors) {
+  if (raw.length > maxChars) errors.push({ field: name, message: `is ${raw.length} characters, the limit is ${maxChars}` });
+  return raw;
 }
 
 /** A number (decimals allowed) from lo to hi; undefined for an empty optional field. */

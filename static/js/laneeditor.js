@@ -9,7 +9,7 @@
 import { DEFAULT_LANES } from "./catalog.js";
 import { el } from "./dom.js";
 import { laneConfig } from "./laneconfig.js";
-import { checkInt, checkNumber, errorSlot, field, numberInput, select, textInput } from "./fields.js";
+import { checkInt, checkKvBudget, checkNumber, checkText, errorSlot, field, numberInput, select, textInput } from "./fields.js";
 import { OPTION_POLICIES, ORDERS, takes } from "./policies.js";
 import { LANE_ORDER } from "./vocab.js";
 
@@ -20,7 +20,9 @@ const KEPT = ["kv_block_size", "fused"];  // lane options without a field here: 
 const SPEC_K_MAX = 16;  // engine/speculative.py's bound on k
 
 export function createLaneList(container, { onChange }) {
-  let limits = { max_lanes: 4, max_slots: 16, max_kv_budget: 65536, max_wait: 100, max_arrival_ms: 600000, max_id_chars: 32 };
+  let limits = { max_lanes: 4, max_slots: 16, max_kv_budget: 65536, min_kv_budget: 16, max_wait: 100, max_arrival_ms: 600000,
+    max_id_chars: 32 };
+  let defaultBlock;  // the workload's kv_block_size, which a lane inherits unless it sets its own
   let timed = false;
   const kept = new WeakMap();  // row -> options it carries without a field
   const speculativeOf = new WeakMap();  // row -> the speculative option it was loaded with (max_ngram, min_ngram kept)
@@ -42,10 +44,10 @@ export function createLaneList(container, { onChange }) {
     const o = c.options;
     const at = (key) => `lanes[${i}].${key}`;
     const make = {
-      name: () => field(at("name"), "name", textInput(c.name, limits.max_id_chars)),
+      name: () => field(at("name"), "name", textInput(c.name)),
       policy: () => field(at("policy"), "policy", select(LANE_ORDER.map((p) => [p, p]), c.policy)),
       slots: () => field(at("slots"), "slots", numberInput(o.slots, 1, limits.max_slots, "default")),
-      kv_budget: () => field(at("kv_budget"), "KV budget", numberInput(o.kv_budget, 1, limits.max_kv_budget, "default")),
+      kv_budget: () => field(at("kv_budget"), "KV budget", numberInput(o.kv_budget, limits.min_kv_budget, limits.max_kv_budget, "default")),
       max_wait: () => field(at(waitKey()), timed ? "max wait ms" : "max wait steps",
         numberInput(o.max_wait ?? o.max_wait_ms, 0, timed ? limits.max_arrival_ms : limits.max_wait, "default", timed ? "any" : "1")),
       scheduling_policy: () => field(at("scheduling_policy"), "scheduling",
@@ -87,8 +89,9 @@ export function createLaneList(container, { onChange }) {
     rows.querySelectorAll("button.remove").forEach((b) => { b.disabled = only; });
   }
 
-  function load(lanes, isTimed) {
+  function load(lanes, isTimed, blockSize) {
     timed = isTimed;
+    defaultBlock = blockSize;
     rows.replaceChildren();
     for (const entry of lanes && lanes.length ? lanes : DEFAULT_LANES) addRow(entry);
     refresh();
@@ -100,14 +103,15 @@ export function createLaneList(container, { onChange }) {
     const lanes = [...rows.children].map((row, i) => {
       const f = inputs(row);
       const policy = f.policy.value;
-      const name = f.name.value.trim() || policy;
+      const name = checkText(f.name.value.trim(), f.name.dataset.field, limits.max_id_chars, errors) || policy;
       if (names.has(name)) errors.push({ field: `lanes[${i}].name`, message: "another lane has this name" });
       names.add(name);
       const options = { ...kept.get(row) };
       const int = (key, hi) => checkInt(f[key].value, f[key].dataset.field, 1, hi, errors, true);
       const add = (key, value) => { if (value !== undefined) options[key] = value; };
       add("slots", int("slots", limits.max_slots));
-      add("kv_budget", int("kv_budget", limits.max_kv_budget));
+      const block = options.kv_block_size ?? defaultBlock ?? limits.min_kv_budget;
+      add("kv_budget", checkKvBudget(f.kv_budget.value, f.kv_budget.dataset.field, block, limits.max_kv_budget, errors));
       if (takes(policy, waitKey())) {
         add(waitKey(), timed ? checkNumber(f.max_wait.value, f.max_wait.dataset.field, 0, limits.max_arrival_ms, errors, true)
           : checkInt(f.max_wait.value, f.max_wait.dataset.field, 0, limits.max_wait, errors, true));
@@ -140,6 +144,7 @@ export function createLaneList(container, { onChange }) {
 
   function setLimits(next) {
     limits = { ...limits, ...next };
+    rows.querySelectorAll('[data-key="kv_budget"]').forEach((input) => { input.min = String(limits.min_kv_budget); });
     refresh();
   }
 

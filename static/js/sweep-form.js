@@ -1,6 +1,7 @@
 /**
  * The sweep form: which mix (a preset, the mix from the main page's link, or the sweep being shown),
- * the request rates, requests per rate, burstiness, the SLOs for goodput and the lanes. `read()` turns
+ * the request rates, requests per rate, burstiness, the backend (the model, or the simulator), the SLOs for goodput
+ * and the lanes. `read()` turns
  * it into one `sweep` payload (never a workload with both `requests` and `generate`) plus the errors
  * it can see itself; `showErrors` puts each error next to its field. It knows the payload's shape,
  * not the socket or the state; the server checks everything again.
@@ -9,7 +10,7 @@ import { DEFAULT_LANES } from "./catalog.js";
 import { el } from "./dom.js";
 
 const DEFAULT_PRESET = "poisson";
-const PLAIN_FIELDS = ["workload", "rates", "generate.n", "burstiness", "slo_ttft_ms", "slo_tpot_ms", "lanes"];
+const PLAIN_FIELDS = ["workload", "rates", "generate.n", "burstiness", "slo_ttft_ms", "slo_tpot_ms", "lanes", "backend"];
 
 export const laneName = (config) => (typeof config === "string" ? config : String(config && config.name));
 
@@ -103,6 +104,7 @@ export function createSweepForm(dom) {
     dom.sloTtft.value = sweep.slo.ttft_ms === null ? "" : String(sweep.slo.ttft_ms);
     dom.sloTpot.value = sweep.slo.tpot_ms === null ? "" : String(sweep.slo.tpot_ms);
     if (sweep.burstiness !== null) dom.burstiness.value = String(sweep.burstiness);
+    dom.backend.value = sweep.simulated ? "sim" : "model";
   }
 
   /** `{payload, errors}`: the `sweep` event's payload, and what is wrong with the form as [{field, message}]. */
@@ -125,7 +127,7 @@ export function createSweepForm(dom) {
     if (!lanes.length) errors.push({ field: "lanes", message: "lanes: tick at least one lane" });
     const { requests, generate, ...rest } = src.workload;
     const workload = generated(src) ? { ...rest, generate: { ...generate, n } } : { ...rest, requests };
-    const payload = { workload, rates, lanes };
+    const payload = { workload, rates, lanes, backend: dom.backend.value };
     if (burstiness !== null) payload.burstiness = burstiness;
     if (sloTtft !== null) payload.slo_ttft_ms = sloTtft;
     if (sloTpot !== null) payload.slo_tpot_ms = sloTpot;

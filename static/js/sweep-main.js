@@ -23,6 +23,7 @@ const dom = {
   status: $("sweep-status"), mainLink: $("main-link"), homeLink: $("home-link"), progressRow: $("progress-row"),
   progress: $("sweep-progress"), progressText: $("progress-text"), charts: $("charts"), chartTtft: $("chart-ttft"),
   chartGoodput: $("chart-goodput"), ttftCaption: $("ttft-caption"), goodputCaption: $("goodput-caption"),
+  backend: $("backend"), simBanner: $("simulated-banner"), groupNote: $("group-note"),
   table: $("points-table"), modelStatus: $("model-status"), modelText: $("model-text"), modelProgress: $("model-progress"),
 };
 const chartEmpty = (name) => document.querySelector(`.chart-empty[data-chart="${name}"]`);
@@ -133,8 +134,9 @@ function captions(s) {
   const slo = s ? s.slo : { ttft_ms: null, tpot_ms: null };
   const rules = [slo.ttft_ms !== null && `TTFT \u2264 ${slo.ttft_ms} ms`, slo.tpot_ms !== null && `TPOT \u2264 ${slo.tpot_ms} ms`]
     .filter(Boolean);
-  const ttft = `p95 TTFT (ms) against request rate${slo.ttft_ms !== null ? " \u00b7 dashed: the TTFT SLO" : ""}`;
-  const goodput = `goodput: requests/s ${rules.length ? `with ${rules.join(", ")}` : "finished (no SLO given)"}`;
+  const sim = s && s.simulated ? "SIMULATED \u00b7 " : "";
+  const ttft = `${sim}p95 TTFT (ms) against request rate${slo.ttft_ms !== null ? " \u00b7 dashed: the TTFT SLO" : ""}`;
+  const goodput = `${sim}goodput: requests/s ${rules.length ? `with ${rules.join(", ")}` : "finished (no SLO given)"}`;
   if (dom.ttftCaption.textContent !== ttft) dom.ttftCaption.textContent = ttft;
   if (dom.goodputCaption.textContent !== goodput) dom.goodputCaption.textContent = goodput;
 }
@@ -146,11 +148,11 @@ function render() {
   syncChart(charts.ttft, seriesOf(s, "p95_ttft_ms"), s ? s.slo.ttft_ms : null);
   syncChart(charts.goodput, seriesOf(s, "request_goodput"));
   for (const name of Object.keys(charts)) chartEmpty(name).hidden = Boolean(charts[name].plot);
-  const key = [s && s.points, s && s.lanes];
+  const key = [s && s.points, s && s.lanes, s && s.simulated];
   if (!key.every((k, i) => k === tableKey[i])) {
     tableKey = key;
     renderTable(dom.table, s ? s.points : [], s ? s.lanes : [],
-      "No points yet: each rate's rows appear when that rate has run on every lane.");
+      "No points yet: each rate's rows appear when that rate has run on every lane.", Boolean(s && s.simulated));
   }
   dom.homeLink.href = `/${location.hash}`;  // back to the main page with the same mix
   if (!(s && s.notSweep)) dom.mainLink.href = dom.homeLink.href;

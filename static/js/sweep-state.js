@@ -55,6 +55,7 @@ function newSweep(id) {
     laneConfigs: [],     // the lanes as configurations (names or {name, policy, ...})
     workload: null,      // the mix as submitted
     model: "",
+    simulated: false,    // run on the step-clock simulator (backend "sim"): every figure is the cost model's
     slo: { ttft_ms: null, tpot_ms: null },
     burstiness: null,
     fraction: 0,         // 0..1 of the tokens the sweep writes
@@ -131,7 +132,7 @@ export function applySweepEvent(state, event) {
       if (!same) return state;
       return { ...state, sweep: { ...sweep, status: sweep.status === SweepStatus.FINISHED ? sweep.status : SweepStatus.RUNNING,
         position: null, rates: [...(p.rates || [])], lanes: [...(p.lanes || [])], laneConfigs: [...(p.lane_configs || [])],
-        workload: p.workload || null, model: p.model || "", burstiness: p.burstiness ?? null,
+        workload: p.workload || null, model: p.model || "", simulated: Boolean(p.simulated), burstiness: p.burstiness ?? null,
         slo: { ttft_ms: p.slo_ttft_ms ?? null, tpot_ms: p.slo_tpot_ms ?? null } } };
     }
     case SweepEvent.SWEEP_PROGRESS:

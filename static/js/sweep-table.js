@@ -39,8 +39,9 @@ function runLink(id) {
     title: "replay this rate's run, all its lanes (new tab)", dataset: { runId: id } })]);
 }
 
-/** Fill `table` with a row per (rate, lane) of `points` (lanes in `lanes` order), or a line saying none yet. */
-export function renderTable(table, points, lanes, empty) {
+/** Fill `table` with a row per (rate, lane) of `points` (lanes in `lanes` order), or a line saying none yet;
+ * `simulated`: a caption says the numbers are the simulator's. */
+export function renderTable(table, points, lanes, empty, simulated = false) {
   const rows = [];
   for (const point of points) {
     const names = lanes.length ? lanes : Object.keys(point.lanes);
@@ -56,5 +57,7 @@ export function renderTable(table, points, lanes, empty) {
   }
   const body = rows.length ? el("tbody", {}, rows)
     : el("tbody", {}, [el("tr", {}, [el("td", { colSpan: COLUMNS.length + 3, className: "empty-row", text: empty })])]);
-  table.replaceChildren(head(), body);
+  const caption = simulated ? [el("caption", { className: "simulated", text: "SIMULATED: the simulator's cost model, "
+    + "no model ran; these times are not this machine's" })] : [];
+  table.replaceChildren(...caption, head(), body);
 }

@@ -4,7 +4,11 @@
  * rate now running and the rates done, the Run and Cancel buttons, and the cost note. It reads the
  * state and writes text through textContent; it changes nothing else.
  */
+import { traitsOf } from "./policies.js";
 import { SweepStatus, canCancel, whyNotSubmit } from "./sweep-state.js";
+
+const SIMULATED = "SIMULATED: no model ran. Step times come from the simulator's cost model, so every TTFT, TPOT and "
+  + "goodput here is the cost model's, not this machine's; its tokens are placeholders.";
 
 function setText(node, text) {
   if (node.textContent !== text) node.textContent = text;
@@ -26,7 +30,7 @@ function sweepLine(state) {
   if (state.pending) return ["Sending the sweep to the engine\u2026", ""];
   if (!s) return ["No sweep yet. Choose a mix and rates above, then Run sweep. On a CPU a sweep takes minutes: every rate runs "
     + "the whole mix on every lane.", ""];
-  const on = s.model || "the model";
+  const on = s.simulated ? "the simulator (SIMULATED)" : s.model || "the model";
   const done = `${s.points.length} of ${s.rates.length || "?"} rates done`;
   switch (s.status) {
     case SweepStatus.QUEUED:
@@ -52,6 +56,18 @@ function progressText(s) {
   return `${pct}${running} \u00b7 ${s.points.length} / ${s.rates.length || "?"} rates done`;
 }
 
+/** The lanes that start a group only once it is full (static's traits): their p95 TTFT can fall as the rate rises. */
+function groupNote(s) {
+  const configs = s ? (s.laneConfigs.length ? s.laneConfigs : s.lanes) : [];
+  const full = configs.filter((c) => traitsOf(typeof c === "string" ? c : c.policy).waits_for === "full")
+    .map((c) => (typeof c === "string" ? c : c.name));
+  if (!full.length) return "";
+  return `Why ${full.join(" and ")}'s p95 TTFT can fall as the rate rises: such a lane starts a group only when all its `
+    + "slots' requests have arrived, so at a low rate the first requests wait for the last ones to arrive; at a higher "
+    + "rate the group fills sooner. A lane that admits into any free slot (continuous) does not wait, so its TTFT "
+    + "rises with the rate as the queue grows.";
+}
+
 /** Refresh every status element from `state`; `summary` is the form's {rates, lanes, requests}. */
 export function renderView(dom, state, summary) {
   const m = state.model;
@@ -65,6 +81,11 @@ export function renderView(dom, state, summary) {
   setText(dom.status, line);
   dom.status.dataset.tone = tone;
   const s = state.sweep;
+  dom.simBanner.hidden = !(s && s.simulated);
+  setText(dom.simBanner, s && s.simulated ? SIMULATED : "");
+  const note = groupNote(s);
+  dom.groupNote.hidden = !note;
+  setText(dom.groupNote, note);
   dom.progress.value = s ? s.fraction : 0;
   dom.progress.dataset.status = s ? s.status : "idle";
   dom.progressRow.hidden = !s || s.notSweep;
@@ -80,6 +101,7 @@ export function renderView(dom, state, summary) {
   dom.cancel.title = canCancel(state) ? "stop this sweep; the points so far stay" : "only the page that started a running sweep can cancel it";
 
   const total = summary.rates * summary.lanes * summary.requests;
+  const cost = dom.backend.value === "sim" ? "on the simulator that takes seconds (SIMULATED)" : "on a CPU that takes minutes";
   setText(dom.costNote, total ? `${summary.rates} rates \u00d7 ${summary.lanes} lanes \u00d7 ${summary.requests} requests = `
-    + `${total} requests to compute: on a CPU that takes minutes.` : "");
+    + `${total} requests to compute: ${cost}.` : "");
 }
