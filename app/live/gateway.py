@@ -18,6 +18,7 @@ from engine.request import Request, RequestSpec
 from engine.step import StepRecord, StopReason
 
 from ..protocol import Event, Send
+from .capture import CaptureSpec, capture_workload
 from .handle import LaneHandle
 
 LIVE_ROOM = "live"
@@ -191,19 +192,10 @@ class LiveGateway:
                 "records": [r.to_dict() for r in live.recent() if r.start_ms >= live.now_ms() - SNAPSHOT_MS]
                 if live else [], "requests": requests}
 
-    def capture(self, last: int | None = None, window_s: float | None = None) -> dict:
-        """The finished live requests (the last `last`, or those that arrived in the last `window_s` seconds) as a
-        workload: arrivals in ms from the first, prompts, observed output lengths as fixed lengths."""
+    def capture(self, spec: CaptureSpec) -> dict:
+        """The finished live requests `spec` picks (the last N, or those of the last S seconds) as a workload:
+        arrivals in ms from the first (long gaps cut on request), prompts, observed output lengths (app.live.capture)."""
         live = self.ready_lane()
         with self.lock:
-            done = [s for s in self.summaries.values() if s["status"] == "finished" and s["stop"] != "cancelled"
-                    and s["tokens"] > 0]
-        if window_s is not None:
-            done = [s for s in done if s["arrival_ms"] >= live.now_ms() - window_s * 1000]
-        if last is not None:
-            done = done[-last:]
-        t0 = done[0]["arrival_ms"] if done else 0.0
-        return {"name": "captured", "description": f"{len(done)} live requests captured from the OpenAI endpoint",
-                "slots": live.slots(), "lanes": ["static", "dynamic", "continuous"],
-                "requests": [{"id": s["id"], "prompt": s["prompt"], "max_new_tokens": s["tokens"], "ignore_eos": True,
-                              "arrival_ms": round(s["arrival_ms"] - t0, 3)} for s in done]}
+            summaries = [dict(s) for s in self.summaries.values()]
+        return capture_workload(summaries, live.now_ms(), live.slots(), spec)

@@ -23,6 +23,7 @@ from engine.limits import CLI_LIMITS, WorkloadError
 from engine.policies import POLICIES
 from engine.workload import parse_workload
 
+from ..live.capture import capture_spec
 from ..live.gateway import Unavailable
 from ..protocol import RUN_ID, Rejected
 from ..settings import ROOT, SERVER_LIMITS
@@ -140,18 +141,15 @@ def live_snapshot():
 
 @bp.get("/api/live/capture")
 def live_capture():
-    """The last finished live requests as a workload (`?last=N`, at most max_requests; or `?window_s=S`), which
-    replays on any lanes: arrivals in ms, prompts, the observed output lengths as fixed lengths."""
-    limit = current_app.config["LIMITS"].max_requests
+    """The last finished live requests as a workload (`?last=N`, at most max_requests; `&window_s=S`: only those
+    that arrived in the last S seconds; `&compress_over_s=G[&compress_to_s=T]`: gaps over G s cut to T s, 1 by
+    default), which replays on any lanes: arrivals in ms, prompts, the observed output lengths as fixed lengths."""
     try:
-        last = int(request.args.get("last", limit))
-        window = float(request.args["window_s"]) if "window_s" in request.args else None
-    except ValueError:
-        return jsonify({"error": "last must be a whole number and window_s a number of seconds", "field": "last"}), 400
-    if not 1 <= last <= limit or (window is not None and not 0 < window <= 86400):
-        return jsonify({"error": f"last must be 1 to {limit}, window_s 0 to 86400", "field": "last"}), 400
+        spec = capture_spec(request.args, current_app.config["LIMITS"].max_requests)
+    except WorkloadError as e:
+        return jsonify({"error": str(e), "field": e.field}), 400
     try:
-        workload = _live().capture(last=last, window_s=window)
+        workload = _live().capture(spec)
     except Rejected as r:
         return _error(501, r.message)
     except Unavailable as u:

@@ -6,7 +6,7 @@
  * refreshes the panels and the probe (window.__live). Paused, the page keeps folding steps in but shows the
  * state and the time it had when paused.
  */
-import { CAPTURE_DEFAULT, captureCount, fetchCapture, mainPageUrl } from "./live-capture.js";
+import { CAPTURE_DEFAULT, SECONDS_DEFAULT, captureCount, captureSeconds, fetchCapture, mainPageUrl } from "./live-capture.js";
 import { liveFigures } from "./live-figures.js";
 import { renderCapture, laneLine, renderEmpty, renderFigures, renderModel, renderRequests, setText,
   shownRequests } from "./live-panels.js";
@@ -22,7 +22,7 @@ const $ = (id) => document.getElementById(id);
 const dom = {
   wrap: $("canvas-wrap"), canvas: $("lanes"), status: $("live-status"), follow: $("btn-follow"), empty: $("empty"),
   envLine: $("env-line"), curlLine: $("curl-line"), figures: $("figures"), rows: $("request-rows"),
-  n: $("capture-n"), download: $("capture-download"), open: $("capture-open"), captureNote: $("capture-note"),
+  n: $("capture-n"), by: $("capture-by"), seconds: $("capture-s"), compress: $("capture-compress"), download: $("capture-download"), open: $("capture-open"), captureNote: $("capture-note"),
   modelStatus: $("model-status"), modelText: $("model-text"), modelProgress: $("model-progress"),
 };
 const NOTHING = "No finished requests yet: nothing to capture. Send some traffic first (see above).";
@@ -34,7 +34,9 @@ const push = (action) => inputs.push(action);
 let state = createLiveState();
 // paused: {state, now} as they were when Pause was pressed (null: following); message: the answer to a capture click,
 // {text, tone, finished}, shown while as many requests have finished as when it came
-let ui = { paused: null, n: CAPTURE_DEFAULT, message: null, opening: false };
+// capture: what a capture asks for (live-capture.js): {n, by, seconds, compress}
+let ui = { paused: null, n: CAPTURE_DEFAULT, capture: { n: CAPTURE_DEFAULT, by: "requests", seconds: SECONDS_DEFAULT, compress: false },
+  message: null, opening: false };
 let resizes = 0;
 let sizeKey = "";
 let canvasKey = [];
@@ -44,7 +46,7 @@ const rows = new Map();   // request id -> its <tr>
 
 const socket = connectLive(serverEvents);
 dom.follow.addEventListener("click", () => push({ type: "follow" }));
-dom.n.addEventListener("input", () => push({ type: "n" }));
+for (const node of [dom.n, dom.by, dom.seconds, dom.compress]) node.addEventListener("input", () => push({ type: "n" }));
 dom.open.addEventListener("click", () => push({ type: "open" }));
 dom.download.addEventListener("click", (e) => {
   if (dom.download.getAttribute("aria-disabled") !== "true") return;
@@ -70,13 +72,18 @@ function say(text, tone) {
 function onInput(a, perfNow) {
   switch (a.type) {
     case "follow": ui = { ...ui, paused: ui.paused ? null : { state, now: laneNow(state, perfNow) } }; break;
-    case "n": ui = { ...ui, n: captureCount(dom.n.value), message: null }; break;
+    case "n": {
+      const n = captureCount(dom.n.value);
+      ui = { ...ui, n, message: null, capture: { n, by: dom.by.value === "seconds" ? "seconds" : "requests",
+        seconds: captureSeconds(dom.seconds.value), compress: dom.compress.checked } };
+      break;
+    }
     case "nothing": say(NOTHING, "warn"); break;
     case "open":
       if (ui.opening) break;
       ui = { ...ui, opening: true };
       say("Fetching the capture\u2026", "");
-      fetchCapture(ui.n, push);
+      fetchCapture(ui.capture, push);
       break;
     case "captured":
       ui = { ...ui, opening: false };
@@ -113,9 +120,9 @@ function renderPanels(shown, following) {
   renderRequests(dom.rows, requests, rows);
   renderEmpty(dom, state.requests.length === 0 && !state.error, (state.lane && state.lane.model) || state.model.model);
   const finished = finishedCount(state);
-  const note = renderCapture(dom, ui.n, finished, ui.message && ui.message.finished === finished ? ui.message : null);
+  const note = renderCapture(dom, ui.capture, finished, ui.message && ui.message.finished === finished ? ui.message : null);
   shownPanels = { figures, figureText, requests, empty: !dom.empty.hidden,
-    capture: { n: ui.n, finished, note, download: dom.download.getAttribute("href"), opening: ui.opening } };
+    capture: { n: ui.n, by: ui.capture.by, seconds: ui.capture.seconds, compress: ui.capture.compress, finished, note, download: dom.download.getAttribute("href"), opening: ui.opening } };
 }
 
 function frame(perfNow) {

@@ -5,6 +5,7 @@
  * and the figures; writes page text only through textContent, and only where it changed.
  */
 import { el } from "./dom.js";
+import { captureNote, captureUrl } from "./live-capture.js";
 import { summaryTimes } from "./live-figures.js";
 import { LiveStatus } from "./live-state.js";
 import { count } from "./words.js";
@@ -104,13 +105,14 @@ export function renderEmpty(dom, show, model) {
 }
 
 /** The capture note: what a capture of the last `n` would hold, or `message` ({text, tone}: the answer to a click). */
-export function renderCapture(dom, n, finished, message) {
-  dom.download.href = `/api/live/capture?last=${n}&download=1`;
+export function renderCapture(dom, capture, finished, message) {
+  dom.download.href = captureUrl(capture, true);
   dom.download.setAttribute("aria-disabled", String(finished === 0));
+  dom.n.closest("label").hidden = capture.by === "seconds";
+  dom.seconds.closest("label").hidden = capture.by !== "seconds";
   const text = message ? message.text
     : finished === 0 ? "No finished requests yet: send some traffic first, then capture it."
-    : `Captures the last ${count(Math.min(n, finished), "finished request")} (of ${finished} here): their arrival `
-      + "times, prompts and output lengths, as a workload that replays on the static, dynamic and continuous lanes.";
+    : captureNote(capture, finished);
   setText(dom.captureNote, text);
   dom.captureNote.dataset.tone = message ? message.tone : "";
   return text;
