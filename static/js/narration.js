@@ -86,9 +86,30 @@ function laneFacts(lane, timed, reveal) {
 }
 
 /**
- * lanes: [{name, policy, records, step, gap, arrivals}] where `step` is the lane's step under the playhead,
+ * Once every lane is done: why a lane that admits slot by slot (continuous) can show a higher mean TPOT than one
+ * that admits whole groups (static) — its joins are prefilled in the steps its running requests decode in, and
+ * such a step is slower for every row it holds. "" when no lane pair shows it (or metrics are missing).
+ */
+export function tpotNote(lanes) {
+  const tpot = (l) => (l.metrics && typeof l.metrics.mean_tpot_ms === "number" ? l.metrics.mean_tpot_ms : null);
+  const groups = lanes.filter((l) => admitsGroups(l.policy) && tpot(l) !== null);
+  const slots = lanes.filter((l) => !admitsGroups(l.policy) && tpot(l) !== null);
+  for (const s of slots) {
+    const lower = groups.filter((g) => tpot(g) < tpot(s)).sort((a, b) => tpot(a) - tpot(b))[0];
+    if (lower) {
+      return `${s.name}'s mean TPOT (${Math.round(tpot(s))} ms) is above ${lower.name}'s (${Math.round(tpot(lower))} ms): `
+        + `its joins are prefilled in the same steps its other requests decode in, and those steps are slower for every `
+        + "decoding request they share. That is the trade: less waiting for a first token, a little more time per token.";
+    }
+  }
+  return "";
+}
+
+/**
+ * lanes: [{name, policy, records, step, gap, arrivals, metrics?}] where `step` is the lane's step under the playhead,
  * `gap` the wait it is in (ms clock) or null, `arrivals` its timeline's arrivals. clock: "steps" | "ms";
  * t: the playhead; timed: arrivals are in ms; reveal (predict-then-reveal): say nothing of what comes later.
+ * Once every lane is done, `tpotNote` follows (when a lane's `metrics` show it).
  */
 export function narrate(lanes, clock, t, streaming, timed = false, reveal = false) {
   if (!lanes.length) return "Pick a preset above to run it on the real model, or open the request mix editor below to write your own.";
@@ -101,7 +122,8 @@ export function narrate(lanes, clock, t, streaming, timed = false, reveal = fals
     const done = l.step > l.records.length;
     return clock === "steps" || done || l.gap ? `${l.name}: ${facts}` : `${l.name} (step ${l.step}): ${facts}`;
   });
-  return `${where} \u2014 ${parts.join(" \u00b7 ")}`;
+  const note = !reveal && lanes.every((l) => l.step > l.records.length) ? tpotNote(lanes) : "";
+  return `${where} \u2014 ${parts.join(" \u00b7 ")}${note ? ` \u2014 ${note}` : ""}`;
 }
 
 /**

@@ -69,9 +69,23 @@ function written(cells) {
   return parts;
 }
 
+/**
+ * Why a fixed-length request's text runs on past a special token ("…⟨im_end⟩⟨im_start⟩system"): it ignores EOS, so
+ * the model writes on past the end of its turn into what looks like a new chat turn. "" when that did not happen.
+ */
+export function pastEosNote(spec, cells) {
+  if (!spec || spec.ignore_eos === false || !cells.some((c) => c.special && writtenText(c))) return "";
+  return " \u2014 past the end of its turn: this request ignores EOS (a fixed length), so the model writes on through "
+    + "\u27e8im_end\u27e9 into what looks like a new chat turn";
+}
+
 /** What a request has written in `records` up to and including `step` (an EOS token writes nothing), as parts. */
+function cellsUpTo(records, id, step) {
+  return records.slice(0, step).flatMap((r) => r.slots.filter((c) => c.request === id));
+}
+
 function writtenUpTo(records, id, step) {
-  return written(records.slice(0, step).flatMap((r) => r.slots.filter((c) => c.request === id)));
+  return written(cellsUpTo(records, id, step));
 }
 
 const seconds = (v) => `${(v / 1000).toFixed(2)} s`;
@@ -101,7 +115,8 @@ export function renderRequests(tbody, workload, records, metrics, step, reveal =
       el("th", { text: id, scope: "row" }),
       el("td", { className: "prompt" }, [el("div", { text: spec.prompt, className: "clamp", title: spec.prompt })]),
       el("td", { className: "arrival", text: arrivalText(spec, q, reveal ? step : Infinity) }),
-      el("td", { className: writing ? "written writing" : "written" }, writtenUpTo(records, id, step)),
+      el("td", { className: writing ? "written writing" : "written" }, [...writtenUpTo(records, id, step),
+        el("span", { className: "past-eos", text: pastEosNote(spec, cellsUpTo(records, id, step)) })]),
       el("td", { text: back ? (eos ? `EOS after ${q.tokens}` : `length ${q.tokens}`) : dash,
         className: back && eos ? "stop eos" : "stop" }),
       el("td", { text: back ? `${q.ttft_steps} / ${ms(q.ttft_ms)}` : dash }),
