@@ -55,11 +55,12 @@ def test_four_lane_configurations_from_the_editor_run_on_one_clock(tab, server):
     tab.fill("[data-field='lanes[3].chunk_size']", "32")
     assert tab.evaluate("() => location.hash").startswith("#mix=")  # the mix, lanes and all, is in the link
 
-    # 2) a field only the server can judge: its run_error lands next to that lane's field
+    # 2) a KV budget below one block: the editor refuses it next to that lane's field, with the server's rule
     tab.fill("[data-field='lanes[1].kv_budget']", "8")  # below one KV block (16 tokens)
     tab.click("#run-mix")
-    tab.wait_for_function("() => window.__lanes.error && window.__lanes.error.field === 'lanes[1].kv_budget'")
+    tab.wait_for_function("() => document.querySelector(\"[data-error-for='lanes[1].kv_budget']\").textContent !== ''")
     assert "kv_block_size" in tab.text_content("[data-error-for='lanes[1].kv_budget']")
+    assert lanes(tab, "status") == "idle"  # refused before it was sent
     assert tab.get_attribute("[data-field='lanes[1].kv_budget']", "aria-invalid") == "true"
     tab.fill("[data-field='lanes[1].kv_budget']", "")
 
