@@ -9,7 +9,7 @@ the DOM), never a sleep. Without /usr/bin/chromium these tests skip (unless BATC
 """
 import pytest
 
-from tests.kit.page import open_page
+from tests.kit.page import lanes, mix_link, open_page, wait_finished
 
 pytestmark = pytest.mark.browser
 
@@ -88,4 +88,31 @@ def test_the_live_capture_asks_for_a_time_window_with_gaps_compressed(tab, serve
     assert tab.is_visible("#capture-s") and tab.is_hidden("#capture-n")
     answer = tab.request.get(f"{server}{href}")
     assert answer.ok and answer.json()["requests"] == []
+    assert tab.problems == []
+
+
+STEP_ARRIVALS = {"name": "step arrivals", "description": "", "slots": 2, "lanes": ["static", "continuous"],
+                 "requests": [{"id": "A", "prompt": "Name a fruit.", "max_new_tokens": 6, "arrival": 0},
+                              {"id": "B", "prompt": "Say hi.", "max_new_tokens": 2, "arrival": 0},
+                              {"id": "C", "prompt": "Name a colour.", "max_new_tokens": 3, "arrival": 4}]}
+
+
+def test_step_arrival_marks_sit_at_that_step_on_each_lanes_own_ms_clock(tab, server):
+    open_page(tab, mix_link(server, STEP_ARRIVALS))
+    wait_finished(tab, "step arrivals")
+    tab.click("label:has(input[name='clock'][value='ms'])")
+    tab.wait_for_function("() => window.__lanes.clock === 'ms'")
+    at = {}
+    for lane in ("static", "continuous"):
+        starts = lanes(tab, f"lanes[{lane!r}].starts")
+        marks = {m["id"]: m for m in tab.evaluate(f"() => window.__lanes.marks({lane!r})")}
+        assert marks["C"]["arrival_ms"] == starts[4]  # step 5 (the first C may join) starts here on this lane
+        assert marks["A"]["arrival_ms"] == starts[0]
+        at[lane] = marks["C"]
+    assert at["static"]["arrival_ms"] != at["continuous"]["arrival_ms"]  # static's padded steps ran longer
+    assert at["static"]["x"] != at["continuous"]["x"]
+    tab.click("label:has(input[name='clock'][value='steps'])")
+    tab.wait_for_function("() => window.__lanes.clock === 'steps'")
+    xs = [tab.evaluate(f"() => window.__lanes.marks({lane!r}).find((m) => m.id === 'C').x") for lane in ("static", "continuous")]
+    assert xs[0] == xs[1]  # on the steps clock both lanes put C at step 5
     assert tab.problems == []
