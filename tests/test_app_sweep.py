@@ -154,7 +154,7 @@ def test_a_sweep_on_the_simulator_backend_beside_a_model_is_marked_simulated_and
     assert stored["metrics"]["static"]["simulated"] is False
     started, stored = results["sim"]
     assert started["simulated"] is True and started["model"] == "simulator"
-    assert stored["workload"]["description"].startswith("SIMULATED")
+    assert stored["workload"]["description"].startswith("SIMULATED") and stored["model"] == "simulator"
     assert stored["metrics"]["static"]["simulated"] is True
     assert all(r["simulated"] for r in stored["records"]["static"])
 

@@ -28,7 +28,7 @@ class JobContext:
     publish: Callable[[str, dict], None]       # log an event of the job's room and send it
     emit: Callable[[list[Send]], None]         # send, unlogged
     set_progress: Callable[[float], None]      # a sweep's fraction done, for a late watcher
-    save: Callable[..., str | None]            # save(run_id, workload, lanes, records, metrics, created=None) -> error
+    save: Callable[..., str | None]            # save(run_id, workload, lanes, records, metrics, created=None, model=None) -> error
     finish: Callable[[bool], None]             # the book marks the job finished (its run stored or not)
     pace: float = 0.0                          # the simulator's steps take this many times their simulated ms
     sleep: Callable[[float], None] = time.sleep

@@ -75,7 +75,8 @@ class SweepSteps:
         run_id = new_run_id()
         sim = simulated(self.job) or self.ctx.engine.simulated
         workload = replace(run.workload, description=point_description(run.workload, self.rate, sim))
-        error = self.ctx.save(run_id, workload, workload.lane_names, records, run_metrics(records, workload))
+        error = self.ctx.save(run_id, workload, workload.lane_names, records, run_metrics(records, workload),
+                              model="simulator" if sim else None)
         return None if error is not None else run_id
 
 

@@ -188,11 +188,12 @@ class EngineWorker:
                           pace=self.pace, sleep=self.sleep)
 
     def save(self, run_id: str, workload, lanes: list[str], records: dict, metrics: dict,
-             created: float | None = None) -> str | None:
-        """Store a finished run; the error message if the store failed (logged)."""
+             created: float | None = None, model: str | None = None) -> str | None:
+        """Store a finished run (`model`: what ran it, when not this worker's model: a simulated sweep's "simulator");
+        the error message if the store failed (logged)."""
         try:
-            self.offload(self.store.save, run_id, self.status["model"], workload.to_dict(), lanes, records, metrics,
-                         created)
+            self.offload(self.store.save, run_id, model or self.status["model"], workload.to_dict(), lanes, records,
+                         metrics, created)
         except StoreError as e:
             log.error("%s", e)
             return f"this run finished but could not be saved, so its link will not survive a restart: {e}"
