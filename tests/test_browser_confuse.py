@@ -49,7 +49,10 @@ def test_a_kv_budget_below_one_block_is_refused_by_the_editor_with_the_servers_l
     tab.fill("[data-field='kv_budget']", "")
     tab.fill("[data-field='lanes[0].kv_budget']", "16")  # one block: the editor lets the server judge it
     tab.click("#run-mix")
-    tab.wait_for_function("() => window.__lanes.status !== 'idle'")
+    # sent: a run, or the server's own answer (16 tokens hold no request of this mix), never the editor's block rule
+    tab.wait_for_function("() => window.__lanes.error !== null || window.__lanes.status !== 'idle'")
+    error = tab.evaluate("() => window.__lanes.error")
+    assert error is None or "kv_block_size" not in error["message"], error
     assert tab.problems == []
 
 
