@@ -86,3 +86,12 @@ test("each claim is a phrase of its preset's description", () => {
     for (const c of claims) assert.ok(demo.description.includes(c.says), `${preset}: "${c.says}"`);
   }
 });
+
+test("a spectator mid-run reads a prompt's tokens from run_started, before any record holds them", () => {
+  const stored = RUNS["long-prompt: no noise"];
+  const run = { id: "mid", status: "running", workload: stored.workload, lanes: stored.lanes,
+    records: Object.fromEntries(stored.lanes.map((l) => [l, []])), done: {}, promptTokens: stored.prompt_tokens, t: 0 };
+  const text = fillLesson(stored.description, stored.preset, deriveRun(run));
+  assert.ok(text.startsWith(`A ${stored.prompt_tokens.LONG}-token prompt`), text);
+  assert.ok(text.includes("so no step stalls for long"), "a claim stays as written while its lanes run");
+});
