@@ -23,7 +23,7 @@ PATH = Path(__file__).resolve().parent / "metrics.json"
 # name -> (demo, lane of that demo or a lane spec, needs the real model)
 CASES = {
     "static": ("mixed", "static", False),
-    "dynamic": ("priorities", {"name": "dynamic", "policy": "dynamic", "max_wait": 1}, False),  # R6 arrives at step 2
+    "dynamic": ("priorities", {"name": "dynamic", "policy": "dynamic", "max_wait": 1}, False),  # the VIP joins at step 3 (arrival 2)
     "continuous": ("mixed", "continuous", False),
     "chunked_prefill": ("long-prompt", "chunked 64", False),
     "preemption": ("memory-pressure", "continuous KV 224", False),
