@@ -31,3 +31,16 @@ def test_the_vip_arrives_at_the_same_step_in_the_lesson_the_requests_table_and_t
     tab.wait_for_function("(first) => window.__lanes.runId !== first && window.__lanes.status === 'finished'", arg=first)
     again = stored(server, lanes(tab, "runId"))
     assert [q["arrival"] for q in again["workload"]["requests"]] == [q["arrival"] for q in preset["requests"]]
+
+
+def test_a_simulated_run_says_beside_its_metrics_that_its_step_times_have_no_noise(tab, server):
+    open_page(tab, server)
+    tab.click('button[data-preset="long-prompt"]')
+    wait_finished(tab, "long-prompt")
+    to_end(tab)
+    note = tab.locator("#noise")
+    assert note.is_visible() and note.get_attribute("data-tone") == ""
+    assert note.text_content() == "Simulated run: its step times come from a cost model, so they have no noise."
+    lesson = tab.text_content("#lesson")
+    spread = lanes(tab, "lanes.continuous.metrics.step_time_spread")
+    assert spread == 0 and "\u2026" not in lesson and "so no step stalls for long" in lesson

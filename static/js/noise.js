@@ -87,3 +87,11 @@ export function noiseLine(metrics, warmup = null) {
   }
   return { text, tone: "" };
 }
+
+/** Write the noise line into `node` (textContent and data-tone), only when it changed. */
+export function renderNoise(node, metrics, warmup) {
+  if (!node) return;
+  const { text, tone } = noiseLine(metrics, warmup);
+  if (node.textContent !== text) node.textContent = text;
+  if (node.dataset.tone !== tone) node.dataset.tone = tone;
+}
