@@ -1,12 +1,14 @@
 """Lessons a class can trust, in headless Chromium against `python -m app` on the simulator: one step numbering for
 the whole page (steps counted from 1 in the lesson, the requests table and the editor), the noise line next to the
-ms figures, and the lesson of `long-prompt` filled in from run_started. Every wait is on state the page exposes."""
+ms figures, the lesson of `long-prompt` filled in, and a preset's reference run recorded, kept across a restart and
+replayed marked with its date (1280x720). Every wait is on state the page exposes."""
 import json
 from urllib.request import urlopen
 
 import pytest
 
 from tests.kit.page import lanes, open_page, stored, to_end, wait_finished
+from tests.kit.server import live_server
 
 pytestmark = pytest.mark.browser
 
@@ -44,3 +46,46 @@ def test_a_simulated_run_says_beside_its_metrics_that_its_step_times_have_no_noi
     lesson = tab.text_content("#lesson")
     spread = lanes(tab, "lanes.continuous.metrics.step_time_spread")
     assert spread == 0 and "\u2026" not in lesson and "so no step stalls for long" in lesson
+
+
+def figures(page) -> dict:
+    """Every lane's numbers as the page computed them (its requests left out)."""
+    return page.evaluate("() => Object.fromEntries(Object.entries(window.__lanes.lanes).map(([k, l]) => [k, l.metrics]))")
+
+
+def test_a_presets_reference_run_replays_after_a_restart_marked_with_its_date(browser, tmp_path):
+    data = tmp_path / "data"
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    try:
+        with live_server("--backend", "sim", data_dir=data) as url:
+            page = context.new_page()
+            open_page(page, url)
+            page.click('button[data-preset="arrivals"]')
+            wait_finished(page, "arrivals")
+            first = lanes(page, "runId")
+            page.click("#record-reference")  # runs the preset live again, and keeps that run
+            page.wait_for_function("() => document.getElementById('reference-mark').textContent.startsWith('Kept as')")
+            recorded = json.loads(urlopen(f"{url}/api/references").read())["references"]["arrivals"]
+            assert recorded["run_id"] == lanes(page, "runId") != first
+            at_recording = figures(page)
+            page.close()
+        with live_server("--backend", "sim", data_dir=data) as url:  # a restart on the same data dir
+            page = context.new_page()
+            open_page(page, f"{url}/#preset=arrivals")  # a link to the preset: it runs live, the reference is offered
+            wait_finished(page, "arrivals")
+            assert lanes(page, "runId") != recorded["run_id"]
+            day, clock = recorded["recorded_at"][:10], recorded["recorded_at"][11:16]
+            play = page.locator("#play-reference")
+            assert play.is_visible() and play.text_content() == f"Play the reference run (recorded {day} {clock} UTC)"
+            play.click()
+            page.wait_for_function("(id) => window.__lanes && window.__lanes.runId === id && window.__lanes.status === 'finished'",
+                                   arg=recorded["run_id"])
+            to_end(page)
+            mark = page.locator("#reference-mark")
+            assert mark.is_visible() and mark.get_attribute("data-replay") == "true"
+            assert mark.text_content().startswith(f"Reference run recorded {day} {clock} UTC: a replay of a stored run")
+            assert figures(page) == at_recording  # the numbers of the run that was recorded
+            assert lanes(page, "metricsCheck") == "ok"  # and the server's stored metrics agree with them
+            assert not page.locator("#play-reference").is_visible()
+    finally:
+        context.close()
