@@ -10,9 +10,9 @@ import { percentile, stepShape } from "./metrics.js";
 
 export const NOISY = 0.25;  // a spread above this is a warning: two runs of one mix may rank the lanes differently
 
-/** ±N% of a spread (a share): "±12%". */
+/** A spread (a share) in words after "varied": "±12%"; from 100% on, "up to 4.2x" (a step cannot be -300% long). */
 export function plusMinus(spread) {
-  return `\u00b1${Math.round(spread * 100)}%`;
+  return spread < 1 ? `\u00b1${Math.round(spread * 100)}%` : `up to ${(1 + spread).toFixed(1)}x`;
 }
 
 /** The run's spread: the largest of its lanes' (null: no lane has repeated a step shape yet). */

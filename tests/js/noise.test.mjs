@@ -19,6 +19,7 @@ test("above NOISY the line warns, and a run with no repeated shape falls back on
   assert.equal(noisy.tone, "warn");
   assert.match(noisy.text, /^Step times varied \u00b140% on this machine during the run\. That is a lot/);
   assert.equal(noiseLine({ a: lane(0.25) }).tone, "", "the threshold itself is not a warning");
+  assert.match(noiseLine({ a: lane(7.65) }).text, /^Step times varied up to 8\.7x on this machine during the run\. That is a lot/);
   const early = noiseLine({ a: lane(null) }, 0.3);
   assert.equal(early.tone, "warn");
   assert.match(early.text, /no step shape has repeated yet \(\u00b130% in the warm-up/);
