@@ -55,3 +55,15 @@ def test_the_reference_file_is_written_whole_and_records_utc(tmp_path):
     assert ref == {"run_id": "AAAAAAAAAAAA", "recorded_at": "2026-12-01T22:10:05Z"}
     book.record("same", "BBBBBBBBBBBB")
     assert set(book.all()) == {"mixed", "same"} and list((tmp_path / "data").iterdir()) == [book.path]
+
+
+def test_a_run_of_a_preset_whose_prompt_lost_its_newlines_in_the_editor_is_still_its_run(make_app, connect):
+    app = make_app(engine=Engine(None))
+    obj = json.loads((ROOT / "demos" / "long-prompt.json").read_text())
+    assert "\n" in obj["requests"][3]["prompt"]
+    obj["requests"][3]["prompt"] = obj["requests"][3]["prompt"].replace("\n", "")  # what the page's prompt field sends
+    probe = connect(app)
+    probe.emit("submit", {"workload": obj})
+    run_id = probe.wait_for("run_queued")["run_id"]
+    probe.wait_for("run_finished", run_id, timeout=60)
+    assert app.test_client().post("/api/references/long-prompt", json={"run_id": run_id}).status_code == 200

@@ -5,7 +5,8 @@
                                      the run it started with "Record reference" has finished and been stored)
 
 A run is accepted as a preset's reference only if it is in the run store (so it replays after a restart) and is a
-run of that preset: its mix's name and requests (ids, prompts, token counts, arrivals) are the preset's. Errors are
+run of that preset: its mix's name and requests (ids, prompts up to whitespace, token counts, arrivals) are the
+preset's. Errors are
 400/404 naming the field, 503 when the store cannot be read or written.
 """
 from pathlib import Path
@@ -18,7 +19,14 @@ from ..runs.store import StoreError
 from .routes import load_presets
 
 bp = Blueprint("references", __name__)
-SAME = ("id", "prompt", "max_new_tokens", "arrival", "arrival_ms")  # what makes a stored run a run of the preset
+SAME = ("id", "max_new_tokens", "arrival", "arrival_ms")  # with the prompt: what makes a stored run a run of the preset
+
+
+def _requests(workload: dict) -> list[dict]:
+    """What a run of a preset shares with it: each request's id, tokens, arrival and prompt up to its whitespace (the
+    page's one-line prompt field turns a preset's newlines into nothing)."""
+    return [{**{k: q.get(k) for k in SAME}, "prompt": "".join(str(q.get("prompt", "")).split())}
+            for q in workload.get("requests", [])]
 
 
 def _book() -> ReferenceBook:
@@ -50,8 +58,7 @@ def record(preset: str):
         run = current_app.extensions["store"].load(run_id)
         if run is None:
             return _error(404, f"run_id: run {run_id} is not stored (has it finished?)", "run_id")
-        got = [{k: q.get(k) for k in SAME} for q in run["workload"].get("requests", [])]
-        if run["workload"].get("name") != preset or got != [{k: q.get(k) for k in SAME} for q in wanted["requests"]]:
+        if run["workload"].get("name") != preset or _requests(run["workload"]) != _requests(wanted):
             return _error(400, f"run_id: run {run_id} is not a run of the preset {preset!r}", "run_id")
         return jsonify({"preset": preset, **_book().record(preset, run_id)})
     except StoreError as e:
