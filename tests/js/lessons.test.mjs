@@ -95,3 +95,19 @@ test("a spectator mid-run reads a prompt's tokens from run_started, before any r
   assert.ok(text.startsWith(`A ${stored.prompt_tokens.LONG}-token prompt`), text);
   assert.ok(text.includes("so no step stalls for long"), "a claim stays as written while its lanes run");
 });
+
+test("a lesson names a request's arrival step as the requests table does: counted from 1", async () => {
+  const { readdirSync } = await import("node:fs");
+  const dir = new URL("../../demos/", import.meta.url);
+  let named = 0;
+  for (const file of readdirSync(dir).filter((f) => f.endsWith(".json"))) {
+    const demo = JSON.parse(readFileSync(new URL(file, dir), "utf8"));
+    for (const q of demo.requests || []) {
+      const said = new RegExp(`\\b${q.id}\\)? arrives at step (\\d+)`).exec(demo.description || "");
+      if (!said) continue;
+      named += 1;
+      assert.equal(Number(said[1]), (q.arrival || 0) + 1, `${file}: ${q.id} has arrival ${q.arrival}`);
+    }
+  }
+  assert.ok(named >= 1, "priorities names the VIP's arrival step");
+});
