@@ -75,3 +75,13 @@ def test_run_started_carries_each_prompts_tokens_so_a_spectator_has_them_from_th
     run_id = probe.wait_for("run_queued")["run_id"]
     started = probe.wait_for("run_started", run_id, timeout=30)
     assert started["prompt_tokens"] == {r["id"]: estimate_prompt_tokens(r["prompt"]) for r in obj["requests"]}
+
+
+def test_the_presets_carry_their_lesson_claims_to_the_page_and_the_engine_ignores_them(make_app):
+    presets = {p["name"]: p for p in make_app(engine=Engine(None)).test_client().get("/api/presets").get_json()["presets"]}
+    for name in ("arrivals", "long-prompt"):
+        assert presets[name]["claims"] == json.loads((ROOT / "demos" / f"{name}.json").read_text())["claims"]
+    assert "claims" not in presets["mixed"]
+    obj = json.loads((ROOT / "demos" / "arrivals.json").read_text())
+    plain = {k: v for k, v in obj.items() if k != "claims"}
+    assert parse_workload(obj, CLI_LIMITS) == parse_workload(plain, CLI_LIMITS)

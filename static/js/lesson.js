@@ -38,9 +38,9 @@ function laneValue(lane, m, key) {
 
 /**
  * `text` with every placeholder replaced. `derived` ({run, lanes, metrics}, scene.js) fills them only when
- * its run is of the mix named `name`; otherwise, or while unknown, they show "…".
+ * its run is of the mix named `name`; otherwise, or while unknown, they show "…". `claims`: the preset's (claims.js).
  */
-export function fillLesson(text, name, derived) {
+export function fillLesson(text, name, derived, claims = null) {
   const run = derived && derived.run;
   const ours = Boolean(run && run.workload && run.workload.name === name);
   const filled = String(text).replace(PLACEHOLDER, (_, subject, key) => {
@@ -51,5 +51,5 @@ export function fillLesson(text, name, derived) {
     return value ?? UNKNOWN;
   });
   const clean = filled.replace(/\{[^}]*(\}|$)/g, UNKNOWN);  // a placeholder cut short (or unknown shape) never shows raw
-  return ours ? applyClaims(clean, name, derived) : clean;
+  return ours && claims ? applyClaims(clean, claims, derived) : clean;
 }

@@ -7,19 +7,21 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { CLAIMS } from "../../static/js/claims.js";
+import { CHECKS } from "../../static/js/claims.js";
 import { fillLesson } from "../../static/js/lesson.js";
 import { laneMetrics } from "../../static/js/metrics.js";
 import { deriveRun } from "../../static/js/scene.js";
 
 const PATH = process.env.LESSON_RUNS || new URL("../golden/lessons.json", import.meta.url);
 const RUNS = JSON.parse(readFileSync(PATH, "utf8"));
+const demo = (name) => JSON.parse(readFileSync(new URL(`../../demos/${name}.json`, import.meta.url), "utf8"));
+const CLAIMS = { arrivals: demo("arrivals").claims, "long-prompt": demo("long-prompt").claims };  // as /api/presets sends them
 
 function lessonOf(stored, id) {
   const records = Object.fromEntries(Object.entries(stored.records).map(([lane, recs]) => [lane, recs.map((r) => ({ ...r, lane }))]));
   const run = { id, status: "finished", workload: stored.workload, lanes: stored.lanes, records,
     done: Object.fromEntries(stored.lanes.map((l) => [l, true])), promptTokens: stored.prompt_tokens, t: 0 };
-  return { text: fillLesson(stored.description, stored.preset, deriveRun(run)), records };
+  return { text: fillLesson(stored.description, stored.preset, deriveRun(run), CLAIMS[stored.preset]), records };
 }
 
 const wall = (recs) => recs.reduce((end, r) => Math.max(end, r.start_ms + r.ms), 0);
@@ -80,10 +82,16 @@ test("every claim is met both ways by the runs: the noise fell each way", () => 
   }
 });
 
-test("each claim is a phrase of its preset's description", () => {
-  for (const [preset, claims] of Object.entries(CLAIMS)) {
-    const demo = JSON.parse(readFileSync(new URL(`../../demos/${preset}.json`, import.meta.url), "utf8"));
-    for (const c of claims) assert.ok(demo.description.includes(c.says), `${preset}: "${c.says}"`);
+test("each claim a preset declares is a phrase of its description, of a known kind, on lanes it has", async () => {
+  const { readdirSync } = await import("node:fs");
+  for (const file of readdirSync(new URL("../../demos/", import.meta.url)).filter((f) => f.endsWith(".json"))) {
+    const d = demo(file.replace(/\.json$/, ""));
+    const names = (d.lanes || []).map((l) => (typeof l === "string" ? l : l.name));
+    for (const c of d.claims || []) {
+      assert.ok(d.description.includes(c.says), `${file}: "${c.says}"`);
+      assert.ok(c.check in CHECKS, `${file}: ${c.check}`);
+      for (const lane of [c.lane, ...c.others]) assert.ok(names.includes(lane), `${file}: no lane ${lane}`);
+    }
   }
 });
 
@@ -91,7 +99,7 @@ test("a spectator mid-run reads a prompt's tokens from run_started, before any r
   const stored = RUNS["long-prompt: no noise"];
   const run = { id: "mid", status: "running", workload: stored.workload, lanes: stored.lanes,
     records: Object.fromEntries(stored.lanes.map((l) => [l, []])), done: {}, promptTokens: stored.prompt_tokens, t: 0 };
-  const text = fillLesson(stored.description, stored.preset, deriveRun(run));
+  const text = fillLesson(stored.description, stored.preset, deriveRun(run), CLAIMS[stored.preset]);
   assert.ok(text.startsWith(`A ${stored.prompt_tokens.LONG}-token prompt`), text);
   assert.ok(text.includes("so no step stalls for long"), "a claim stays as written while its lanes run");
 });
