@@ -3,6 +3,7 @@ the whole page (steps counted from 1 in the lesson, the requests table and the e
 ms figures, the lesson of `long-prompt` filled in, and a preset's reference run recorded, kept across a restart and
 replayed marked with its date (1280x720). Every wait is on state the page exposes."""
 import json
+import math
 from urllib.request import urlopen
 
 import pytest
@@ -87,5 +88,35 @@ def test_a_presets_reference_run_replays_after_a_restart_marked_with_its_date(br
             assert figures(page) == at_recording  # the numbers of the run that was recorded
             assert lanes(page, "metricsCheck") == "ok"  # and the server's stored metrics agree with them
             assert not page.locator("#play-reference").is_visible()
+    finally:
+        context.close()
+
+
+def test_the_page_rewrites_a_claim_the_stored_run_contradicts_with_its_numbers(browser, tmp_path):
+    """A stored long-prompt run whose chunk step 6 took 5x its cost (the simulator's forced noise): replayed, its
+    lesson no longer says "no step stalls for long" but what happened, with that step's numbers."""
+    from app.runs.store import RunStore
+    from engine.metrics import run_metrics
+    from engine.sim import SimNoise
+    from engine.workload import CLI_LIMITS, parse_workload
+    from tests.golden.lessons import make_run
+
+    data = tmp_path / "data"
+    run = make_run("long-prompt", SimNoise(0, 0.0, {("chunked 64", 6): 5.0}))
+    metrics = run_metrics(run["records"], parse_workload(run["workload"], CLI_LIMITS))
+    full = {lane: [{**r, "lane": lane} for r in recs] for lane, recs in run["records"].items()}
+    RunStore(data / "runs.sqlite3").save("NoisyLongRun", "simulator", run["workload"], run["lanes"], full, metrics)
+    chunk = max(full["chunked 64"], key=lambda r: r["ms"])
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    try:
+        with live_server("--backend", "sim", data_dir=data) as url:
+            page = context.new_page()
+            page.goto(f"{url}/runs/NoisyLongRun")
+            page.wait_for_function("() => window.__lanes && window.__lanes.status === 'finished'")
+            to_end(page)
+            lesson = page.text_content("#lesson")
+            assert "so no step stalls for long" not in lesson
+            assert f"yet on this run one of its steps (step {chunk['step']}, {math.floor(chunk['ms'] + 0.5)} ms)" in lesson  # as JS rounds
+            assert "x the" in lesson and "median of the steps that did the same work" in lesson
     finally:
         context.close()
