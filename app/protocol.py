@@ -101,10 +101,13 @@ def queued_payload(run_id: str, position: int) -> dict:
     return {"run_id": run_id, "position": position}
 
 
-def started_payload(run_id: str, lanes: list[str], workload: dict, model: str) -> dict:
+def started_payload(run_id: str, lanes: list[str], workload: dict, model: str,
+                    prompt_tokens: dict[str, int] | None = None) -> dict:
     """`run_started`, live or replayed: with every batching policy's traits, which the page reads instead of
-    comparing policy names."""
-    return {"run_id": run_id, "lanes": list(lanes), "workload": workload, "model": model, "policies": policy_traits()}
+    comparing policy names, and each request's prompt tokens (`prompt_tokens`, {id: n}; a lesson's fill-ins read
+    them, so a spectator who joins mid-run has them from the start; a replay may lack them: its records have them)."""
+    return {"run_id": run_id, "lanes": list(lanes), "workload": workload, "model": model, "policies": policy_traits(),
+            "prompt_tokens": dict(prompt_tokens or {})}
 
 
 def tick_payload(run_id: str, t: int, records: dict) -> dict:

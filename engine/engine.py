@@ -16,7 +16,7 @@ from .model import LoadedModel
 from .policies import POLICIES
 from .request import RequestSpec, max_row_len, row_capacity
 from .runner import ModelRunner
-from .sim import SimRunner, sim_prompt_ids
+from .sim import SimNoise, SimRunner, sim_prompt_ids
 from .step import StepRecord
 from .workload import Limits, Workload, WorkloadError
 
@@ -45,9 +45,10 @@ class Run:
 
 
 class Engine:
-    def __init__(self, lm: LoadedModel | None, limits: Limits = Limits()):
+    def __init__(self, lm: LoadedModel | None, limits: Limits = Limits(), sim_noise: SimNoise | None = None):
         self.lm = lm            # None: the step-clock simulator
         self.limits = limits
+        self.sim_noise = sim_noise  # the simulator only: injected step-time noise (tests), None = the plain cost model
 
     @property
     def simulated(self) -> bool:
@@ -115,7 +116,8 @@ class Engine:
             else config.slots * row_len
         scheduler = POLICIES[spec.policy](config, list(workload.requests), eos_ids=eos_ids, pad_id=pad_id,
                                           timed=workload.timed)
-        runner = SimRunner(row_len, fused=config.fused) if self.lm is None else \
+        noise = None if self.sim_noise is None else self.sim_noise.factors(spec.name)
+        runner = SimRunner(row_len, fused=config.fused, noise=noise) if self.lm is None else \
             ModelRunner(self.lm, config.slots, row_len, fused=config.fused, block_size=config.kv_block_size)
         return Lane(spec.name, scheduler, runner, kv_capacity)
 

@@ -71,6 +71,7 @@ METRICS: dict[str, Metric] = {m.key: m for m in [
     Metric("prefix_cache_hit_rate", "prefix cache hit rate", "share", "higher", ".0%", "hit_rate"),
     Metric("spec_acceptance_rate", "lookup kept", "share", "higher", ".0%", "speculative"),
     Metric("tokens_per_decode_cell", "tokens / decode cell", "tokens", "higher", ".2f", "speculative"),
+    Metric("step_time_spread", "step time spread", "share", "lower", ".0%", "step_noise"),
 ]}
 
 # The sweep's own numbers (sweep.serving_metrics), beside those it takes from lane_metrics under `serve` names.
@@ -144,6 +145,7 @@ GLOSSARY: dict[str, dict[str, str]] = {
     "preempted": {"term": "preempted", "text": "KV memory ran out, so the scheduler evicted a running request to free its memory: it waits again, and its prompt and tokens so far are recomputed later. In the table: how many times that happened."},
     "prompt_tokens": {"term": "prompt tokens computed / cached", "text": "Prompt tokens the lane's prefill steps computed (again after a preemption), and those it took from the prefix cache instead."},
     "hit_rate": {"term": "prefix cache hit rate", "text": "The share of prompt tokens taken from the prefix cache: cached \u00f7 (computed + cached), counted in tokens as vLLM does."},
+    "step_noise": {"term": "step time spread", "text": "How noisy this machine's step times were: steps of the same shape (the same kind of forward pass, rows and tokens) should take the same time; this is how far nine in ten of them strayed from their shape's median (\u00b112% reads: within 12%). Above 25% the page warns that a lane's times may say more about the machine than about the policy. The simulator's steps have no noise."},
     "speculative": {"term": "lookup kept \u00b7 tokens/decode cell", "text": "Speculative decoding by prompt lookup: each step a request proposes the tokens that followed the same last words earlier in its prompt or answer, and one forward pass checks them all. Kept: the share of proposed tokens the model agreed with (spec_acceptance_rate). Tokens/decode cell: how many tokens a decode cell wrote on average (1 without speculation). The tokens are exactly those of plain greedy decoding."},
 }
 

@@ -76,6 +76,45 @@ def request_times(arrival_ms: float, admitted_ms: float | None, first_token_ms: 
             "latency_ms": since(arrival_ms, return_ms)}
 
 
+def step_shape(record: dict, progress: dict[str, int]) -> str | None:
+    """A step's shape: its forward kind, the rows it computed and the token positions they held ("split|4|67"); None
+    for a step that computed nothing. `progress` (request -> prompt tokens read so far) is updated as in
+    `prompt_tokens`, so a prefill chunk counts only the tokens it added."""
+    if record.get("forward", "none") == "none":
+        return None
+    rows = tokens = len(record.get("filler_slots", ()))
+    for cell in record["slots"]:
+        state = cell["state"]
+        if state == SlotState.PREEMPTED:
+            progress[cell["request"]] = 0
+        elif state == SlotState.PREFILL and cell.get("prefill"):
+            rows += 1
+            tokens += cell["prefill"][0] - progress.get(cell["request"], 0) - cell.get("cached", 0)
+            progress[cell["request"]] = cell["prefill"][0]
+        elif state in (SlotState.DECODE, SlotState.PADDING):
+            rows += 1
+            tokens += 1 + (cell.get("proposed") or 0)
+    return f"{record['forward']}|{rows}|{tokens}"
+
+
+def step_time_spread(recs: list[dict]) -> float | None:
+    """How much steps of the same shape (`step_shape`) varied in time on this lane: each such step's distance from
+    its shape's median ms as a share of that median, and of those the 90th percentile (0.12: nine steps in ten of
+    a repeated shape were within 12% of its median). None when no shape was computed twice. The simulator's cost
+    model gives 0. The page says "step times varied +-12%" from it (static/js/noise.js)."""
+    progress, by_shape = {}, {}
+    for r in recs:
+        shape = step_shape(r, progress)
+        if shape is not None:
+            by_shape.setdefault(shape, []).append(r["ms"])
+    deviations = []
+    for times in by_shape.values():
+        middle = percentile(times, 50)
+        if len(times) > 1 and middle > 0:
+            deviations += [abs(t - middle) / middle for t in times]
+    return percentile(deviations, 90)
+
+
 def is_simulated(record: dict) -> bool:
     """A record's simulated flag: a top-level field, or (runs stored before it was one) in its `extra`."""
     return bool(record.get("simulated", record.get("extra", {}).get("simulated")))
@@ -176,6 +215,7 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
     out["prompt_tokens_computed"] = computed
     out["prompt_tokens_cached"] = cached
     out["prefix_cache_hit_rate"] = cached / (computed + cached) if computed + cached else None  # of prompt tokens, as vLLM
+    out["step_time_spread"] = step_time_spread(recs)
     out["simulated"] = simulated
     out["requests"] = per
     return out

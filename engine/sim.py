@@ -4,9 +4,15 @@
 `sim_call_ms` says. `sim_prompt_ids` and `estimate_prompt_tokens` stand in for the tokenizer. No torch, so a web
 process can estimate prompt tokens with it.
 
+`SimNoise` (off unless given) makes the cost model noisy, as a busy machine's measured steps are: seeded, so a test
+can replay the same noise, and with single calls forced longer or shorter, so it can push a lesson's claim either way.
+
 What it does not know: real tokens or text (`text_delta` is None), real time (the lane clock adds up the cost
 model), policies (it computes the rows it is given).
 """
+import random
+from dataclasses import dataclass, field
+
 from .batch import ForwardResult, Row, call_kind
 from .request import Request
 from .step import Forward, SlotState
@@ -24,14 +30,36 @@ def sim_call_ms(rows: list[Row]) -> float:
     return SIM_CALL_MS + SIM_TOKEN_MS * len(rows) * max(len(r.token_ids) for r in rows)
 
 
+@dataclass(frozen=True)
+class SimNoise:
+    """Injected step-time noise (tests only; every simulated figure is unchanged without it). Each call of a lane's
+    runner is multiplied by a factor drawn uniformly from [1 - spread, 1 + spread] by the seeded stream of
+    (seed, lane), then by `force[(lane, call)]` if given (call: the lane's runner calls counted from 1)."""
+    seed: int = 0
+    spread: float = 0.0                                               # 0.2: each call within +-20% of its cost
+    force: dict[tuple[str, int], float] = field(default_factory=dict)  # (lane, call) -> a factor on that call
+
+    def __post_init__(self):
+        if not 0 <= self.spread < 1:
+            raise ValueError(f"SimNoise.spread must be in [0, 1), got {self.spread}")
+
+    def factors(self, lane: str):
+        """The factor of each call of `lane`'s runner, in order (an endless iterator)."""
+        stream, call = random.Random(f"{self.seed}:{lane}"), 0
+        while True:
+            call += 1
+            yield (1 + stream.uniform(-self.spread, self.spread)) * self.force.get((lane, call), 1.0)
+
+
 class SimRunner:
     """The step-clock simulator: the same schedulers, no model. Every token is the placeholder id -1 and every
     step lasts what the cost model above says (a split step is two calls, a fused one a single call)."""
     simulated = True
 
-    def __init__(self, row_len: int, fused: bool = False):
+    def __init__(self, row_len: int, fused: bool = False, noise=None):
         self.row_len = row_len
         self.fused = fused
+        self.noise = noise  # None, or an iterator of factors (SimNoise.factors): each call's time is multiplied
 
     def run(self, rows: list[Row]) -> ForwardResult:
         assert all(r.start + len(r.token_ids) <= self.row_len for r in rows), "row longer than the KV row"
@@ -43,6 +71,8 @@ class SimRunner:
             calls = [c for c in (prefills, decodes) if c]
             ms = sum(sim_call_ms(c) for c in calls)
             kind = call_kind(len(calls), bool(prefills))
+        if self.noise is not None:
+            ms *= next(self.noise)
         return ForwardResult({r.slot: SIM_TOKEN for r in rows if r.wants_token}, ms, kind)
 
     def reference_ms(self) -> float:

@@ -5,6 +5,10 @@
 linears. Its requests ask for 2, 3, ... max_slots + 1 tokens, so the run makes one prefill call of
 max_slots rows and then one decode call of every row count from max_slots down to 1, as they finish.
 
+`measure_noise(lm)` then times NOISE_STEPS identical decode steps (one row, one token) and reports how far they
+strayed from their median (`metrics.step_time_spread`, the figure each lane's metrics carry): the machine's step-time
+noise, which the page shows next to its ms figures.
+
 What it does not know: which workloads will come, or whether a later run still finds caches warm (the OS may
 page memory out on a machine that is short of it); it times its own run and nothing else.
 """
@@ -14,6 +18,7 @@ from typing import Callable
 from . import cpu_kernels
 from .engine import Engine
 from .linears import can_pack
+from .metrics import step_time_spread
 from .model import LoadedModel
 from .step import SlotState
 from .workload import Limits, parse_workload
@@ -33,6 +38,7 @@ from .workload import Limits, parse_workload
 # and covers every decode shape a lane of up to max_slots slots can make, for a device or dtype that does pay
 # per shape (CUDA's lazily loaded kernels, bfloat16 without packed linears: not measured here). Prompt lengths
 # cannot be covered anyway: a prefill's shape is rows x prompt tokens.
+NOISE_STEPS = 12  # identical 1-row decode steps measure_noise times (~55 ms each on this CPU: under a second)
 WARM_PROMPT = "Hi."  # the shortest chat prompt: ~33 tokens with the model's chat template
 
 
@@ -76,3 +82,22 @@ def warm_up(lm: LoadedModel, max_slots: int,
     seconds = time.perf_counter() - t0
     report(1.0, f"warmed up in {seconds:.1f} s")
     return {"prefill_rows": prefill_rows, "decode_rows": decode_rows, "steps": step, "seconds": seconds}
+
+
+def measure_noise(lm: LoadedModel, steps: int = NOISE_STEPS) -> dict:
+    """Run one request of `steps` + 1 tokens alone in one slot, through the engine as `warm_up` does: its prefill,
+    then `steps` decode calls of the same shape. Returns {"step_noise": their step_time_spread (None: too few),
+    "steps": how many decode steps it timed, "median_ms"}."""
+    assert steps >= 2, "noise needs at least two steps of one shape"
+    limits = Limits(max_requests=1, max_slots=1, max_new_tokens=steps + 1, max_total_tokens=10**9,
+                    max_lane_kv_tokens=10**9)
+    engine = Engine(lm, limits)
+    workload = engine.prepare(parse_workload({"name": "noise", "slots": 1, "requests": [
+        {"id": "N", "prompt": WARM_PROMPT, "max_new_tokens": steps + 1, "ignore_eos": True}]}, limits))
+    run = engine.start(workload, ["continuous"])
+    run.run_to_end()
+    records = [r.to_dict() for r in run.records()["continuous"]]
+    decodes = [r for r in records if r["forward"] == "decode"]
+    times = sorted(r["ms"] for r in decodes)
+    return {"step_noise": step_time_spread(decodes), "steps": len(decodes),
+            "median_ms": times[len(times) // 2] if times else None}

@@ -29,7 +29,8 @@ __all__ = ["Workload", "parse_workload", "parse_lanes", "load_workload", "Limits
 REQUEST_KEYS = {"id", "prompt", "max_new_tokens", "ignore_eos", "arrival", "arrival_ms", "priority"}
 OPTION_KEYS = {f.name for f in fields(EngineConfig)} - {"slots"}
 LANE_KEYS = {"name", "policy", "slots"} | OPTION_KEYS
-WORKLOAD_KEYS = {"name", "description", "slots", "lanes", "requests", "generate", "policy"} | OPTION_KEYS
+# "claims": a preset's lesson claims, for the page to check against the run (static/js/claims.js); the engine ignores them
+WORKLOAD_KEYS = {"name", "description", "claims", "slots", "lanes", "requests", "generate", "policy"} | OPTION_KEYS
 DEFAULT_LANES = ("static", "continuous")
 
 

@@ -111,3 +111,10 @@ def test_the_server_warms_the_model_up_while_it_loads_and_shows_it_in_model_stat
     assert all(app.runs.loader.LOAD_SHARE <= s["progress"] < 1.0 and not s["ready"] for s in warming)
     progress = [s["progress"] for s in statuses]
     assert progress == sorted(progress) and statuses[-1]["ready"] and statuses[-1]["progress"] == 1.0
+
+
+def test_measure_noise_times_identical_decode_steps_and_reports_their_spread(tiny):
+    from engine.warmup import measure_noise
+    noise = measure_noise(tiny, steps=6)
+    assert noise["steps"] == 6 and noise["median_ms"] > 0
+    assert isinstance(noise["step_noise"], float) and noise["step_noise"] >= 0  # no timing asserted: only its shape

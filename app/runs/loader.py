@@ -11,7 +11,7 @@ import logging
 from typing import Callable
 
 from engine.model import LoadedModel, ModelLoadError, load_model
-from engine.warmup import warm_up
+from engine.warmup import measure_noise, warm_up
 
 log = logging.getLogger("batch_lanes.loader")
 LOAD_SHARE = 0.9  # of the progress bar: loading the model; the warm-up fills the rest
@@ -24,6 +24,7 @@ class ModelLoad:
         self.progress: tuple[float, str] = (0.0, "loading the model")  # replaced whole by the loading thread
         self.lm: LoadedModel | None = None
         self.error: str | None = None
+        self.step_noise: float | None = None  # the machine's step-time noise, measured after the warm-up
         self.done = False
 
     def start(self, start_task: Callable) -> None:
@@ -37,6 +38,7 @@ class ModelLoad:
             warm = warm_up(lm, self.max_slots, progress=self._reporter(LOAD_SHARE, 1.0))
             log.info("warmed up in %.1f s: prefill calls of %s rows, decode calls of %d..%d rows", warm["seconds"],
                      warm["prefill_rows"], min(warm["decode_rows"]), max(warm["decode_rows"]))
+            self.step_noise = measure_noise(lm)["step_noise"]
             self.lm = lm
         except ModelLoadError as e:
             self.error = str(e)

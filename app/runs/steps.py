@@ -54,7 +54,9 @@ class RunSteps:
 
     def start(self) -> None:
         job = self.job
-        self.ctx.publish(Event.RUN_STARTED, started_payload(job.run_id, job.lanes, job.prepared.to_dict(), self.ctx.model))
+        tokens = {spec.id: len(spec.prompt_ids) for spec in job.prepared.requests}
+        self.ctx.publish(Event.RUN_STARTED, started_payload(job.run_id, job.lanes, job.prepared.to_dict(), self.ctx.model,
+                                                            tokens))
         self.run = self.ctx.offload(self.ctx.engine.start, job.prepared)
 
     def step(self) -> None:

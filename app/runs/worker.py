@@ -142,7 +142,8 @@ class EngineWorker:
             self.sleep(0.1)
         if load.lm is not None:
             self.engine = Engine(load.lm, self.limits)
-            self._set_status(ready=True, progress=1.0, message="ready", model=load.lm.name, device=str(load.lm.device))
+            self._set_status(ready=True, progress=1.0, message="ready", model=load.lm.name, device=str(load.lm.device),
+                             step_noise=load.step_noise)  # the page shows it beside the ms figures (static/js/noise.js)
             log.info("model %s ready on %s after %.1f s", load.lm.name, load.lm.device, time.perf_counter() - t0)
         elif load.error is not None:
             self._set_status(error=load.error, message="the model could not be loaded")

@@ -28,7 +28,7 @@ from ..runs.redis_link import CHANNEL, connect_redis, every
 from ..runs.service import Runs
 from ..runs.store import open_store
 from ..settings import DEFAULTS, ROOT
-from . import events, openai_api, routes  # noqa: F401  (events registers its handlers on `socketio`)
+from . import events, openai_api, references, routes  # noqa: F401  (events registers its handlers on `socketio`)
 from .extensions import socketio
 from .ratelimit import RateLimiter, RedisRateLimiter
 
@@ -55,6 +55,7 @@ def create_app(config: dict | None = None, engine=None) -> Flask:
                       logger=False, engineio_logger=False)
     server = socketio.server
     app.register_blueprint(routes.bp)
+    app.register_blueprint(references.bp)  # reference runs (app/web/references.py)
     store = open_store(app.config, url)
     app.extensions["store"] = store
     if client is None:

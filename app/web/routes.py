@@ -187,6 +187,8 @@ def load_presets() -> list[dict]:
         preset = parse_workload(obj, CLI_LIMITS).to_dict()
         if "generate" in obj:
             preset["generate"] = obj["generate"]
+        if "claims" in obj:  # the lesson's claims, checked against the run by the page (static/js/claims.js)
+            preset["claims"] = obj["claims"]
         presets.append(preset)
     return presets
 

@@ -47,6 +47,7 @@ export const METRICS = frozen([
   {"key": "prefix_cache_hit_rate", "label": "prefix cache hit rate", "unit": "share", "better": "higher", "fmt": ".0%", "term": "hit_rate", "serve": null, "shows": ["page", "csv"]},
   {"key": "spec_acceptance_rate", "label": "lookup kept", "unit": "share", "better": "higher", "fmt": ".0%", "term": "speculative", "serve": null, "shows": ["page", "csv"]},
   {"key": "tokens_per_decode_cell", "label": "tokens / decode cell", "unit": "tokens", "better": "higher", "fmt": ".2f", "term": "speculative", "serve": null, "shows": ["page", "csv"]},
+  {"key": "step_time_spread", "label": "step time spread", "unit": "share", "better": "lower", "fmt": ".0%", "term": "step_noise", "serve": null, "shows": ["csv"]},
 ]);
 export const SERVING = frozen([
   {"key": "completed", "label": "done", "unit": "requests", "better": "higher", "fmt": "d", "term": "requests_per_s", "serve": null, "shows": ["sweep"]},
@@ -95,6 +96,7 @@ export const METRIC_GLOSSARY = frozen({
   "preempted": {"term": "preempted", "text": "KV memory ran out, so the scheduler evicted a running request to free its memory: it waits again, and its prompt and tokens so far are recomputed later. In the table: how many times that happened."},
   "prompt_tokens": {"term": "prompt tokens computed / cached", "text": "Prompt tokens the lane's prefill steps computed (again after a preemption), and those it took from the prefix cache instead."},
   "hit_rate": {"term": "prefix cache hit rate", "text": "The share of prompt tokens taken from the prefix cache: cached ÷ (computed + cached), counted in tokens as vLLM does."},
+  "step_noise": {"term": "step time spread", "text": "How noisy this machine's step times were: steps of the same shape (the same kind of forward pass, rows and tokens) should take the same time; this is how far nine in ten of them strayed from their shape's median (±12% reads: within 12%). Above 25% the page warns that a lane's times may say more about the machine than about the policy. The simulator's steps have no noise."},
   "speculative": {"term": "lookup kept · tokens/decode cell", "text": "Speculative decoding by prompt lookup: each step a request proposes the tokens that followed the same last words earlier in its prompt or answer, and one forward pass checks them all. Kept: the share of proposed tokens the model agreed with (spec_acceptance_rate). Tokens/decode cell: how many tokens a decode cell wrote on average (1 without speculation). The tokens are exactly those of plain greedy decoding."},
 });
 export const POLICIES = frozen({

@@ -59,7 +59,7 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
   arrivalsBox.append(el("div", { className: "toggle", role: "radiogroup", ariaLabel: "arrivals count" }, [
     el("label", {}, [unit.steps, document.createTextNode(" in steps")]),
     el("label", {}, [unit.ms, document.createTextNode(" in milliseconds")])]),
-  el("span", { className: "note", text: "steps: the first step a request may join, on every lane; ms: when it arrives on each lane's clock" }),
+  el("span", { className: "note", text: "steps: the first step a request may join, on every lane, counted from 1 as the lanes and the requests table count them; ms: when it arrives on each lane's clock" }),
   process);
   const panel = createArrivalPanel(process, { onGenerate: () => {
     const errors = [];
@@ -80,7 +80,7 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
     const remove = el("button", { type: "button", className: "remove", text: "\u00d7", title: "remove this request" });
     remove.setAttribute("aria-label", "remove this request");
     const arrival = timed ? numberInput(q.arrival_ms ?? 0, 0, limits.max_arrival_ms, "", "any")
-      : numberInput(q.arrival ?? 0, 0, limits.max_arrival);
+      : numberInput((q.arrival ?? 0) + 1, 1, limits.max_arrival + 1);  // steps as the page counts them: from 1
     arrival.dataset.key = "arrival";
     const cells = [
       field(`requests[${i}].id`, "id", textInput(q.id ?? `R${i + 1}`)),
@@ -114,8 +114,12 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
       input.setAttribute("aria-label", label);
       input.parentElement.querySelector(".field-error").dataset.errorFor = name;
     };
-    [...rows.children].forEach((tr, i) => rename(tr.querySelector('[data-key="arrival"]'),
-      `requests[${i}].${timed ? "arrival_ms" : "arrival"}`, timed ? "arrival ms" : "arrival step"));
+    [...rows.children].forEach((tr, i) => {
+      const input = tr.querySelector('[data-key="arrival"]');
+      rename(input, `requests[${i}].${timed ? "arrival_ms" : "arrival"}`, timed ? "arrival ms" : "arrival step");
+      input.min = timed ? "0" : "1";  // steps count from 1 on the page
+      if (!timed && Number(input.value) < 1) input.value = "1";
+    });
     rename(maxWait, timed ? "max_wait_ms" : "max_wait", "max wait");
     maxWait.placeholder = timed ? "1000" : "15";
     maxWait.max = String(timed ? limits.max_arrival_ms : limits.max_wait);
@@ -137,7 +141,7 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
         max_new_tokens: checkInt(get("max_new_tokens").value, `requests[${i}].max_new_tokens`, 1, limits.max_new_tokens, errors),
         ignore_eos: get("ignore_eos").value !== StopReason.EOS };
       if (timed) q.arrival_ms = checkNumber(get("arrival_ms").value, `requests[${i}].arrival_ms`, 0, limits.max_arrival_ms, errors);
-      else q.arrival = checkInt(get("arrival").value, `requests[${i}].arrival`, 0, limits.max_arrival, errors);
+      else q.arrival = checkInt(get("arrival").value, `requests[${i}].arrival`, 1, limits.max_arrival + 1, errors) - 1;  // shown from 1
       q.priority = checkInt(get("priority").value, `requests[${i}].priority`, -1000, 1000, errors);
       return q;
     });

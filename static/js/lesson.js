@@ -4,13 +4,18 @@
  * `{static.longest_step_share}` (the share of lane "static"'s wall time its longest step took),
  * `{8 slots.wall_s}` (that lane's wall time, 2 decimals), or any other number of a lane's metrics.
  * A value not known yet (the lane still runs, or no run of this mix) shows as "…"; a raw `{...}`
- * never shows. Pure: returns a string, which the page writes with textContent.
+ * never shows. A prompt's token count comes from run_started (`run.promptTokens`, what a spectator has from the
+ * start), else from the records. Then every claim of the lesson (claims.js) the finished run contradicts is
+ * rewritten as what happened. Pure: returns a string, which the page writes with textContent.
  */
+import { applyClaims } from "./claims.js";
 
 const PLACEHOLDER = /\{([^{}]+)\.([A-Za-z_0-9]+)\}/g;
 const UNKNOWN = "\u2026";
 
-function promptTokens(lanes, id) {
+function promptTokens(run, lanes, id) {
+  const sent = run.promptTokens && run.promptTokens[id];
+  if (typeof sent === "number") return String(sent);
   for (const lane of lanes) {
     for (const r of lane.records) {
       const cell = r.slots.find((c) => c.request === id && c.prefill);
@@ -33,17 +38,18 @@ function laneValue(lane, m, key) {
 
 /**
  * `text` with every placeholder replaced. `derived` ({run, lanes, metrics}, scene.js) fills them only when
- * its run is of the mix named `name`; otherwise, or while unknown, they show "…".
+ * its run is of the mix named `name`; otherwise, or while unknown, they show "…". `claims`: the preset's (claims.js).
  */
-export function fillLesson(text, name, derived) {
+export function fillLesson(text, name, derived, claims = null) {
   const run = derived && derived.run;
   const ours = Boolean(run && run.workload && run.workload.name === name);
   const filled = String(text).replace(PLACEHOLDER, (_, subject, key) => {
     if (!ours) return UNKNOWN;
     const lane = derived.lanes.find((l) => l.name === subject);
     const value = lane ? laneValue(lane, derived.metrics[subject], key)
-      : key === "prompt_tokens" ? promptTokens(derived.lanes, subject) : null;
+      : key === "prompt_tokens" ? promptTokens(run, derived.lanes, subject) : null;
     return value ?? UNKNOWN;
   });
-  return filled.replace(/\{[^}]*(\}|$)/g, UNKNOWN);  // a placeholder cut short (or unknown shape) never shows raw
+  const clean = filled.replace(/\{[^}]*(\}|$)/g, UNKNOWN);  // a placeholder cut short (or unknown shape) never shows raw
+  return ours && claims ? applyClaims(clean, claims, derived) : clean;
 }

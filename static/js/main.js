@@ -28,6 +28,8 @@ import { hovered, placeTooltip, placeZoomBand, presenterBudget, sizeCanvas } fro
 import { Action, applyEvent, createState, isLive, nextSend } from "./state.js";
 import { ConnectionEvent, RunStatus, ServerEvent } from "./vocab.js";
 import { renderPresets, renderStatus } from "./status.js";
+import { renderNoise } from "./noise.js";
+import { createReferences } from "./reference.js";
 import { applyTeach, syncTeach } from "./teach.js";
 import { bindGlossary } from "./tips.js";
 import { createTokenCount } from "./tokencount.js";
@@ -51,6 +53,7 @@ const dom = {
 const serverEvents = [];
 const inputs = [];
 const push = (action) => inputs.push(action);
+const references = createReferences($("references"), { runPreset: (name) => push({ type: "preset", name }) });
 const reducedMotion = matchMedia("(prefers-reduced-motion: reduce)");
 
 let state = createState();
@@ -325,6 +328,8 @@ function render() {
   dom.help.hidden = !ui.help;
   renderStatus(dom, state, { presetName: ui.preset, presets, mix: editor.meta, derived, intro: ui.intro, missingRun,
     hide: !revealed, short: ui.present });
+  renderNoise($("noise"), derived.metrics, state.model.step_noise);  // how noisy the ms figures are (noise.js)
+  references.update({ presetName: ui.preset, run: state.run, ready: state.connected && state.model.ready });
   share.update(state.run && state.run.workload ? state.run.id : null);
   for (const button of Object.values(dom.exports)) button.disabled = !derived.lanes.length;
   refreshPanels(derived, scene, shown, limit);

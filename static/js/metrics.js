@@ -126,6 +126,50 @@ export function promptTokens(records) {
   return { computed, cached };
 }
 
+/**
+ * A step's shape (engine/metrics.py step_shape): its forward kind, the rows it computed and the token positions
+ * they held ("split|4|67"); null for a step that computed nothing. `progress` (request -> prompt tokens read) is
+ * updated as promptTokens does, so a prefill chunk counts only the tokens it added.
+ */
+export function stepShape(record, progress) {
+  if ((record.forward || "none") === "none") return null;
+  let rows = (record.filler_slots || []).length;
+  let tokens = rows;
+  for (const cell of record.slots) {
+    if (cell.state === SlotState.PREEMPTED) progress.set(cell.request, 0);
+    else if (cell.state === SlotState.PREFILL && cell.prefill) {
+      rows += 1;
+      tokens += cell.prefill[0] - (progress.get(cell.request) || 0) - (cell.cached || 0);
+      progress.set(cell.request, cell.prefill[0]);
+    } else if (cell.state === SlotState.DECODE || cell.state === SlotState.PADDING) {
+      rows += 1;
+      tokens += 1 + (cell.proposed || 0);
+    }
+  }
+  return `${record.forward}|${rows}|${tokens}`;
+}
+
+/**
+ * How much steps of the same shape varied in time (engine/metrics.py step_time_spread): each such step's distance
+ * from its shape's median ms as a share of that median, the 90th percentile of those; null when no shape repeats.
+ */
+export function stepTimeSpread(records) {
+  const progress = new Map();
+  const byShape = new Map();
+  for (const r of records) {
+    const shape = stepShape(r, progress);
+    if (shape === null) continue;
+    if (!byShape.has(shape)) byShape.set(shape, []);
+    byShape.get(shape).push(r.ms);
+  }
+  const deviations = [];
+  for (const times of byShape.values()) {
+    const middle = percentile(times, 50);
+    if (times.length > 1 && middle > 0) for (const t of times) deviations.push(Math.abs(t - middle) / middle);
+  }
+  return percentile(deviations, 90);
+}
+
 /** A record's simulated flag: a top-level field, or (runs stored before it was one) in its `extra`. */
 export function isSimulated(record) {
   return Boolean(record.simulated ?? (record.extra || {}).simulated);
@@ -214,6 +258,7 @@ export function laneMetrics(records, workload) {
   out.prompt_tokens_computed = prompt.computed;
   out.prompt_tokens_cached = prompt.cached;
   out.prefix_cache_hit_rate = prompt.computed + prompt.cached ? prompt.cached / (prompt.computed + prompt.cached) : null;
+  out.step_time_spread = stepTimeSpread(records);
   out.simulated = simulated;
   out.requests = Object.fromEntries(all.map((q) => [q.id, q]));
   return out;

@@ -125,7 +125,8 @@ export function applyEvent(state, event) {
       if (!sameRun(state, p.run_id)) return state;
       const base = state.run.workload ? state.run : { ...newRun(p.run_id, RunStatus.RUNNING), own: state.run.own };
       const run = { ...base, status: base.status === RunStatus.FINISHED ? base.status : RunStatus.RUNNING,
-        position: null, lanes: [...p.lanes], workload: p.workload, model: p.model || "" };
+        position: null, lanes: [...p.lanes], workload: p.workload, model: p.model || "",
+        promptTokens: p.prompt_tokens || {} };  // {request id: prompt tokens}: the lesson's fill-ins (lesson.js)
       const error = state.error && state.error.run_id !== p.run_id ? null : state.error;  // a new run started
       return { ...state, error, run };
     }

@@ -108,6 +108,6 @@ export function renderStatus(dom, state, { presetName, presets, mix, derived, in
   const source = intro && !state.run ? INTRO : preset ? String(preset.description || "")
     : mix.description || (mix.name !== "custom" ? mix.name : "Your own mix, from the editor below.");
   const lesson = hide && state.run ? "Predict first: what will happen? This mix's lesson shows when the playhead reaches the end."
-    : fillLesson(source, preset ? preset.name : mix.name, derived);
+    : fillLesson(source, preset ? preset.name : mix.name, derived, preset ? preset.claims : null);
   if (dom.lesson.textContent !== lesson) dom.lesson.textContent = lesson;
 }
