@@ -18,6 +18,7 @@ import time
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
+from ..asyncmode import client_socket
 from ..live.gateway import LiveStream, Unavailable
 from .openai_stream import error, sse, whole
 
@@ -165,10 +166,13 @@ def _serve(kind: str):
         return error(e.status, e.message, None, e.code)
     head = {"id": ("chatcmpl-" if kind == "chat" else "cmpl-") + secrets.token_hex(12), "created": int(time.time()),
             "model": _model_id()}
+    sock = client_socket(request.environ)
     if params["stream"]:
-        return Response(sse(stream, kind, head, params["include_usage"], request.environ.get("werkzeug.socket")),
-                        mimetype="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-    return whole(stream, kind, head)
+        response = Response(sse(stream, kind, head, params["include_usage"], sock), mimetype="text/event-stream",
+                            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        response.call_on_close(stream.close)   # a client gone before the first chunk: the generator never ran
+        return response
+    return whole(stream, kind, head, sock)
 
 
 unavailable_bp = Blueprint("openai_api_elsewhere", __name__, url_prefix="/v1")
