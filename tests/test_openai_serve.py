@@ -109,18 +109,30 @@ def test_thirty_timed_out_non_streamed_clients_free_the_lane_and_a_fresh_request
 
 
 @pytest.mark.slow
+def test_timed_out_non_streamed_clients_free_the_lane_under_eventlet_too(tmp_path):
+    with live_server("--backend", "sim", "--pace", "1", "--async-mode", "eventlet", data_dir=tmp_path) as url:
+        impatient = client(url, timeout=0.5)
+        for i in range(3):
+            with pytest.raises(openai.APITimeoutError):
+                impatient.completions.create(model="simulator", prompt=f"abandoned {i}", max_tokens=256,
+                                             extra_body={"ignore_eos": True})
+        assert wait_idle(url)["batch_lanes:request_success_total{abort}"] == 3
+        assert fresh_answer(url).usage.completion_tokens == 4
+
+
+@pytest.mark.slow
 def test_two_hundred_streams_dropped_at_once_leave_a_true_queue_count_and_a_fresh_request_is_answered(sim):
     u = urlparse(sim)
-    body = json.dumps({"model": "simulator", "prompt": "dropped", "max_tokens": 256, "stream": True,
-                       "ignore_eos": True}).encode()
-    request = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    body = json.dumps({"model": "simulator", "messages": [{"role": "user", "content": "dropped"}], "max_tokens": 256,
+                       "stream": True, "ignore_eos": True}).encode()
+    request = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
     socks = []
     for _ in range(200):
         s = socket.create_connection((u.hostname, u.port), timeout=30)
         s.sendall(request)
         socks.append(s)
-    statuses = [s.recv(12)[9:12] for s in socks]            # each answered: 200 (streaming) or 429 (queue full)
+    statuses = [s.recv(12)[9:12] for s in socks]            # each answered at once: 200 (its role chunk) or 429
     assert set(statuses) <= {b"200", b"429"} and b"200" in statuses
     for s in socks:
         s.close()
