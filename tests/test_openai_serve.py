@@ -248,17 +248,49 @@ def test_health_is_503_while_the_model_loads_and_when_the_engine_loop_died(make_
     assert r.status_code == 503 and r.get_json()["error"]["code"] == "engine_dead"
 
 
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    with live_server(data_dir=tmp_path_factory.mktemp("real")) as url:
+        yield url
+
+
 @pytest.mark.model
-def test_tokenize_and_detokenize_follow_vllms_shapes_on_the_real_model(tmp_path, smol):
-    with live_server(data_dir=tmp_path) as url:
-        text = "The quick brown fox"
-        status, plain = post(url, "/tokenize", {"prompt": text, "add_special_tokens": False})
-        assert status == 200 and plain["tokens"] == smol.tokenizer.encode(text, add_special_tokens=False)
-        assert plain["count"] == len(plain["tokens"]) and plain["max_model_len"] > plain["count"]
-        messages = [{"role": "user", "content": text}]
-        status, chat = post(url, "/tokenize", {"messages": messages})
-        assert status == 200 and chat["tokens"] == smol.encode_messages(messages)
-        status, back = post(url, "/detokenize", {"tokens": plain["tokens"]})
-        assert status == 200 and back["prompt"] == text
-        status, bad = post(url, "/detokenize", {"tokens": [10 ** 9]})
-        assert status == 400 and bad["error"]["param"] == "tokens"
+def test_thirty_timed_out_non_streamed_clients_free_the_real_models_lane(real):
+    c = client(real)
+    model = c.models.list().data[0].id
+    impatient, failures = client(real, timeout=0.5), []
+
+    def ask(i: int) -> None:
+        try:
+            impatient.chat.completions.create(model=model, messages=[{"role": "user", "content": f"Story {i}"}],
+                                              max_tokens=256, extra_body={"ignore_eos": True})
+        except openai.APITimeoutError as e:
+            failures.append(e)
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(30)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(failures) == 30
+    after = wait_idle(real, timeout=60)
+    assert after["batch_lanes:request_success_total{abort}"] >= 30
+    ended = [q for q in live_requests(real) if q["prompt"].startswith("Story ")]
+    assert len(ended) == 30 and {q["stop"] for q in ended} == {"cancelled"} and all(q["tokens"] < 256 for q in ended)
+    answer = c.chat.completions.create(model=model, messages=[{"role": "user", "content": "Hi"}], max_tokens=4,
+                                       timeout=30, extra_body={"ignore_eos": True})
+    assert answer.usage.completion_tokens == 4
+
+
+@pytest.mark.model
+def test_tokenize_and_detokenize_follow_vllms_shapes_on_the_real_model(real, smol):
+    text = "The quick brown fox"
+    status, plain = post(real, "/tokenize", {"prompt": text, "add_special_tokens": False})
+    assert status == 200 and plain["tokens"] == smol.tokenizer.encode(text, add_special_tokens=False)
+    assert plain["count"] == len(plain["tokens"]) and plain["max_model_len"] > plain["count"]
+    messages = [{"role": "user", "content": text}]
+    status, chat = post(real, "/tokenize", {"messages": messages})
+    assert status == 200 and chat["tokens"] == smol.encode_messages(messages)
+    status, back = post(real, "/detokenize", {"tokens": plain["tokens"]})
+    assert status == 200 and back["prompt"] == text
+    status, bad = post(real, "/detokenize", {"tokens": [10 ** 9]})
+    assert status == 400 and bad["error"]["param"] == "tokens"
