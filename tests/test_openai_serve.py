@@ -294,3 +294,17 @@ def test_tokenize_and_detokenize_follow_vllms_shapes_on_the_real_model(real, smo
     assert status == 200 and back["prompt"] == text
     status, bad = post(real, "/detokenize", {"tokens": [10 ** 9]})
     assert status == 400 and bad["error"]["param"] == "tokens"
+
+
+def test_metrics_prefix_vllm_serves_vllms_own_names_and_a_bad_prefix_is_refused(make_app):
+    from app.cli import build_parser, config_from_args
+
+    app = make_app({"BACKEND": "sim", "METRICS_PREFIX": "vllm"})
+    text = app.test_client().get("/metrics").get_data(as_text=True)
+    names = {s.name for f in text_string_to_metric_families(text) for s in f.samples}
+    assert {"vllm:num_requests_running", "vllm:request_success_total", "vllm:iteration_tokens_total_count"} <= names
+    assert not any(n.startswith("batch_lanes:") for n in names)
+    parser = build_parser()
+    assert config_from_args(parser.parse_args(["--metrics-prefix", "vllm"]), parser)["METRICS_PREFIX"] == "vllm"
+    with pytest.raises(SystemExit):
+        config_from_args(parser.parse_args(["--metrics-prefix", "9 bad"]), parser)

@@ -115,7 +115,7 @@ def _tokenize(prompt_chars: int, encode) -> list[int]:
                        f"the prompt is {prompt_chars} characters, the limit is {limits.max_prompt_chars * 4}")
     ids = encode(_gateway().lane)
     if ids is None:
-        raise Unavailable(503, "model_loading", "the model is still loading; retry when GET /healthz says ready")
+        raise Unavailable(503, "model_loading", "the model is still loading; retry when GET /health answers 200")
     return ids
 
 
