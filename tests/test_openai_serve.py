@@ -308,3 +308,30 @@ def test_metrics_prefix_vllm_serves_vllms_own_names_and_a_bad_prefix_is_refused(
     assert config_from_args(parser.parse_args(["--metrics-prefix", "vllm"]), parser)["METRICS_PREFIX"] == "vllm"
     with pytest.raises(SystemExit):
         config_from_args(parser.parse_args(["--metrics-prefix", "9 bad"]), parser)
+
+
+def test_the_live_lanes_counts_come_from_its_state_and_return_to_zero_when_every_request_left():
+    """The wedge of issue 21: the queue count was a counter kept beside the lane, recomputed only after a step that
+    computed something, so cancellations drained by a step with nothing left to compute left it stuck (429 for
+    good). Now: handed in and not heard to end, less those holding a slot, after each step or drain."""
+    from engine import Engine
+    from engine.request import RequestSpec
+    from app.runs.live_driver import LiveDriver
+
+    engine = Engine(None)
+    driver = LiveDriver(2, lambda: engine, lambda: {"ready": True}, lambda: None, lambda fn, *a, **k: fn(*a, **k),
+                        threading.Lock())
+    assert driver.ready()
+    heard = []
+    specs = [RequestSpec(id=f"r{i}", prompt="x", max_new_tokens=50, prompt_ids=(1, 2, 3)) for i in range(10)]
+    for spec in specs:
+        driver.submit(spec, lambda request, record: heard.append((request.id, record is None)))
+    assert driver.queued() == 10 and driver.load()["running"] == 0       # waiting in the inbox
+    driver.step()
+    load = driver.load()
+    assert (load["running"], load["waiting"]) == (2, 8) and load["kv_used"] > 0
+    for spec in specs:
+        driver.cancel(spec.id)
+    driver.step()                                                      # drains the cancellations; nothing to compute
+    assert driver.load() == {"running": 0, "waiting": 0, "kv_used": 0, "kv_capacity": driver.load()["kv_capacity"]}
+    assert sorted(i for i, cancelled in heard if cancelled) == sorted(s.id for s in specs)
