@@ -335,3 +335,19 @@ def test_the_live_lanes_counts_come_from_its_state_and_return_to_zero_when_every
     driver.step()                                                      # drains the cancellations; nothing to compute
     assert driver.load() == {"running": 0, "waiting": 0, "kv_used": 0, "kv_capacity": driver.load()["kv_capacity"]}
     assert sorted(i for i, cancelled in heard if cancelled) == sorted(s.id for s in specs)
+
+
+def test_an_internal_error_under_v1_is_a_500_in_openais_object(make_app):
+    app = make_app({"BACKEND": "sim"})
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+    app.extensions["live"].open = broken
+    deadline = time.monotonic() + 30
+    while app.test_client().get("/health").status_code != 200:       # the simulator is ready at once, nearly
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    r = app.test_client().post("/v1/completions", json={"prompt": "hi", "max_tokens": 2})
+    assert r.status_code == 500
+    assert r.get_json()["error"]["type"] == "server_error" and set(r.get_json()["error"]) == {"message", "type",
+                                                                                              "param", "code"}
