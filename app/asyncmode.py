@@ -4,7 +4,8 @@ Every eventlet-specific call lives here, so no other module names it. In eventle
 must be patched before Flask, engine.io or Redis load (`monkey_patch_if_asked`, first thing the command line
 does), and blocking compute (forward passes, tokenizing, the store) goes through eventlet's OS thread pool
 (`make_offload`) so that one long step does not stall every socket. Background tasks and sleeps go through
-the Socket.IO server (`start_background_task`, `sleep`), which knows the mode by itself.
+the Socket.IO server (`start_background_task`, `sleep`), which knows the mode by itself. `client_socket` finds
+a request's connection in either server's WSGI environ, so a handler can see its client leave.
 This module knows the two modes, nothing of runs, sockets or the engine.
 """
 from typing import Callable
@@ -27,3 +28,12 @@ def make_offload(mode: str) -> Callable:
         from eventlet import tpool
         return tpool.execute
     return lambda fn, *args, **kwargs: fn(*args, **kwargs)
+
+
+def client_socket(environ: dict):
+    """The socket of the request's connection: werkzeug's (`werkzeug.socket`) or eventlet's (its input's), or None
+    where the server hands over neither."""
+    sock = environ.get("werkzeug.socket")
+    if sock is None and "eventlet.input" in environ:
+        sock = getattr(environ["eventlet.input"], "_sock", None)
+    return sock

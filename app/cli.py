@@ -10,6 +10,7 @@ changes any limit that `GET /api/limits` lists. Nothing but argparse loads befor
 so the async mode (app.asyncmode) can patch the standard library before Flask, engine.io or Redis load.
 """
 import argparse
+import re
 import sys
 
 from .asyncmode import HELP, MODES, monkey_patch_if_asked
@@ -21,6 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=5000)
     add_engine_args(p)
     p.add_argument("--async-mode", choices=MODES, default="threading", help=HELP)
+    p.add_argument("--metrics-prefix", default="batch_lanes", metavar="NAME",
+                   help="/metrics names are NAME:... (default batch_lanes; vllm: a vLLM dashboard reads them unchanged)")
     p.add_argument("--message-queue", metavar="redis://HOST:PORT/DB",
                    help="a web process of several sharing this Redis; the engine runs in `python -m app.engine_worker`")
     return p
@@ -50,7 +53,8 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
 
     config = {"MODEL": args.model, "BACKEND": args.backend, "PACE": args.pace, "DTYPE": args.dtype, "DEVICE": args.device,
               "ASYNC_MODE": getattr(args, "async_mode", "threading"), "DATA_DIR": args.data, "STORE": args.store,
-              "MESSAGE_QUEUE": getattr(args, "message_queue", None)}
+              "MESSAGE_QUEUE": getattr(args, "message_queue", None),
+              "METRICS_PREFIX": getattr(args, "metrics_prefix", "batch_lanes")}
     workload_limits = {f.name for f in fields(Limits)}
     changes = {}
     for item in args.limit:
@@ -65,6 +69,8 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
             parser.error(f"--limit {item}: unknown limit; known: {', '.join(sorted(workload_limits | set(SERVER_LIMITS)))}")
     if config["STORE"] == "redis" and not config["MESSAGE_QUEUE"] and "message_queue" in args:
         parser.error("--store redis needs --message-queue redis://...")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", config["METRICS_PREFIX"]):
+        parser.error(f"--metrics-prefix {config['METRICS_PREFIX']!r}: letters, digits and _ only, not starting with a digit")
     config["LIMITS"] = replace(DEFAULTS["LIMITS"], **changes)
     return config
 

@@ -29,6 +29,7 @@ DEFAULTS = {
     "LIVE_SLOTS": 8,                # slots of the live lane the OpenAI API's requests share (one process only)
     "LIVE_MAX_WAITING": 64,         # live requests that may wait for a slot; more get 429
     "MESSAGE_QUEUE": None,          # redis://HOST:PORT/DB: a web process of several; engine workers run elsewhere
+    "METRICS_PREFIX": "batch_lanes",  # /metrics names are PREFIX:name (`vllm` for a vLLM dashboard unchanged)
 }
 # The server's own limits, by the name `GET /api/limits` and `--limit NAME=N` give them -> their config key.
 SERVER_LIMITS = {"max_message_bytes": "MAX_MESSAGE_BYTES", "max_queued_runs": "MAX_QUEUED_RUNS",

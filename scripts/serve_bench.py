@@ -230,17 +230,19 @@ def serve_bench(url: str | None = None, rates=(0.5, 1, 2), requests: int = 24, m
 
 
 def prom_summary(text: str | None) -> dict | None:
-    """The server's own counters (samples without labels whose names end in _total or _count), if any."""
+    """The server's own counters (samples whose names end in _total, _count or _sum, summed over their labels:
+    model_name, finished_reason), if any."""
     if not text:
         return None
     out = {}
     for line in text.splitlines():
-        if line.startswith("#") or "{" in line:
+        if line.startswith("#"):
             continue
-        name, _, value = line.partition(" ")
+        sample, _, value = line.rpartition(" ")
+        name = sample.partition("{")[0]
         if name.endswith(("_total", "_count", "_sum")):
             try:
-                out[name] = float(value)
+                out[name] = out.get(name, 0.0) + float(value)
             except ValueError:
                 pass
     return out

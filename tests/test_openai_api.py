@@ -222,7 +222,10 @@ def test_metrics_parse_and_count_what_was_served(server, client, model):
     def counters() -> dict:
         with urllib.request.urlopen(f"{server}/metrics", timeout=30) as r:
             text = r.read().decode()
-        return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples}
+        out = {}                                            # each family summed over its labels (finished_reason)
+        for s in (s for f in text_string_to_metric_families(text) for s in f.samples):
+            out[s.name] = out.get(s.name, 0) + s.value
+        return out
     before = counters()
     usages = [chat(client, model, p, max_tokens=8, temperature=0)[2] for p in PROMPTS[:3]]
     after = counters()

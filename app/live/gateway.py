@@ -62,6 +62,7 @@ class LiveStream:
         self.events: queue.Queue = queue.Queue()
         self.sent = ""            # visible text handed out so far
         self.done = False
+        self.abandoned = False    # its client left before the end: nothing more is counted for it
 
     def feed(self, request: Request, record: StepRecord | None, decode) -> None:
         """On the worker's thread: the request's new text since the last step, and its end."""
@@ -95,7 +96,7 @@ class LiveStream:
     def close(self) -> None:
         """The client is gone (or has all it wanted): drop the request if it still runs."""
         if not self.done:
-            self.done = True
+            self.done = self.abandoned = True
             self.gateway.lane.cancel(self.spec.id)
 
 
@@ -105,6 +106,16 @@ class LiveGateway:
         self.ids = itertools.count(1)
         self.lock = threading.Lock()
         self.summaries: "OrderedDict[str, dict]" = OrderedDict()  # request id -> what the Live view shows
+        self.counted: set[str] = set()        # request ids whose end /metrics has counted (of those summarised)
+        self.prefilled: dict[str, int] = {}   # request id -> prompt tokens its prefill had cached (iteration tokens)
+        if metrics is not None:
+            metrics.watch(self.load, lane.model)
+
+    def load(self) -> dict:
+        """What the live lane holds now (running, waiting, KV): zero while there is no lane."""
+        if not self.lane.ready():
+            return {"running": 0, "waiting": 0, "kv_used": 0, "kv_capacity": 1}
+        return self.lane.load()
 
     def ready_lane(self) -> LaneHandle:
         """The lane, once it takes requests; `Unavailable` (503) while the model is not ready."""
@@ -131,7 +142,7 @@ class LiveGateway:
                                        "first_token_ms": None, "finish_ms": None, "tokens": 0, "text": "",
                                        "stop": None, "status": "waiting"}
             while len(self.summaries) > KEEP_REQUESTS:
-                self.summaries.popitem(last=False)
+                self.counted.discard(self.summaries.popitem(last=False)[0])
         if self.metrics is not None:
             self.metrics.arrived(len(prompt_ids))
         lane.wake()
@@ -158,6 +169,11 @@ class LiveGateway:
                 s.update(finish_ms=end_ms, stop=request.stop.value if request.stop else None)
             if self.metrics is None:
                 return
+            if stream.abandoned or record is None:   # its client left, or the lane dropped it: no more counting
+                if request.is_finished and request.id not in self.counted:
+                    self.counted.add(request.id)
+                    self.metrics.ended("error" if record is None and self.lane.failure() else "abort")
+                return
             new = {k: v for k, v in summary_times(s).items() if v is not None and k not in known}
             if "queue_ms" in new:
                 self.metrics.admitted(new["queue_ms"] / 1000)
@@ -167,18 +183,47 @@ class LiveGateway:
                 self.metrics.tokens_after_first(written, record.ms / 1000)
             if written > 0:
                 self.metrics.generated(written)
-            if "latency_ms" in new:
-                self.metrics.finished(new["latency_ms"] / 1000)
+            if "latency_ms" in new and request.id not in self.counted:
+                self.counted.add(request.id)
+                self._finished(s, request)
+
+    def _finished(self, s: dict, request: Request) -> None:
+        """/metrics of a request that ended with its last token: its phases' times (lane ms) and sizes."""
+        def span(a: str, b: str) -> float | None:
+            return None if s[a] is None or s[b] is None else (s[b] - s[a]) / 1000
+        self.metrics.finished("length" if request.stop is StopReason.LENGTH else "stop",
+                              span("arrival_ms", "finish_ms"), span("admitted_ms", "first_token_ms"),
+                              span("first_token_ms", "finish_ms"), span("admitted_ms", "finish_ms"),
+                              s["prompt_tokens"], s["tokens"])
 
     def after_step(self, record: StepRecord) -> list[Send]:
         """On the worker's thread: the Live view's update for this step, sent to the `live` room."""
-        if self.metrics is not None:
-            self.metrics.stepped(running=sum(c.request is not None for c in record.slots), waiting=self.lane.queued(),
-                                 kv=record.kv_used / max(1, record.kv_capacity), preemptions=len(record.preempted))
         ids = {c.request for c in record.slots if c.request} | set(record.waiting) | set(record.finished)
         with self.lock:
             requests = [dict(self.summaries[i]) for i in ids if i in self.summaries]
+            if self.metrics is not None:
+                self._count_step(record)
         return [Send(Event.LIVE_STEP, {"record": record.to_dict(), "requests": requests}, LIVE_ROOM)]
+
+    def _count_step(self, record: StepRecord) -> None:
+        """A step's share of /metrics (under the lock): the tokens it computed (prompt tokens prefilled, tokens
+        written), its preemptions, and the prefix cache's lookups of the requests it (re)started."""
+        tokens = queries = hits = 0
+        for c in record.slots:
+            if c.request is None:
+                continue
+            if c.prefill is not None:
+                before = 0 if c.request in record.admitted else self.prefilled.get(c.request, 0)
+                tokens += max(0, c.prefill[0] - before - c.cached)
+                self.prefilled[c.request] = c.prefill[0]
+            tokens += len(c.tokens) if c.tokens else c.token_id is not None
+            if c.request in record.admitted and c.request in self.summaries:
+                queries += self.summaries[c.request]["prompt_tokens"]
+                hits += c.cached
+        for request_id in (*record.finished, *record.returned, *record.preempted):
+            self.prefilled.pop(request_id, None)
+        self.metrics.stepped(preemptions=len(record.preempted), tokens=tokens, cache_queries=queries,
+                             cache_hits=hits)
 
     def snapshot(self) -> dict:
         """What a Live view opens with: the lane, its recent steps and requests (`GET /api/live`, `watch_live`)."""

@@ -24,7 +24,9 @@ class LaneHandle(Protocol):
         """Have the worker look for live work now."""
     def cancel(self, request_id: str) -> None: ...
     def queued(self) -> int:
-        """Requests waiting for a slot."""
+        """Requests waiting for a slot (handed in, not yet admitted nor ended), counted under a lock."""
+    def load(self) -> dict:
+        """{running, waiting, kv_used, kv_capacity} now, from the lane's state after its latest step or drain."""
     def failure(self) -> str | None:
         """Why the step that dropped its requests failed, while their listeners hear it (else None)."""
     def decode(self, ids: list[int]) -> str:
@@ -42,3 +44,7 @@ class LaneHandle(Protocol):
         """A chat's prompt ids (None: no model yet)."""
     def encode_text(self, prompt: str) -> list[int] | None:
         """A plain prompt's ids (None: no model yet)."""
+    def tokenize(self, prompt: str, add_special_tokens: bool) -> list[int] | None:
+        """A text's ids, with or without special tokens (None: no model yet)."""
+    def detokenize(self, ids: list[int]) -> str | None:
+        """Ids as text, special tokens kept (None: no model yet; ValueError: an id outside the vocabulary)."""

@@ -1,65 +1,157 @@
 """`/metrics`: the live lane's numbers in Prometheus's text format, through prometheus_client, under vLLM's
-names with a `batch_lanes:` prefix (vLLM's own are `vllm:`), so dashboards made for vLLM read them.
+names and bucket edges with a `batch_lanes:` prefix (`--metrics-prefix vllm` gives vLLM's own `vllm:`), each
+sample labelled `model_name`, so a dashboard made for vLLM reads them unchanged.
 
-Each app has its own registry (tests build many apps in one process). The gateway (app.live.gateway) calls these
-methods on the worker's thread as requests arrive, start, write and finish. This module knows
-prometheus_client, nothing of the engine.
+Each app has its own registry (tests build many apps in one process). The gauges (running, waiting, KV use) are
+read from the lane's handle when scraped (`watch`), so an idle server reads zero; the counters and histograms
+are fed by the gateway (app.live.gateway) on the worker's thread as requests arrive, start, write and finish.
+`request_success` counts every request that ended, by `finished_reason`: stop, length, abort (its client
+left) or error (a failed step) — a success rate is stop+length over all. This module knows prometheus_client,
+nothing of the engine.
 """
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from typing import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-P = "batch_lanes:"
-LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
-                   40.0, 80.0)
+disable_created_metrics()   # no `_created` series, as vLLM serves them (prometheus_client's switch is per process)
+PREFIX = "batch_lanes"
+FINISHED_REASONS = ("stop", "length", "abort", "error")   # vLLM's FinishReason strings, and ours for a failed step
+# vLLM's bucket edges (vllm/v1/metrics/loggers.py), seconds
+TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
+                40.0, 80.0, 160.0, 640.0, 2560.0)
+ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0,
+               80.0)
+REQUEST_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
+                   480.0, 960.0, 1920.0, 7680.0)
+ITERATION_BUCKETS = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+
+
+def one_two_five_buckets(most: int) -> tuple[int, ...]:
+    """1, 2, 5, 10, 20, 50, ... up to `most` (vLLM's edges for token counts, up to the longest request)."""
+    edges, scale = [], 1
+    while True:
+        for m in (1, 2, 5):
+            if m * scale > most:
+                return tuple(edges)
+            edges.append(m * scale)
+        scale *= 10
 
 
 class LiveMetrics:
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self, model: str = ""):
+    def __init__(self, prefix: str = PREFIX, max_model_len: int = 4096):
+        self.p = p = prefix.rstrip(":") + ":"
         self.registry = r = CollectorRegistry()
-        self.running = Gauge(P + "num_requests_running", "Requests holding a slot of the live lane.", registry=r)
-        self.waiting = Gauge(P + "num_requests_waiting", "Requests waiting for a slot of the live lane.", registry=r)
-        self.kv = Gauge(P + "kv_cache_usage_perc", "Share of the live lane's KV cache in use (0 to 1).", registry=r)
-        self.ttft = Histogram(P + "time_to_first_token_seconds", "Time from arrival to the first token.",
-                              buckets=LATENCY_BUCKETS, registry=r)
-        self.itl = Histogram(P + "inter_token_latency_seconds", "Time between two tokens of a request.",
-                             buckets=LATENCY_BUCKETS, registry=r)
-        self.e2e = Histogram(P + "e2e_request_latency_seconds", "Time from arrival to the last token.",
-                             buckets=LATENCY_BUCKETS, registry=r)
-        self.queue_time = Histogram(P + "request_queue_time_seconds", "Time from arrival to taking a slot.",
-                                    buckets=LATENCY_BUCKETS, registry=r)
-        self.prompt_tokens = Counter(P + "prompt_tokens", "Prompt tokens of the requests served.", registry=r)
-        self.generation_tokens = Counter(P + "generation_tokens", "Tokens generated.", registry=r)
-        self.preemptions = Counter(P + "num_preemptions", "Requests evicted from the live lane.", registry=r)
-        self.requests = Counter(P + "request_success", "Requests that finished.", registry=r)
+        self.model: Callable[[], str] = lambda: ""
+        self.load: Callable[[], dict] | None = None   # the lane's {running, waiting, kv_used, kv_capacity}, now
+        m = ["model_name"]
+
+        def hist(name: str, doc: str, buckets) -> Histogram:
+            return Histogram(p + name, doc, m, buckets=buckets, registry=r)
+        self.ttft = hist("time_to_first_token_seconds", "Time from arrival to the first token.", TTFT_BUCKETS)
+        self.itl = hist("inter_token_latency_seconds", "Time between two tokens of a request.", ITL_BUCKETS)
+        self.e2e = hist("e2e_request_latency_seconds", "Time from arrival to the last token.", REQUEST_BUCKETS)
+        self.queue_time = hist("request_queue_time_seconds", "Time from arrival to taking a slot.", REQUEST_BUCKETS)
+        self.inference = hist("request_inference_time_seconds", "Time from taking a slot to the last token.",
+                              REQUEST_BUCKETS)
+        self.prefill = hist("request_prefill_time_seconds", "Time from taking a slot to the first token.",
+                            REQUEST_BUCKETS)
+        self.decode = hist("request_decode_time_seconds", "Time from the first token to the last.", REQUEST_BUCKETS)
+        token_buckets = one_two_five_buckets(max_model_len)
+        self.request_prompt = hist("request_prompt_tokens", "Prompt tokens of a finished request.", token_buckets)
+        self.request_generation = hist("request_generation_tokens", "Tokens a finished request generated.",
+                                       token_buckets)
+        self.iteration = hist("iteration_tokens_total", "Tokens a step computed (prompt and generated).",
+                              ITERATION_BUCKETS)
+        self.prompt_tokens = Counter(p + "prompt_tokens", "Prompt tokens of the requests served.", m, registry=r)
+        self.generation_tokens = Counter(p + "generation_tokens", "Tokens generated.", m, registry=r)
+        self.preemptions = Counter(p + "num_preemptions", "Requests evicted from the live lane.", m, registry=r)
+        self.cache_queries = Counter(p + "prefix_cache_queries", "Prompt tokens looked up in the prefix cache.", m,
+                                     registry=r)
+        self.cache_hits = Counter(p + "prefix_cache_hits", "Prompt tokens the prefix cache held.", m, registry=r)
+        self.requests = Counter(p + "request_success", "Requests that ended, by finished_reason.",
+                                m + ["finished_reason"], registry=r)
+        r.register(_Gauges(self))
+
+    def watch(self, load: Callable[[], dict], model: Callable[[], str]) -> None:
+        """Read the gauges from `load()` and the `model_name` label from `model()` when scraped."""
+        self.load, self.model = load, model
+
+    def _m(self) -> str:
+        return self.model() or ""
 
     def arrived(self, prompt_tokens: int) -> None:
-        self.prompt_tokens.inc(prompt_tokens)
+        self.prompt_tokens.labels(self._m()).inc(prompt_tokens)
 
     def admitted(self, waited_s: float) -> None:
-        self.queue_time.observe(waited_s)
+        self.queue_time.labels(self._m()).observe(waited_s)
 
     def first_token(self, ttft_s: float) -> None:
-        self.ttft.observe(ttft_s)
+        self.ttft.labels(self._m()).observe(ttft_s)
 
     def tokens_after_first(self, n: int, step_s: float) -> None:
+        itl = self.itl.labels(self._m())
         for _ in range(n):
-            self.itl.observe(step_s)
+            itl.observe(step_s)
 
     def generated(self, n: int) -> None:
-        self.generation_tokens.inc(n)
+        self.generation_tokens.labels(self._m()).inc(n)
 
-    def finished(self, e2e_s: float) -> None:
-        self.e2e.observe(e2e_s)
-        self.requests.inc()
+    def finished(self, reason: str, e2e_s: float, prefill_s: float | None, decode_s: float | None,
+                 inference_s: float | None, prompt_tokens: int, generation_tokens: int) -> None:
+        """A request that ended with its last token (`reason` stop or length): its times and sizes."""
+        model = self._m()
+        self.e2e.labels(model).observe(e2e_s)
+        for histogram, value in ((self.prefill, prefill_s), (self.decode, decode_s), (self.inference, inference_s)):
+            if value is not None:
+                histogram.labels(model).observe(value)
+        self.request_prompt.labels(model).observe(prompt_tokens)
+        self.request_generation.labels(model).observe(generation_tokens)
+        self.ended(reason)
 
-    def stepped(self, running: int, waiting: int, kv: float, preemptions: int) -> None:
-        self.running.set(running)
-        self.waiting.set(waiting)
-        self.kv.set(kv)
+    def ended(self, reason: str) -> None:
+        """Count a request that ended, by `reason` (FINISHED_REASONS)."""
+        assert reason in FINISHED_REASONS, reason
+        self.requests.labels(self._m(), reason).inc()
+
+    def stepped(self, preemptions: int, tokens: int, cache_queries: int, cache_hits: int) -> None:
+        model = self._m()
+        if tokens:
+            self.iteration.labels(model).observe(tokens)
         if preemptions:
-            self.preemptions.inc(preemptions)
+            self.preemptions.labels(model).inc(preemptions)
+        if cache_queries:
+            self.cache_queries.labels(model).inc(cache_queries)
+            self.cache_hits.labels(model).inc(cache_hits)
 
     def exposition(self) -> bytes:
+        model = self._m()
+        for family in (self.ttft, self.itl, self.e2e, self.queue_time, self.inference, self.prefill, self.decode,
+                       self.request_prompt, self.request_generation, self.iteration, self.prompt_tokens,
+                       self.generation_tokens, self.preemptions, self.cache_queries, self.cache_hits):
+            family.labels(model)           # every family shows its zero before the first request
+        for reason in FINISHED_REASONS:
+            self.requests.labels(model, reason)
         return generate_latest(self.registry)
+
+
+class _Gauges:
+    """The three gauges, read from the lane when scraped: what it holds now, not at its last step."""
+
+    def __init__(self, metrics: LiveMetrics):
+        self.metrics = metrics
+
+    def collect(self):
+        m, p = self.metrics, self.metrics.p
+        load = m.load() if m.load is not None else {"running": 0, "waiting": 0, "kv_used": 0, "kv_capacity": 1}
+        for name, doc, value in (
+                ("num_requests_running", "Requests holding a slot of the live lane.", load["running"]),
+                ("num_requests_waiting", "Requests waiting for a slot of the live lane.", load["waiting"]),
+                ("kv_cache_usage_perc", "Share of the live lane's KV cache in use (0 to 1).",
+                 load["kv_used"] / max(1, load["kv_capacity"]))):
+            family = GaugeMetricFamily(p + name, doc, labels=["model_name"])
+            family.add_metric([m._m()], value)
+            yield family

@@ -3,14 +3,17 @@ and offered to the gateway as its narrow handle (app.live.handle.LaneHandle).
 
 The worker's loop calls `step()` (one step if the lane has work) and sends what the gateway makes of the
 record; HTTP threads call the handle's methods. A step that raises ends the lane's requests with an error
-(`failure`, for their listeners) and the lane serves the next ones. This module knows engine.live and the
-engine's tokenizer, nothing of HTTP, sockets or the book.
+(`failure`, for their listeners) and the lane serves the next ones. What the lane holds (`load`: running,
+waiting, KV) is counted here under one lock from the lane's own state after every step or inbox drain, and from
+the requests handed in and not yet heard to end, so a scrape or an admission check reads it true at any moment
+(idle included). This module knows engine.live and the engine's tokenizer, nothing of HTTP, sockets or the book.
 """
 import logging
 import threading
+import time
 from typing import Callable
 
-from engine.request import RequestSpec
+from engine.request import Request, RequestSpec
 from engine.step import StepRecord
 
 from . import tokens
@@ -20,12 +23,17 @@ log = logging.getLogger("batch_lanes.worker")
 
 class LiveDriver:
     def __init__(self, slots: int, engine: Callable[[], object], status: Callable[[], dict], wake: Callable[[], None],
-                 offload: Callable, tokenize_lock: threading.Lock):
+                 offload: Callable, tokenize_lock: threading.Lock, pace: float = 0.0, sleep: Callable | None = None):
         self.slots_n = slots                  # the lane's slots (0: no live lane, as on a worker process)
         self.engine, self.status, self.wake, self.offload = engine, status, wake, offload
         self.tokenize_lock = tokenize_lock    # one tokenization at a time, shared with the run handlers
+        self.pace, self.sleep = pace, sleep or time.sleep  # the simulator's live steps take pace x their ms, as runs'
         self.lane = None                      # the live lane (engine.live.LiveLane), made on the first ask
         self._lock = threading.Lock()
+        self._count_lock = threading.Lock()   # guards the three counts below
+        self._open: set[str] = set()          # requests handed in whose end (finish or cancel) was not yet heard
+        self._running = 0                     # of them, holding a slot after the latest step or drain
+        self._kv = (0, 1)                     # (KV tokens held, KV tokens the lane may hold) at the same moment
 
     # -- driven by the worker's loop -----------------------------------------------------------------
     def ensure(self):
@@ -52,7 +60,24 @@ class LiveDriver:
             record = None
         self.lane.notify()                    # on this thread: the streams' queues are the server's
         self.lane.failure = None
+        self._recount()
+        if self.pace and record is not None and self.engine().lm is None:
+            self.sleep(self.pace * record.ms / 1000)
         return record
+
+    def _recount(self) -> None:
+        """On the stepping thread, between steps: what holds a slot and the KV it holds, from the lane's state."""
+        scheduler = self.lane.scheduler
+        running = sum(r is not None for r in scheduler.slots)
+        kv = (scheduler.kv_used(), max(1, self.lane.lane.kv_capacity))
+        with self._count_lock:
+            self._running, self._kv = running, kv
+
+    def load(self) -> dict:
+        """{running, waiting, kv_used, kv_capacity} now: zero when idle (no lane yet: zero too)."""
+        with self._count_lock:
+            return {"running": self._running, "waiting": max(0, len(self._open) - self._running),
+                    "kv_used": self._kv[0], "kv_capacity": self._kv[1]}
 
     # -- the gateway's handle ------------------------------------------------------------------------
     def ready(self) -> bool:
@@ -66,13 +91,22 @@ class LiveDriver:
         return self.status()["model"]
 
     def submit(self, spec: RequestSpec, listener) -> float:
-        return self.lane.submit(spec, listener)
+        def heard(request: Request, record: StepRecord | None) -> None:
+            if record is None or request.is_finished:
+                with self._count_lock:
+                    self._open.discard(spec.id)
+            listener(request, record)
+        with self._count_lock:
+            self._open.add(spec.id)
+        return self.lane.submit(spec, heard)
 
     def cancel(self, request_id: str) -> None:
+        """The client left: the request leaves at the next step, which the worker is woken for."""
         self.lane.cancel(request_id)
+        self.wake()
 
     def queued(self) -> int:
-        return self.lane.queued
+        return self.load()["waiting"]
 
     def failure(self) -> str | None:
         return self.lane.failure
@@ -101,6 +135,28 @@ class LiveDriver:
 
     def encode_text(self, prompt: str) -> list[int] | None:
         return self._encode(lambda engine: tokens.encode_text(engine, prompt))
+
+    def tokenize(self, prompt: str, add_special_tokens: bool) -> list[int] | None:
+        """A text's ids with or without the tokenizer's special tokens (POST /tokenize; None: no model yet)."""
+        def encode(engine) -> list[int]:
+            if engine.lm is None:
+                return tokens.encode_text(engine, prompt)
+            return list(engine.lm.tokenizer.encode(prompt, add_special_tokens=add_special_tokens))
+        return self._encode(encode)
+
+    def detokenize(self, ids: list[int]) -> str | None:
+        """Ids as text, special tokens kept (POST /detokenize); ValueError naming an id outside the vocabulary."""
+        engine = self.engine()
+        if engine is None:
+            return None
+        if engine.lm is None:
+            return ""
+        vocab = len(engine.lm.tokenizer)
+        bad = next((i for i in ids if not 0 <= i < vocab), None)
+        if bad is not None:
+            raise ValueError(f"token id {bad} is outside the vocabulary (0 to {vocab - 1})")
+        with self.tokenize_lock:
+            return engine.lm.decode(ids)
 
     def _encode(self, encode) -> list[int] | None:
         engine = self.engine()

@@ -61,7 +61,7 @@ class EngineWorker:
         self.prepare_lock = threading.Lock()      # one tokenization at a time from the handlers
         # The live lane (its slots 0: none, as on a worker process); the gateway holds it as its handle.
         self.live = LiveDriver(config.get("LIVE_SLOTS", 0), lambda: self.engine, lambda: self.status, self.wake,
-                               self.offload, self.prepare_lock)
+                               self.offload, self.prepare_lock, pace=self.pace, sleep=self.sleep)
         self.on_live_step: Callable | None = None  # what a live step sends (app.live.gateway.LiveGateway.after_step)
         self._stopping = threading.Event()
         self._task = None
@@ -77,6 +77,13 @@ class EngineWorker:
         join = getattr(self._task, "join", None)  # a Thread; a green thread just ends
         if join is not None:
             join(timeout)
+
+    def alive(self) -> bool:
+        """Whether the loop still runs (GET /health): a Thread's is_alive, a green thread's not `dead`."""
+        task = getattr(self, "_task", None)
+        if task is None or self._stopping.is_set():
+            return False
+        return task.is_alive() if hasattr(task, "is_alive") else not getattr(task, "dead", False)
 
     @property
     def ready(self) -> bool:

@@ -28,7 +28,7 @@ from ..runs.redis_link import CHANNEL, connect_redis, every
 from ..runs.service import Runs
 from ..runs.store import open_store
 from ..settings import DEFAULTS, ROOT
-from . import events, openai_api, references, routes  # noqa: F401  (events registers its handlers on `socketio`)
+from . import events, openai_api, references, routes, serving  # noqa: F401  (events registers its handlers on `socketio`)
 from .extensions import socketio
 from .ratelimit import RateLimiter, RedisRateLimiter
 
@@ -56,6 +56,7 @@ def create_app(config: dict | None = None, engine=None) -> Flask:
     server = socketio.server
     app.register_blueprint(routes.bp)
     app.register_blueprint(references.bp)  # reference runs (app/web/references.py)
+    app.register_blueprint(serving.bp)     # /health, /version, /tokenize, /detokenize, /v1/models/{id}
     store = open_store(app.config, url)
     app.extensions["store"] = store
     if client is None:
@@ -75,7 +76,7 @@ def _one_process(app: Flask, server, store, engine) -> None:
     book = MemoryBook(config["MAX_QUEUED_RUNS"], config["CANCEL_GRACE_S"], config["RECENT_RUNS"])
     worker = EngineWorker(book, lambda sends: deliver(server, sends), store, config, engine,
                           start_task=server.start_background_task, sleep=server.sleep)
-    metrics = LiveMetrics()
+    metrics = LiveMetrics(config["METRICS_PREFIX"], config["LIMITS"].max_prompt_tokens + config["LIMITS"].max_new_tokens)
     live = LiveGateway(worker.live, config["LIVE_MAX_WAITING"], metrics)
     worker.on_live_step = live.after_step
     app.register_blueprint(openai_api.bp)

@@ -18,6 +18,7 @@ import time
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
+from ..asyncmode import client_socket
 from ..live.gateway import LiveStream, Unavailable
 from .openai_stream import error, sse, whole
 
@@ -114,7 +115,7 @@ def _tokenize(prompt_chars: int, encode) -> list[int]:
                        f"the prompt is {prompt_chars} characters, the limit is {limits.max_prompt_chars * 4}")
     ids = encode(_gateway().lane)
     if ids is None:
-        raise Unavailable(503, "model_loading", "the model is still loading; retry when GET /healthz says ready")
+        raise Unavailable(503, "model_loading", "the model is still loading; retry when GET /health answers 200")
     return ids
 
 
@@ -165,10 +166,13 @@ def _serve(kind: str):
         return error(e.status, e.message, None, e.code)
     head = {"id": ("chatcmpl-" if kind == "chat" else "cmpl-") + secrets.token_hex(12), "created": int(time.time()),
             "model": _model_id()}
+    sock = client_socket(request.environ)
     if params["stream"]:
-        return Response(sse(stream, kind, head, params["include_usage"], request.environ.get("werkzeug.socket")),
-                        mimetype="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-    return whole(stream, kind, head)
+        response = Response(sse(stream, kind, head, params["include_usage"], sock), mimetype="text/event-stream",
+                            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        response.call_on_close(stream.close)   # a client gone before the first chunk: the generator never ran
+        return response
+    return whole(stream, kind, head, sock)
 
 
 unavailable_bp = Blueprint("openai_api_elsewhere", __name__, url_prefix="/v1")

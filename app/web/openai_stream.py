@@ -1,33 +1,42 @@
 """The OpenAI endpoint's responses from a live stream: one whole JSON body, or server-sent events.
 
 A stream is `data: {chunk}` events separated by blank lines: a role chunk (chat), a chunk per piece of text as
-the live lane writes it, the finish chunk, the usage chunk if asked, `data: [DONE]`. Between events it looks
-whether its client has closed the connection (where the server hands over the socket, as werkzeug's does), so
-a client that goes away frees its slot at the next step. This module knows the OpenAI chunk format and
+the live lane writes it, the finish chunk, the usage chunk if asked, `data: [DONE]`. Streamed or whole, it looks
+whether its client has closed the connection (the socket app.asyncmode.client_socket finds, under werkzeug or
+eventlet) while it waits, so a client that goes away frees its slot (or its place in the queue) at the next
+step; a stream the server stops iterating (its write failed) is closed by the response's close hook too. This module knows the OpenAI chunk format and
 `app.live.gateway.LiveStream`, nothing of validation.
 """
 import json
 import select
 import socket
+import time
 
-from flask import jsonify
+from flask import Response, jsonify
 
 from ..live.gateway import LiveStream
 
-READ_TIMEOUT_S = 0.05   # how often a waiting stream looks whether its client is still there
+CLIENT_GONE = 499
+READ_TIMEOUT_S = 0.05   # how often a waiting response looks whether its client is still there
 
 
 def error(status: int, message: str, param: str | None = None, code: str | None = None):
-    kind = {400: "invalid_request_error", 404: "invalid_request_error", 429: "rate_limit_error"}.get(status, "server_error")
+    kind = {429: "rate_limit_error"}.get(status, "invalid_request_error" if 400 <= status < 500 else "server_error")
     return jsonify({"error": {"message": message, "type": kind, "param": param, "code": code}}), status
 
 
-def whole(stream: LiveStream, kind: str, head: dict):
-    text = []
+def whole(stream: LiveStream, kind: str, head: dict, sock=None):
+    """One JSON body once the request ends; if its client left first, the request is dropped and the (unread)
+    answer is an empty 499, nginx's "client closed request"."""
+    text, looked = [], time.monotonic()
     try:
-        while (event := stream.read(timeout=1.0)) is None or event[0] == "text":
+        while (event := stream.read(timeout=READ_TIMEOUT_S)) is None or event[0] == "text":
             if event is not None:
                 text.append(event[1])
+            if time.monotonic() - looked >= READ_TIMEOUT_S:    # tokens flowing or not, look every 50 ms
+                looked = time.monotonic()
+                if client_gone(sock):
+                    return Response(status=CLIENT_GONE)
     finally:
         stream.close()
     if event[0] == "error":

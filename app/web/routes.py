@@ -27,6 +27,7 @@ from ..live.capture import capture_spec
 from ..live.gateway import Unavailable
 from ..protocol import RUN_ID, Rejected
 from ..settings import ROOT, SERVER_LIMITS
+from . import serving
 
 bp = Blueprint("routes", __name__)
 PRESET_ORDER = ("mixed", "same", "one-long")
@@ -239,9 +240,9 @@ def security_headers(response):
 
 @bp.app_errorhandler(404)
 def not_found(e):
-    return _error(404, "not found")
+    return serving.v1_error(e) or _error(404, "not found")   # under /v1, OpenAI's error object
 
 
 @bp.app_errorhandler(405)
 def not_allowed(e):
-    return _error(405, "method not allowed")
+    return serving.v1_error(e) or _error(405, "method not allowed")
