@@ -147,8 +147,13 @@ function cellLines(lane, step, what, view, workload) {
   const arrival = what.request && lane.timeline.arrivals.find((a) => a.id === what.request);
   if (arrival) lines.push(`arrived at ${seconds(arrival.arrival_ms)} on this lane's clock`);
   const cell = what.cell;
-  if (cell && cell.prefill) lines.push(`prompt tokens cached: ${cell.prefill[0]} of ${cell.prefill[1]}`);
-  if (cell && cell.cached) lines.push(`from the prefix cache: ${cell.cached} (not computed)`);
+  // two facts, two words: how much of the prompt's K/V exists after this step; and, on a lane with a prefix cache,
+  // how much of it was copied from earlier prompts instead of computed
+  if (cell && cell.prefill) lines.push(`prompt K/V written so far: ${cell.prefill[0]} of ${cell.prefill[1]} tokens`);
+  const prefixCache = Boolean((lane.config && lane.config.options.prefix_cache) || (workload && workload.prefix_cache));
+  if (cell && cell.cached && prefixCache) {
+    lines.push(`from the prefix cache: ${cell.cached} of ${cell.prefill ? cell.prefill[1] : "?"} tokens (copied, not computed)`);
+  }
   const spec = workload && what.request && workload.requests.find((q) => String(q.id) === what.request);
   if (cell && cell.token !== null && cell.token !== undefined) lines.push(...tokenLines(cell, spec));
   if (cell && cell.stop) lines.push(stopLine(cell, spec));
