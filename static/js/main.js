@@ -135,7 +135,8 @@ function onServer(event) {
   const started = event.type === ServerEvent.RUN_STARTED && run && run.id === event.payload.run_id;
   if (started && (!before || before.id !== run.id || !before.workload)) {
     // arrivals in ms happen on the lanes' clocks: the steps clock would hide every wait, so such a run opens on ms
-    pb = { ...pb, t: 0, playing: true, clock: isTimed(run.workload) ? "ms" : pb.clock };
+    // (a workload that names its clock, a preset's, opens on it)
+    pb = { ...pb, t: 0, playing: true, clock: isTimed(run.workload) ? "ms" : run.workload.clock || pb.clock };
     ui = { ...ui, requestLane: null, link: null, intro: false };
     if (!run.own) {  // a shared link or a replay: show its mix in the editor
       editor.load(run.workload);
@@ -194,6 +195,7 @@ function onInput(a, derived) {
       if (!preset) break;
       editor.load(preset, preset.generate);
       ui = { ...ui, preset: preset.name, intro: false, link: null };
+      if (preset.clock && preset.clock !== pb.clock) pb = { ...pb, clock: preset.clock, t: 0 };  // the clock its lesson speaks in
       writeUrl("/", `preset=${encodeURIComponent(preset.name)}`);
       want();
       break;
