@@ -32,3 +32,43 @@ def test_each_preset_opens_on_the_clock_its_lesson_speaks_in_and_the_user_may_sw
     tab.wait_for_function("() => window.__lanes.clock === 'ms'")
     assert tab.is_checked("input[name='clock'][value='ms']")
     assert context.problems == []
+
+
+def columns_out_of_sight(page) -> list[str]:
+    """The metrics table's headers that are neither in sight (inside the viewport and its scroll box) nor reachable
+    with a visible cue: their scroll box scrolls and says so (data-overflow and the note under it)."""
+    return page.evaluate("""() => {
+      const table = document.querySelector('#metrics-table');
+      const box = table.parentElement;
+      const scrolls = box.scrollWidth > box.clientWidth && getComputedStyle(box).overflowX !== 'visible';
+      const cue = box.nextElementSibling;
+      const cued = scrolls && box.dataset.overflow && box.dataset.overflow !== 'none' && cue
+        && cue.classList.contains('scroll-cue') && !cue.hidden && cue.getBoundingClientRect().height > 0
+        && /scroll/.test(cue.textContent);
+      return [...table.querySelectorAll('thead th')].filter((th) => {
+        const r = th.getBoundingClientRect();
+        const clip = box.getBoundingClientRect();  // inside the viewport and not clipped by its scroll box
+        const seen = r.width > 0 && r.left >= Math.max(0, clip.left) - 0.5 && r.right <= Math.min(innerWidth, clip.right) + 0.5;
+        return !seen && !cued;
+      }).map((th) => th.textContent.trim());
+    }""")
+
+
+@pytest.mark.parametrize("width,height,preset", [(1280, 720, "memory-pressure"), (1440, 900, "shared-instructions")])
+def test_every_metrics_column_is_on_screen_or_in_a_scroll_box_that_says_it_scrolls(context, tab, server, width, height,
+                                                                                    preset):
+    tab.set_viewport_size({"width": width, "height": height})
+    open_page(tab, server)
+    choose(tab, preset)
+    tab.keyboard.press("End")
+    tab.wait_for_function("() => window.__lanes.shown === window.__lanes.limit")
+    headers = tab.eval_on_selector_all("#metrics-table thead th", "ths => ths.map((th) => th.textContent.trim())")
+    assert "preempted" in headers and "padding cells" in headers
+    assert columns_out_of_sight(tab) == []
+    box = "#metrics-table"
+    tab.eval_on_selector(box, "t => { t.parentElement.scrollLeft = t.parentElement.scrollWidth; }")  # scrolled to the end
+    tab.wait_for_function("() => ['left', 'none'].includes(document.querySelector('#metrics-table').parentElement.dataset.overflow)")
+    last = tab.eval_on_selector("#metrics-table thead th:last-child", "th => th.getBoundingClientRect().toJSON()")
+    clip = tab.eval_on_selector("#metrics-table", "t => t.parentElement.getBoundingClientRect().toJSON()")
+    assert last["right"] <= min(width, clip["right"]) + 0.5  # the last column can be brought into view
+    assert context.problems == []

@@ -20,6 +20,7 @@ import { holdHeight, renderMetrics, renderRequests, renderTooltip, rowNote, setT
 import * as playback from "./playback.js";
 import { TURN, bindPresent, syncPresent } from "./present.js";
 import { exposeProbe } from "./probe.js";
+import { watchOverflow } from "./scrollcue.js";
 import { draw } from "./renderer.js";
 import { allRevealed, laneRevealed, maskScene, revealSpan } from "./reveal.js";
 import { buildScene, deriveRun, laneRows, legendFlags, nextDomain } from "./scene.js";
@@ -79,6 +80,7 @@ const editor = createEditor($("editor"), { onChange: () => push({ type: "mix-cha
 dom.runMix = $("run-mix");
 bindControls(dom, push);
 bindPresent(dom, push);
+watchOverflow(dom.metricsTable.parentElement);  // a column past the edge says the table scrolls
 dom.presetButtons.addEventListener("click", (e) => {
   const button = e.target.closest("button[data-preset]");
   if (button) push({ type: "preset", name: button.dataset.preset });
