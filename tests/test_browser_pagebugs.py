@@ -72,3 +72,32 @@ def test_every_metrics_column_is_on_screen_or_in_a_scroll_box_that_says_it_scrol
     clip = tab.eval_on_selector("#metrics-table", "t => t.parentElement.getBoundingClientRect().toJSON()")
     assert last["right"] <= min(width, clip["right"]) + 0.5  # the last column can be brought into view
     assert context.problems == []
+
+
+def test_a_refused_submit_names_what_it_refused_and_the_highlight_follows_the_lanes(context, tab, server):
+    """More preset clicks than the server takes in a minute (10 submits per client): the refused one is named, and
+    the highlighted preset, the lesson and the lanes agree on what is shown (issue 20: "too many submits" with
+    `mixed` highlighted over a cancelled run of `same`)."""
+    open_page(tab, server)
+    names = ["same", "mixed"]
+    for i in range(11):  # each click waits for its run to start (or for the refusal), so every click is one submit
+        name = names[i % 2]
+        before = lanes(tab, "runId")
+        tab.click(f'#preset-buttons button[data-preset="{name}"]')
+        tab.wait_for_function("([before, name]) => window.__lanes.error || (window.__lanes.runId !== before"
+                              " && window.__lanes.mix === name && window.__lanes.status !== 'submitting')",
+                              arg=[before, name])
+        if lanes(tab, "error"):
+            break
+    error = lanes(tab, "error")
+    assert error and error["code"] == "rate_limited", error
+    refused, shown = name, lanes(tab, "mix")
+    assert shown != refused
+    line = tab.inner_text("#run-status")
+    assert "too many submits" in line and f"\u201c{refused}\u201d did not start" in line and f"\u201c{shown}\u201d" in line
+    pressed = tab.eval_on_selector_all('#preset-buttons button[aria-pressed="true"]', "bs => bs.map((b) => b.dataset.preset)")
+    assert pressed == [shown]  # the highlight is what the lanes show
+    presets = tab.evaluate("async () => (await (await fetch('/api/presets')).json()).presets")
+    description = next(p["description"] for p in presets if p["name"] == shown)
+    assert tab.inner_text("#lesson")[:40] == description[:40]  # and so is the lesson
+    assert context.problems == []
