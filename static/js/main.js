@@ -20,10 +20,10 @@ import { holdHeight, renderMetrics, renderRequests, renderTooltip, rowNote, setT
 import * as playback from "./playback.js";
 import { TURN, bindPresent, syncPresent } from "./present.js";
 import { exposeProbe } from "./probe.js";
-import { watchOverflow } from "./scrollcue.js";
 import { draw } from "./renderer.js";
 import { allRevealed, laneRevealed, maskScene, revealSpan } from "./reveal.js";
 import { buildScene, deriveRun, laneRows, legendFlags, nextDomain } from "./scene.js";
+import { watchOverflow } from "./scrollcue.js";
 import { createShare } from "./share.js";
 import { connect } from "./socket.js";
 import { hovered, placeTooltip, placeZoomBand, presenterBudget, sizeCanvas } from "./stage.js";
@@ -201,7 +201,10 @@ function onInput(a, derived) {
       if (!preset) break;
       editor.load(preset, preset.generate);
       ui = { ...ui, preset: preset.name, intro: false, link: null };
-      if (preset.clock && preset.clock !== pb.clock) pb = { ...pb, clock: preset.clock, t: 0 };  // the clock its lesson speaks in
+      if (preset.clock && preset.clock !== pb.clock) {  // the clock its lesson speaks in (a zoom was in the other's units)
+        pb = { ...pb, clock: preset.clock, t: 0 };
+        ui = { ...ui, zoom: null };
+      }
       writeUrl("/", `preset=${encodeURIComponent(preset.name)}`);
       want();
       break;
