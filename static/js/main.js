@@ -23,7 +23,6 @@ import { exposeProbe } from "./probe.js";
 import { draw } from "./renderer.js";
 import { allRevealed, laneRevealed, maskScene, revealSpan } from "./reveal.js";
 import { buildScene, deriveRun, laneRows, legendFlags, nextDomain } from "./scene.js";
-import { watchOverflow } from "./scrollcue.js";
 import { createShare } from "./share.js";
 import { connect } from "./socket.js";
 import { hovered, placeTooltip, placeZoomBand, presenterBudget, sizeCanvas } from "./stage.js";
@@ -47,9 +46,8 @@ const dom = {
   exports: { png: $("export-png"), json: $("export-json"), csv: $("export-csv"), trace: $("export-trace") },
   btnPresent: $("btn-present"), reveal: $("reveal"), presetPick: $("preset-pick"), btnZoomIn: $("btn-zoom-in"),
   btnZoomOut: $("btn-zoom-out"), btnZoomReset: $("btn-zoom-reset"), btnLive: $("btn-live"), legendKeys: $("legend-keys"),
-  zoomBand: $("zoom-band"),
+  zoomBand: $("zoom-band"), presentTotals: $("present-totals"),
   laneTurn: $("lane-turn"), laneTurnText: $("lane-turn-text"), lanesPrev: $("btn-lanes-prev"), lanesNext: $("btn-lanes-next"),
-  presentTotals: $("present-totals"),
 };
 
 const serverEvents = [];
@@ -79,8 +77,7 @@ const editor = createEditor($("editor"), { onChange: () => push({ type: "mix-cha
   onGenerate: (spec) => push({ type: "generate", spec }) });
 dom.runMix = $("run-mix");
 bindControls(dom, push);
-bindPresent(dom, push);
-watchOverflow(dom.metricsTable.parentElement);  // a column past the edge says the table scrolls
+bindPresent(dom, push);  // presenter mode's lane pager
 dom.presetButtons.addEventListener("click", (e) => {
   const button = e.target.closest("button[data-preset]");
   if (button) push({ type: "preset", name: button.dataset.preset });
@@ -140,8 +137,8 @@ function onServer(event) {
   if (event.type === ConnectionEvent.CONNECTED && run && run.id && isLive(run)) socket.watch(run.id);  // rejoin
   const started = event.type === ServerEvent.RUN_STARTED && run && run.id === event.payload.run_id;
   if (started && (!before || before.id !== run.id || !before.workload)) {
-    // arrivals in ms happen on the lanes' clocks: the steps clock would hide every wait, so such a run opens on ms
-    // (a workload that names its clock, a preset's, opens on it)
+    // arrivals in ms happen on the lanes' clocks: the steps clock would hide every wait, so such a run opens on ms;
+    // a workload that names its clock (a preset's) opens on it
     pb = { ...pb, t: 0, playing: true, clock: isTimed(run.workload) ? "ms" : run.workload.clock || pb.clock };
     ui = { ...ui, requestLane: null, link: null, intro: false };
     if (!run.own) {  // a shared link or a replay: show its mix in the editor
@@ -201,10 +198,8 @@ function onInput(a, derived) {
       if (!preset) break;
       editor.load(preset, preset.generate);
       ui = { ...ui, preset: preset.name, intro: false, link: null };
-      if (preset.clock && preset.clock !== pb.clock) {  // the clock its lesson speaks in (a zoom was in the other's units)
-        pb = { ...pb, clock: preset.clock, t: 0 };
-        ui = { ...ui, zoom: null };
-      }
+      // the clock its lesson speaks in (a zoom was in the other clock's units)
+      if (preset.clock && preset.clock !== pb.clock) [pb, ui] = [{ ...pb, clock: preset.clock, t: 0 }, { ...ui, zoom: null }];
       writeUrl("/", `preset=${encodeURIComponent(preset.name)}`);
       want();
       break;
@@ -272,7 +267,8 @@ function onInput(a, derived) {
 }
 
 let layoutMemo = { key: [], value: null };
-/** The layout of the lanes over `axis` ({from, span}); `maxHeight`: presenter mode's budget (null: the page scrolls). */
+/** The layout of the lanes over `axis` ({from, span}); `maxHeight`: presenter mode's budget (null: the page scrolls),
+ * under which lanes never shrink below what the back of the room reads: those that do not fit take turns. */
 function layoutOf(derived, axis, maxHeight) {
   const width = dom.wrap.clientWidth;
   const key = [derived, width, ui.view, pb.clock, axis.from, axis.span, maxHeight, ui.present, ui.reveal, ui.laneFrom];
@@ -286,7 +282,6 @@ function layoutOf(derived, axis, maxHeight) {
   const legend = { entries: legendEntries(ui.reveal ? { ...flags, waiting: derived.marks } : flags, px, ui.present),
     measure: (text) => legendTextWidth(text, px) };
   const opts = { view: ui.view, clock: pb.clock, domain: axis.span, from: axis.from, legend, maxHeight, present: ui.present };
-  // presenter mode never shrinks lanes below what the back of the room reads: lanes that do not fit take turns
   layoutMemo = { key, value: ui.present && maxHeight ? lanesInTurn(width, lanes, opts, ui.laneFrom) : computeLayout(width, lanes, opts) };
   return layoutMemo.value;
 }
@@ -320,7 +315,7 @@ function render() {
   dom.empty.hidden = Boolean(derived.lanes.length);
   const hover = hovered(layout, scene, ui.hover);
   if (hover && hover.focus) scene = { ...scene, focus: hover.focus };
-  let labels = [];
+  let labels = [];  // the text drawn, with its font sizes (for the probe)
   if (derived.lanes.length) {
     canvasSize = sizeCanvas(dom.canvas, layout, canvasSize);
     labels = draw(dom.canvas.getContext("2d"), scene, layout);
@@ -342,11 +337,8 @@ function render() {
   share.update(state.run && state.run.workload ? state.run.id : null);
   for (const button of Object.values(dom.exports)) button.disabled = !derived.lanes.length;
   refreshPanels(derived, scene, shown, limit);
-  const atEnd = Boolean(derived.run && derived.run.status === RunStatus.FINISHED) && shown >= limit - 1e-9;
-  syncPresent(dom, { present: ui.present, turn: layout.turn, names: derived.lanes.map((l) => l.name),
-    totals: ui.present && revealed && atEnd ? Object.fromEntries(derived.lanes.map((l) => [l.name, derived.metrics[l.name]])) : null });
-  exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas: dom.canvas, revealed, axis: shownAxis,
-    labels });
+  syncPresent(dom, { present: ui.present, turn: layout.turn, derived, seen: revealed && shown >= limit - 1e-9 });
+  exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas: dom.canvas, revealed, axis: shownAxis, labels });
 }
 
 /** The tooltip of what the pointer (or a tap) is over; rebuilt and placed only when that or the pointer changes. */

@@ -7,6 +7,7 @@
 import { el } from "./dom.js";
 import { cellText, columnsOf } from "./columns.js";
 import { writtenText } from "./metrics.js";
+import { watchOverflow } from "./scrollcue.js";
 import { termNode } from "./tips.js";
 import { Forward, StopReason } from "./vocab.js";
 import { chipText } from "./words.js";
@@ -27,6 +28,7 @@ const METRIC_COLUMNS = columnsOf("page");
  * built once per set of columns, so a focused header keeps its focus.
  */
 export function renderMetrics(table, caption, metrics, rowNote, check, at = null, hidden = {}, speculative = false) {
+  if (!table.parentElement.dataset.overflow) watchOverflow(table.parentElement);  // a column past the edge is cued
   const shows = { speculative, prefix_cache: Object.values(metrics).some((m) => m.prompt_tokens_cached > 0) };
   const columns = METRIC_COLUMNS.filter((c) => !c.when || shows[c.when]);
   const shown = columns.map((c) => c.key).join(" ");

@@ -8,6 +8,7 @@
  */
 import { formatValue, metricOf } from "./columns.js";
 import { el } from "./dom.js";
+import { RunStatus } from "./vocab.js";
 
 export const TURN = "lanes-turn";  // the input action: {type: TURN, delta: 1 | -1}
 
@@ -47,10 +48,14 @@ export function totalsText(name, m) {
 }
 
 /**
- * Write presenter mode's pieces: the pager (hidden unless lanes take turns), and the totals line: `totals` null
- * (not yet: the run is not at its end, or the class has not seen it) or {lane: metrics} in page order.
+ * Write presenter mode's pieces: the pager (hidden unless lanes take turns), and the totals line, each lane's final
+ * numbers in page order once the run has finished and `seen` (the playhead is at the end and predict-then-reveal
+ * holds nothing back); until then a note says when they come.
  */
-export function syncPresent(dom, { present, turn, names, totals }) {
+export function syncPresent(dom, { present, turn, derived, seen }) {
+  const names = derived.lanes.map((l) => l.name);
+  const finished = Boolean(derived.run && derived.run.status === RunStatus.FINISHED);
+  const totals = present && seen && finished ? Object.fromEntries(names.map((n) => [n, derived.metrics[n]])) : null;
   const text = present ? turnText(turn) : "";
   dom.laneTurn.hidden = !text;
   if (dom.laneTurnText.textContent !== text) dom.laneTurnText.textContent = text;
