@@ -31,6 +31,9 @@ def test_each_preset_opens_on_the_clock_its_lesson_speaks_in_and_the_user_may_sw
     tab.keyboard.press("c")  # the user may still switch
     tab.wait_for_function("() => window.__lanes.clock === 'ms'")
     assert tab.is_checked("input[name='clock'][value='ms']")
+    open_page(tab, f"{server}/#preset=long-prompt")  # a link to a preset runs it on its clock too
+    wait_finished(tab, "long-prompt")
+    assert lanes(tab, "clock") == "ms"
     assert context.problems == []
 
 

@@ -138,8 +138,9 @@ function onServer(event) {
   const started = event.type === ServerEvent.RUN_STARTED && run && run.id === event.payload.run_id;
   if (started && (!before || before.id !== run.id || !before.workload)) {
     // arrivals in ms happen on the lanes' clocks: the steps clock would hide every wait, so such a run opens on ms;
-    // a workload that names its clock (a preset's) opens on it
-    pb = { ...pb, t: 0, playing: true, clock: isTimed(run.workload) ? "ms" : run.workload.clock || pb.clock };
+    // a preset's run (clicked, linked, replayed or watched) opens on the clock its lesson speaks in
+    const named = run.workload.clock || (presets.find((p) => p.name === run.workload.name) || {}).clock;
+    pb = { ...pb, t: 0, playing: true, clock: isTimed(run.workload) ? "ms" : named || pb.clock };
     ui = { ...ui, requestLane: null, link: null, intro: false };
     if (!run.own) {  // a shared link or a replay: show its mix in the editor
       editor.load(run.workload);
@@ -198,8 +199,6 @@ function onInput(a, derived) {
       if (!preset) break;
       editor.load(preset, preset.generate);
       ui = { ...ui, preset: preset.name, intro: false, link: null };
-      // the clock its lesson speaks in (a zoom was in the other clock's units)
-      if (preset.clock && preset.clock !== pb.clock) [pb, ui] = [{ ...pb, clock: preset.clock, t: 0 }, { ...ui, zoom: null }];
       writeUrl("/", `preset=${encodeURIComponent(preset.name)}`);
       want();
       break;
