@@ -119,7 +119,8 @@ class Lane:
                 token=facts.texts.get(row.slot),
                 stop=r.stop if row.wants_token and r.finish_step == out.step else None,
                 prefill=(r.num_prefilled, len(r.prefill_ids)) if row.state is SlotState.PREFILL else None,
-                special=token is not None and self.runner.is_special(token),
+                # only a cell that is one special token; text ending in EOS (a kept proposal run) is text
+                special=token is not None and not cell.get("tokens") and self.runner.is_special(token),
                 cached=hit.get(r.id, 0) if row.state is SlotState.PREFILL else 0)
         return StepRecord(
             lane=self.name, step=out.step, slots=tuple(cells),

@@ -30,7 +30,8 @@ REQUEST_KEYS = {"id", "prompt", "max_new_tokens", "ignore_eos", "arrival", "arri
 OPTION_KEYS = {f.name for f in fields(EngineConfig)} - {"slots"}
 LANE_KEYS = {"name", "policy", "slots"} | OPTION_KEYS
 # "claims": a preset's lesson claims, for the page to check against the run (static/js/claims.js); the engine ignores them
-WORKLOAD_KEYS = {"name", "description", "claims", "slots", "lanes", "requests", "generate", "policy"} | OPTION_KEYS
+WORKLOAD_KEYS = {"name", "description", "claims", "clock", "slots", "lanes", "requests", "generate", "policy"} | OPTION_KEYS
+CLOCKS = ("ms", "steps")  # the clocks a page can show a run on
 DEFAULT_LANES = ("static", "continuous")
 
 
@@ -41,6 +42,8 @@ class Workload:
     config: EngineConfig                # the workload's options: the defaults of every lane
     requests: tuple[RequestSpec, ...]
     lanes: tuple[LaneSpec, ...] = ()    # the lanes it runs on (a preset's comparison), in the order given
+    clock: str | None = None            # the clock its lesson speaks in, which a page opens it on ("ms" | "steps");
+                                        # None: the page's choice. The engine runs both clocks alike.
 
     def __post_init__(self):
         if not self.lanes:
@@ -58,6 +61,8 @@ class Workload:
     def to_dict(self) -> dict:
         d = {"name": self.name, "description": self.description, "slots": self.config.slots,
              "lanes": [lane.to_dict(self.config) for lane in self.lanes]}
+        if self.clock is not None:
+            d["clock"] = self.clock
         d.update({k: v for k, v in self.config.changes(EngineConfig()).items() if k != "slots"})
         d["requests"] = [{"id": r.id, "prompt": r.prompt, "max_new_tokens": r.max_new_tokens,
                           "ignore_eos": r.ignore_eos,
@@ -194,6 +199,9 @@ def parse_workload(obj, limits: Limits = Limits(), slots: int | None = None, lan
     reject_unknown(obj, WORKLOAD_KEYS, "")
     name = check_str(obj.get("name", "untitled"), "name", limits.max_name_chars)
     description = check_str(obj.get("description", ""), "description", limits.max_description_chars, allow_empty=True)
+    clock = obj.get("clock")
+    if clock is not None and clock not in CLOCKS:
+        raise WorkloadError("clock", f"must be \"ms\" or \"steps\", got {str(clock)[:40]!r}")
     if "generate" in obj:
         if "requests" in obj:
             raise WorkloadError("generate", "give requests or generate, not both")
@@ -214,7 +222,7 @@ def parse_workload(obj, limits: Limits = Limits(), slots: int | None = None, lan
     options = _options(given, "", limits, timed)
     config = _config(EngineConfig(), options, "")
     lane_specs = parse_lanes(obj.get("lanes", list(DEFAULT_LANES)) if lanes is None else lanes, config, limits, timed)
-    return Workload(name, description, config, requests, lane_specs)
+    return Workload(name, description, config, requests, lane_specs, clock)
 
 
 def load_workload(path: str | Path, limits: Limits = CLI_LIMITS, **overrides) -> Workload:

@@ -1,8 +1,10 @@
-"""Teaching with Batch Lanes, the two modes a class watches (issue 10, "For the class"), in headless Chromium at a
-projector's 1280x720 against `python -m app` on the simulator (the real model for tests marked model): presenter
-mode fits three and four stacked lanes with the narration and the playback controls on one screen;
-predict-then-reveal keeps every total back until the playhead gets there. The fixtures and helpers are
-test_browser_teach.py's.
+"""Teaching with Batch Lanes, the two modes a class watches (issue 10, "For the class"; issue 20), in headless Chromium
+at a projector's 1280x720 against `python -m app` on the simulator (the real model for tests marked model):
+presenter mode never draws a cell label under 14 px or a KV label under 12 px (read from what the canvas drew,
+window.__lanes.labels), so three and four lanes take turns on one screen with the narration, the lesson line and the
+playback controls, and each lane's totals show inside Present at the end (after the reveal under
+predict-then-reveal); predict-then-reveal keeps every total back until the playhead gets there. The fixtures and
+helpers are test_browser_teach.py's.
 
 Every check is on element geometry, pixels or text the page shows, and every wait is on state the page exposes
 (`window.__lanes`, the DOM), never a sleep or a timing. Without /usr/bin/chromium these tests skip, unless
@@ -13,8 +15,8 @@ import re
 import pytest
 
 from tests.kit.browser import ARTIFACTS
-from tests.kit.page import MIXED, H, W, assert_presenter_fits, lanes, mix_link, run_preset, stored, to_end, \
-    wait_finished
+from tests.kit.page import MIXED, H, W, assert_presenter_fits, box, in_viewport, lanes, mix_link, run_preset, stored, \
+    to_end, wait_finished
 from tests.kit.page import open_projected as open_page
 
 pytestmark = pytest.mark.browser
@@ -31,6 +33,26 @@ def font_px(page, selector: str) -> float:
     return page.eval_on_selector(selector, "n => parseFloat(getComputedStyle(n).fontSize)")
 
 
+def assert_readable_from_the_back(page) -> None:
+    """Every cell label the canvas drew is at least 14 px, every KV label at least 12 px; and some were drawn."""
+    labels = lanes(page, "labels")
+    cells = [label for label in labels if label["kind"] == "cell"]
+    kv = [label for label in labels if label["kind"] == "kv"]
+    assert kv, "no KV label drawn"
+    assert all(label["px"] >= 14 for label in cells), sorted({(label["text"], label["px"]) for label in cells if label["px"] < 14})
+    assert all(label["px"] >= 12 for label in kv), [(label["text"], label["px"]) for label in kv if label["px"] < 12]
+    assert min(lane["rowH"] for lane in lanes(page, "layout.lanes")) >= 24
+
+
+def shown_lanes(page) -> list[str]:
+    return [lane["name"] for lane in lanes(page, "layout.lanes")]
+
+
+def turn_to(page, key: str, first: int) -> None:
+    page.keyboard.press(key)
+    page.wait_for_function("(first) => window.__lanes.layout.turn && window.__lanes.layout.turn.from === first", arg=first)
+
+
 def test_presenter_mode_fits_the_three_arrivals_lanes_on_a_projector_with_larger_type(context, tab, server):
     run_preset(tab, server, "arrivals")
     to_end(tab)
@@ -41,7 +63,26 @@ def test_presenter_mode_fits_the_three_arrivals_lanes_on_a_projector_with_larger
 
     tab.keyboard.press("p")
     tab.wait_for_function("() => window.__lanes.present && document.body.dataset.present === 'true'")
-    assert_presenter_fits(tab, 3)
+    # three lanes of four rows with their arrival marks do not fit at a readable size: two at a time, in turn
+    assert lanes(tab, "layout.turn") == {"from": 0, "count": 2, "total": 3}
+    assert_presenter_fits(tab, 2)
+    assert_readable_from_the_back(tab)
+    assert tab.inner_text("#lane-turn-text") == "lanes 1\u20132 of 3" and in_viewport(box(tab, "#lane-turn"))
+    assert shown_lanes(tab) == lanes(tab, "order")[:2]
+    turn_to(tab, "n", 1)  # the next turn ends at the last lane: lanes 2-3, not lane 3 alone
+    assert shown_lanes(tab) == lanes(tab, "order")[1:] and tab.inner_text("#lane-turn-text") == "lanes 2\u20133 of 3"
+    assert_presenter_fits(tab, 2)
+    assert_readable_from_the_back(tab)
+    turn_to(tab, "n", 0)  # round again
+    tab.click("#btn-lanes-prev")
+    tab.wait_for_function("() => window.__lanes.layout.turn.from === 1")
+    turn_to(tab, "PageUp", 0)  # a presentation clicker's key
+    # the lesson line and the totals stay inside Present: a class reads the reveal without leaving it
+    assert tab.is_visible("#lesson") and in_viewport(box(tab, "#lesson")) and "continuous" in tab.inner_text("#lesson")
+    totals = tab.inner_text("#present-totals")
+    assert in_viewport(box(tab, "#present-totals"))
+    for lane in lanes(tab, "order"):
+        assert f"{lane}: {lanes(tab, f'lanes[{lane!r}].metrics.steps')} steps" in totals, totals
     big = lanes(tab, "layout.type")
     assert big["title"] > normal["title"] and big["label"] > normal["label"] and big["caption"] > normal["caption"]
     assert font_px(tab, "#narration") > narration_px
@@ -53,24 +94,66 @@ def test_presenter_mode_fits_the_three_arrivals_lanes_on_a_projector_with_larger
     tab.keyboard.press("Escape")  # Esc leaves presenter mode
     tab.wait_for_function("() => !window.__lanes.present && document.body.dataset.present === 'false'")
     assert tab.is_visible("#editor-details") and tab.is_visible("#metrics-table")
-    assert lanes(tab, "layout.type") == normal
+    assert lanes(tab, "layout.type") == normal and lanes(tab, "layout.turn") is None and len(shown_lanes(tab)) == 3
+    assert tab.is_hidden("#present-totals") and tab.is_hidden("#lane-turn")
     assert context.problems == []
 
 
-def test_presenter_mode_fits_a_four_lane_mix(context, tab, server):
+def test_presenter_mode_shows_a_four_lane_mix_in_turn_every_label_readable_from_the_back(context, tab, server):
     open_page(tab, mix_link(server, FOUR))  # a shared mix runs by itself
     wait_finished(tab, "four lanes")
     to_end(tab)
     label = lanes(tab, "layout.type.label")
     tab.click("#btn-present")
     tab.wait_for_function("() => window.__lanes.present")
-    assert_presenter_fits(tab, 4)
+    assert lanes(tab, "layout.turn") == {"from": 0, "count": 2, "total": 4}
     assert lanes(tab, "layout.type.label") > label
-    grids = [lane["grid"] for lane in lanes(tab, "layout.lanes")]
-    assert all(a["y"] + a["h"] < b["y"] for a, b in zip(grids, grids[1:]))  # stacked, never overlapping
-    assert min(lane["rowH"] for lane in lanes(tab, "layout.lanes")) >= 8  # shrunk to fit, still rows
+    seen = []
+    for first in (0, 2):  # lanes 1-2, then 3-4: each turn fits the projector, stacked, every label readable
+        if first:
+            tab.click("#btn-lanes-next")
+            tab.wait_for_function("(f) => window.__lanes.layout.turn.from === f", arg=first)
+        assert_presenter_fits(tab, 2)
+        assert_readable_from_the_back(tab)
+        assert any(label["kind"] == "cell" for label in lanes(tab, "labels"))  # cells are labelled, not left bare
+        grids = [lane["grid"] for lane in lanes(tab, "layout.lanes")]
+        assert all(a["y"] + a["h"] < b["y"] for a, b in zip(grids, grids[1:]))  # stacked, never overlapping
+        seen += shown_lanes(tab)
+    assert seen == lanes(tab, "order")
+    totals = tab.inner_text("#present-totals")  # the four lanes' totals, all on the one screen
+    assert all(f"{lane}: " in totals for lane in seen) and in_viewport(box(tab, "#present-totals"))
+    assert "15 vs 9 steps" in tab.inner_text("#lesson") and in_viewport(box(tab, "#lesson"))
     tab.click("#btn-present")
     tab.wait_for_function("() => !window.__lanes.present")
+    assert len(shown_lanes(tab)) == 4
+    assert context.problems == []
+
+
+def test_present_with_predict_then_reveal_shows_the_final_totals_inside_present_only_at_the_reveal(context, tab, server):
+    open_page(tab, mix_link(server, FOUR))
+    wait_finished(tab, "four lanes")
+    tab.keyboard.press("r")
+    tab.wait_for_function("() => window.__lanes.reveal")
+    tab.keyboard.press("p")
+    tab.wait_for_function("() => window.__lanes.present")
+    tab.keyboard.press("Home")
+    tab.keyboard.press("ArrowRight")
+    tab.keyboard.press("ArrowRight")
+    tab.wait_for_function("() => window.__lanes.shown === 2 && !window.__lanes.playing")
+    assert "steps" not in tab.inner_text("#present-totals")  # held back: nothing of the totals yet
+    assert tab.get_attribute("#present-totals", "data-shown") == "false"
+    assert in_viewport(box(tab, "#lesson")) and "Predict first" in tab.inner_text("#lesson")
+    to_end(tab)
+    tab.wait_for_function("() => window.__lanes.revealed")
+    tab.wait_for_function("() => document.querySelector('#present-totals').dataset.shown === 'true'")
+    run = stored(server, lanes(tab, "runId"))["metrics"]
+    totals = tab.inner_text("#present-totals")
+    for lane in lanes(tab, "order"):  # the server's numbers, as the metrics table would write them
+        m = run[lane]
+        assert f"{lane}: {m['steps']} steps \u00b7 {m['wall_s']:.2f} s \u00b7 TTFT {round(m['mean_ttft_ms'])} ms" in totals, totals
+    assert in_viewport(box(tab, "#present-totals")) and tab.is_hidden("#metrics-table")
+    assert "15 vs 9 steps" in tab.inner_text("#lesson") and in_viewport(box(tab, "#lesson"))
+    assert_presenter_fits(tab, 2)
     assert context.problems == []
 
 

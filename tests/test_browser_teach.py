@@ -174,10 +174,12 @@ def test_memory_pressure_shows_a_tall_kv_bar_a_preemption_flag_and_zooms_to_a_st
     tab.wait_for_function("() => window.__lanes.zoom === null")
     assert tab.evaluate("() => window.__lanes.cellRect('static', 30, 0)") == before
 
-    # 3) presenter mode: the KV bars taller still, their budget line there, the flag still inside its lane
+    # 3) presenter mode: the KV bars taller still, their budget line there, the flag still inside its lane; rows no
+    # smaller than the back of the room reads, so two of the three lanes at a time (issue 20)
     tab.keyboard.press("p")
     tab.wait_for_function("() => window.__lanes.present")
-    assert_presenter_fits(tab, 3)
+    assert lanes(tab, "layout.turn") == {"from": 0, "count": 2, "total": 3}
+    assert_presenter_fits(tab, 2)
     assert all(lane["kv"]["h"] >= 28 for lane in lanes(tab, "layout.lanes"))
     pill = tab.evaluate("() => window.__lanes.preemptions('continuous KV 224')[0].pill")
     assert share(rgb(palette["preempted"]), pixels(tab, pill), tolerance=12) > 0.5

@@ -1,4 +1,5 @@
-"""The classroom demos on the real default model reproduce the explainer's table exactly."""
+"""The classroom demos on the real default model reproduce the explainer's table exactly; each demo names the clock
+the page opens it on (no model needed)."""
 import json
 from pathlib import Path
 
@@ -6,7 +7,6 @@ import pytest
 
 from engine import Engine, lane_metrics, parse_workload
 
-pytestmark = pytest.mark.model
 
 DEMOS = Path(__file__).resolve().parent.parent / "demos"
 TABLE = {  # workload: (steps, tokens/step, slot use, mean TTFT in steps), static then continuous
@@ -16,6 +16,7 @@ TABLE = {  # workload: (steps, tokens/step, slot use, mean TTFT in steps), stati
 }
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("name", TABLE)
 def test_demo_reproduces_the_classroom_table_on_the_real_model(smol, name):
     workload = json.loads((DEMOS / f"{name}.json").read_text())
@@ -36,6 +37,7 @@ def test_demo_reproduces_the_classroom_table_on_the_real_model(smol, name):
     assert texts["static"] == texts["continuous"]  # both servers write the same tokens
 
 
+@pytest.mark.model
 def test_shared_instructions_reuses_the_prefix_and_writes_the_same_tokens_on_the_real_model(smol):
     """The prefix cache computes fewer prompt tokens and changes no token; its lesson's system-prompt figure holds."""
     workload = json.loads((DEMOS / "shared-instructions.json").read_text())
@@ -57,6 +59,7 @@ def test_shared_instructions_reuses_the_prefix_and_writes_the_same_tokens_on_the
     assert 180 <= shared - system_tokens <= 200 and "about 190 tokens" in workload["description"]
 
 
+@pytest.mark.model
 def test_shared_instructions_hits_match_solo_generate_on_the_real_model(smol):
     """Two requests that took ~200 prompt tokens' K/V from the cache write what generate() writes for them alone."""
     from tests.kit.reference import solo_generate
@@ -80,6 +83,7 @@ SPEC_DEMOS = {  # preset: (speculative lane fewer steps than plain continuous, a
 }
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("name", SPEC_DEMOS)
 def test_speculative_demos_show_where_prompt_lookup_pays_and_where_it_does_not(smol, name):
     workload = json.loads((DEMOS / f"{name}.json").read_text())
@@ -95,3 +99,32 @@ def test_speculative_demos_show_where_prompt_lookup_pays_and_where_it_does_not(s
     assert spec["tokens_per_decode_cell"] > (2 if fewer else 1) and plain["tokens_per_decode_cell"] == 1
     assert {rid: q["token_ids"] for rid, q in spec["requests"].items()} == \
         {rid: q["token_ids"] for rid, q in plain["requests"].items()}  # the same tokens, speculation or not
+
+
+# The clock each demo's lesson speaks in: a demo about waits, stalls or step times is read on the milliseconds clock,
+# one about step counts on the steps clock. The page switches to it when the preset is chosen (issue 20: after
+# `mixed`, `long-prompt` opened on steps though its lesson speaks of milliseconds).
+CLOCKS = {"arrivals": "ms", "poisson": "ms", "long-prompt": "ms", "slots": "ms", "spec-chat": "ms",
+          "mixed": "steps", "same": "steps", "one-long": "steps", "priorities": "steps", "sjf": "steps",
+          "memory-pressure": "steps", "shared-instructions": "steps", "spec-quote": "steps"}
+
+
+def test_every_demo_names_the_clock_its_lesson_speaks_in_and_the_workload_carries_it():
+    names = sorted(p.stem for p in DEMOS.glob("*.json"))
+    assert names == sorted(CLOCKS), "a new demo: give it a clock here and in its file"
+    for name in names:
+        raw = json.loads((DEMOS / f"{name}.json").read_text())
+        assert raw.get("clock") == CLOCKS[name], name
+        workload = parse_workload(raw)
+        assert workload.clock == CLOCKS[name] and workload.to_dict()["clock"] == CLOCKS[name]
+        if workload.timed:
+            assert workload.clock == "ms", name  # arrivals in ms are only seen on the ms clock
+
+
+def test_a_clock_that_is_not_ms_or_steps_is_refused_by_name():
+    from engine.workload import WorkloadError
+    raw = json.loads((DEMOS / "mixed.json").read_text())
+    with pytest.raises(WorkloadError) as e:
+        parse_workload({**raw, "clock": "seconds"})
+    assert e.value.field == "clock" and "ms" in str(e.value) and "steps" in str(e.value)
+    assert "clock" not in parse_workload({k: v for k, v in raw.items() if k != "clock"}).to_dict()

@@ -52,8 +52,8 @@ function hatch(ctx, r, colour = PALETTE.hatch) {
 }
 
 
-/** Waiting (the lane computes nothing): a yellow tint with rows of dashes, and "waiting" when it fits. */
-export function drawWaiting(ctx, rect, text = "waiting for arrivals") {
+/** Waiting (the lane computes nothing): a yellow tint with rows of dashes, and "waiting" (in `px`) when it fits. */
+export function drawWaiting(ctx, rect, text = "waiting for arrivals", px = 12) {
   const r = { x: rect.x + 1, y: rect.y + 1, w: rect.w - 2, h: rect.h - 2 };
   if (r.w <= 0 || r.h <= 0) return;
   ctx.save();
@@ -66,12 +66,12 @@ export function drawWaiting(ctx, rect, text = "waiting for arrivals") {
   for (let y = r.y + 3, odd = 0; y < r.y + r.h - 1; y += 6, odd ^= 1) {
     for (let x = r.x + (odd ? 5 : 1); x < r.x + r.w; x += 10) ctx.fillRect(x, y, 5, 2);
   }
-  ctx.font = `600 12px ${FONT}`;
-  const fit = r.h >= 16 && fitText(ctx, text ? [text, "waiting"] : [], r.w - 12);
+  ctx.font = `600 ${px}px ${FONT}`;
+  const fit = r.h >= px + 4 && fitText(ctx, text ? [text, "waiting"] : [], r.w - 12);
   if (fit) {
     const w = ctx.measureText(fit).width + 10;
     ctx.fillStyle = PALETTE.waiting;
-    ctx.fillRect(r.x + (r.w - w) / 2, r.y + r.h / 2 - 8, w, 16);
+    ctx.fillRect(r.x + (r.w - w) / 2, r.y + r.h / 2 - (px + 4) / 2, w, px + 4);
     ctx.fillStyle = PALETTE.waitingText;
     label(ctx, fit, r);
   }
@@ -135,7 +135,9 @@ function drawPrefill(ctx, r, id, info) {
   const top = fitText(ctx, [`P ${id}`, "P"], r.w - 4);
   if (part && top && r.h >= 22) {  // "P R3" over "96/160" when one line is too narrow
     label(ctx, top, r, 0.3);
-    for (const px of [10, 9, 8]) {  // the fraction in the largest font that fits, else the cached count alone
+    // the fraction in the largest font that fits, else the cached count alone (presenter mode: its least size only)
+    for (const px of info.minPx ? [info.minPx] : [10, 9, 8]) {
+      if (info.minPx && r.h / 2 - 2 < px) break;
       ctx.font = `${Math.min(px, r.h / 2 - 2)}px ${FONT}`;
       const bottom = fitText(ctx, [part, px === 8 ? String(info.prefill[0]) : null], r.w - 2);
       if (bottom) return label(ctx, bottom, r, 0.72);
@@ -153,15 +155,16 @@ function drawPrefill(ctx, r, id, info) {
 
 /**
  * One cell. kind: a Phase; info: {label, prefill: [cached, total] | null, chunked, cached (prompt tokens from the
- * prefix cache), stop, maxPx (its largest font), written (tokens the cell wrote: more than 1 for a speculative
- * cell that kept proposals)}.
+ * prefix cache), stop, maxPx (its largest font), minPx (its least: a label that does not fit at it is left out, as
+ * presenter mode wants; without it a narrow cell falls back to 11 px), written (tokens the cell wrote: more than 1
+ * for a speculative cell that kept proposals)}.
  */
 export function drawCell(ctx, rect, kind, info = {}) {
   const r = { x: rect.x + 1, y: rect.y + 1, w: Math.max(1, rect.w - 2), h: Math.max(1, rect.h - 2) };
   const id = info.label || "";
-  const px = Math.min(info.maxPx || 12, Math.max(9, r.h - 8));
+  const px = Math.max(info.minPx || 0, Math.min(info.maxPx || 12, Math.max(9, r.h - 8)));
   ctx.font = `600 ${px}px ${FONT}`;
-  if (px > 11 && ctx.measureText(id).width > r.w - 4) ctx.font = `600 11px ${FONT}`;  // large type: a narrow cell still says who
+  if (!info.minPx && px > 11 && ctx.measureText(id).width > r.w - 4) ctx.font = `600 11px ${FONT}`;  // large type: a narrow cell still says who
   if (kind === Phase.PREFILL) {
     drawPrefill(ctx, r, id, info);
   } else if (kind === Phase.DECODE) {

@@ -5,7 +5,9 @@
  * to what is there. On the milliseconds clock a step spans its lane-clock start to its end, so a lane
  * that waited for arrivals shows a gap. The x-axis shows `domain` units from `from` (a zoom shows a
  * part of the run); `maxHeight` shrinks rows (then KV bars) until the whole canvas fits a height
- * budget (presenter mode on a projector); `present` picks the larger type scale. The legend's items
+ * budget; `present` picks the larger type scale, under which rows and KV bars never shrink below what
+ * the back of a room reads (PRESENT_MIN): `lanesInTurn` then shows as many lanes as fit, in turn
+ * (presenter mode on a projector). The legend's items
  * are placed here too, wrapped onto as many rows as the width needs (given a function that measures a
  * label). Knows nothing of colours.
  */
@@ -17,6 +19,9 @@ const LEGEND_H = 58;  // room for the legend to wrap onto a second row (when its
 const NARROW = 560;  // below this canvas width the legend starts at the left edge, not under the grid
 const MIN_ROW = 6;    // the least a row shrinks to under a height budget
 const MIN_KV = 8;
+/** Presenter mode's floor: a row whose cell label is at least 14 px (drawCell: row - 10) and a KV bar whose label is
+ * at least 12 px; below it the page shows fewer lanes at a time rather than smaller ones. */
+export const PRESENT_MIN = Object.freeze({ row: 24, kv: 14, kvBudget: 24, cellPx: 14, kvPx: 12 });  // kvBudget: two lines
 
 /** Font sizes (px) the renderer draws with: the page's, and presenter mode's for the back of the room. */
 export const TYPE = Object.freeze({
@@ -27,9 +32,9 @@ export const TYPE = Object.freeze({
 /** Sizes (px) that follow the type: the label gutter, the axis, titles, KV bars (taller where a budget binds), flags. */
 const SIZE = Object.freeze({
   normal: { gutter: 116, axisH: 26, titleH: 28, compactTitleH: 24, laneGap: 22, compactGap: 14, kvBudget: 22,
-    kvPlain: 16, flagH: 20, legendRow: 24, legendItem: 18, rows: [360, 240, 30, 12], reqRows: [480, 300, 22, 10] },
+    kvPlain: 16, flagH: 20, legendRow: 24, legendItem: 18, legendPad: 12, rows: [360, 240, 30, 12], reqRows: [480, 300, 22, 10] },
   present: { gutter: 158, axisH: 30, titleH: 34, compactTitleH: 29, laneGap: 16, compactGap: 10, kvBudget: 28,
-    kvPlain: 18, flagH: 24, legendRow: 30, legendItem: 22, rows: [560, 400, 48, 12], reqRows: [620, 420, 34, 10] },
+    kvPlain: 18, flagH: 24, legendRow: 30, legendItem: 22, legendPad: 6, rows: [560, 400, 48, 12], reqRows: [620, 420, 34, 10] },
 });
 
 /**
@@ -50,7 +55,7 @@ export function placeLegend(entries, measure, width, gridX = SIZE.normal.gutter,
     items.push({ ...entry, x, y, w, h: size.legendItem });
     x += w + 18;
   }
-  return { items, h: items.length ? y + size.legendItem + 12 : 8 };
+  return { items, h: items.length ? y + size.legendItem + size.legendPad : 8 };
 }
 
 /** Row height: lanes share a height budget, so four lanes still fit one screen. */
@@ -85,43 +90,75 @@ function stack(lanes, rowHs, kvHs, { size, gridX, gridW, compact }) {
  * preemptions (optional: [{step, id, slot}] for a lane that may preempt: a band of flags above its grid)}];
  * clock: "steps" | "ms"; domain: steps or ms the x axis spans, from `from` (default 0); legend (optional):
  * {entries, measure} to place the legend's items (see placeLegend), else a fixed band; maxHeight (optional): the
- * canvas height to fit; present: presenter mode's larger type.
+ * canvas height to fit; present: presenter mode's larger type; compact: the tighter titles and gaps of three or
+ * more lanes (default: when there are).
  */
 export function computeLayout(width, lanes, { view, clock, domain, from = 0, legend: legendSpec = null,
-  maxHeight = null, present = false }) {
+  maxHeight = null, present = false, compact = lanes.length > 2 }) {
   const size = present ? SIZE.present : SIZE.normal;
   const gridX = size.gutter;
   const gridW = Math.max(60, width - gridX - RIGHT);
   const pxPerUnit = gridW / Math.max(domain, 1e-9);
-  const geometry = { size, gridX, gridW, compact: lanes.length > 2 };
+  const geometry = { size, gridX, gridW, compact };
   const key = legendSpec ? placeLegend(legendSpec.entries, legendSpec.measure, width, gridX, size)
     : { items: null, h: LEGEND_H };
-  let rowHs = lanes.map((lane) => rowHeight(size, view, Math.max(1, lane.rows.length), lanes.length));
+  const least = present ? { row: PRESENT_MIN.row, kv: PRESENT_MIN.kv, kvBudget: PRESENT_MIN.kvBudget }
+    : { row: MIN_ROW, kv: MIN_KV, kvBudget: MIN_KV };
+  let rowHs = lanes.map((lane) => Math.max(least.row,
+    rowHeight(size, view, Math.max(1, lane.rows.length), lanes.length)));
   let kvHs = lanes.map((lane) => (lane.kvBudget ? size.kvBudget : size.kvPlain));
   let { placed, y } = stack(lanes, rowHs, kvHs, geometry);
   if (maxHeight && y + key.h > maxHeight) {
     // 1) KV bars without a budget (a lane's whole capacity: the least telling) go thin; 2) rows shrink in proportion,
-    // down to MIN_ROW; 3) then every KV bar, down to MIN_KV
-    kvHs = lanes.map((lane, i) => (lane.kvBudget ? kvHs[i] : MIN_KV + 2));
+    // down to the least row; 3) then every KV bar, down to the least KV bar
+    kvHs = lanes.map((lane, i) => (lane.kvBudget ? kvHs[i] : Math.max(least.kv, MIN_KV + 2)));
     ({ placed, y } = stack(lanes, rowHs, kvHs, geometry));
     const rowsH = placed.reduce((n, l) => n + l.grid.h, 0);
     const room = Math.max(0, maxHeight - key.h - (y - rowsH));
-    rowHs = rowHs.map((h) => Math.max(MIN_ROW, Math.min(h, Math.floor(h * (room / rowsH)))));
+    rowHs = rowHs.map((h) => Math.max(least.row, Math.min(h, Math.floor(h * (room / rowsH)))));
     ({ placed, y } = stack(lanes, rowHs, kvHs, geometry));
     const over = y + key.h - maxHeight;
     if (over > 0) {
       const kvTotal = kvHs.reduce((a, b) => a + b, 0);
-      kvHs = kvHs.map((h) => Math.max(MIN_KV, Math.floor(h - (over * h) / kvTotal) - 1));
+      kvHs = kvHs.map((h, i) => Math.max(lanes[i].kvBudget ? least.kvBudget : least.kv,
+        Math.floor(h - (over * h) / kvTotal) - 1));
       ({ placed, y } = stack(lanes, rowHs, kvHs, geometry));
     }
   }
   const legend = { x: 0, y, w: width, h: key.h, items: key.items };
   return {
     width, height: Math.ceil(y + legend.h), view, clock, domain, origin: from, pxPerUnit,
-    type: present ? TYPE.present : TYPE.normal, present,
+    type: present ? TYPE.present : TYPE.normal, present, fits: !maxHeight || Math.ceil(y + legend.h) <= maxHeight,
     axis: { x: gridX, y: 0, w: gridW, h: size.axisH },
     lanes: placed, legend,
   };
+}
+
+/**
+ * Presenter mode's lanes in turn: the layout of as many lanes as fit `opts.maxHeight` at PRESENT_MIN or larger,
+ * starting near `from` (a lane index), with `turn` = {from, count, total} (count < total: some lanes wait their turn).
+ * Every lane that fits is shown: a window is never short of the last lane (lanes 3-4 of 4, not 4 alone).
+ */
+export function lanesInTurn(width, lanes, opts, from = 0) {
+  let count = lanes.length;
+  const turnOpts = { ...opts, compact: lanes.length > 2 };  // lanes in turn keep the compact titles of the many
+  let layout = computeLayout(width, lanes, turnOpts);
+  while (!layout.fits && count > 1) {
+    count -= 1;
+    const start = Math.max(0, Math.min(from, lanes.length - count));
+    layout = computeLayout(width, lanes.slice(start, start + count), turnOpts);
+  }
+  const start = count === lanes.length ? 0 : Math.max(0, Math.min(from, lanes.length - count));
+  return { ...layout, turn: { from: start, count, total: lanes.length } };
+}
+
+/** The first lane of the next (`delta` 1) or previous (-1) turn: pages of `count` lanes, wrapping round; the last page
+ * ends at the last lane. */
+export function nextTurn(turn, delta) {
+  if (!turn || turn.count >= turn.total) return 0;
+  const last = turn.total - turn.count;
+  if (delta > 0) return turn.from >= last ? 0 : Math.min(last, turn.from + turn.count);
+  return turn.from <= 0 ? last : Math.max(0, turn.from - turn.count);
 }
 
 /** x of a playhead at `t` (steps or ms). */

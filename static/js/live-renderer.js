@@ -53,7 +53,8 @@ function drawGutter(ctx, layout) {
   ctx.font = `11px ${FONT}`;
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
-  for (const row of layout.rows) ctx.fillText(`slot ${row.slot}`, layout.plot.x - 8, row.y + row.h / 2);
+  // numbered from 1, as the main page numbers its slots (`row.slot` is the 0-based index the records use)
+  for (const row of layout.rows) ctx.fillText(`slot ${row.slot + 1}`, layout.plot.x - 8, row.y + row.h / 2);
   ctx.fillText("KV use", layout.kv.x - 8, layout.kv.y + layout.kv.h / 2);
 }
 

@@ -10,7 +10,7 @@
 import { Input, bindControls, syncControls } from "./controls.js";
 import { createEditor } from "./editor.js";
 import * as exporter from "./exports.js";
-import { computeLayout, timeAt } from "./layout.js";
+import { computeLayout, lanesInTurn, nextTurn, timeAt } from "./layout.js";
 import { legendEntries, legendTextWidth } from "./legend.js";
 import { placeLegendKeys } from "./legendkeys.js";
 import { decodeHash, encodeMix, writeUrl } from "./mixurl.js";
@@ -18,6 +18,7 @@ import { isTimed } from "./metrics.js";
 import { narrate, startLine } from "./narration.js";
 import { holdHeight, renderMetrics, renderRequests, renderTooltip, rowNote, setText, tooltipParts } from "./panels.js";
 import * as playback from "./playback.js";
+import { TURN, bindPresent, syncPresent } from "./present.js";
 import { exposeProbe } from "./probe.js";
 import { draw } from "./renderer.js";
 import { allRevealed, laneRevealed, maskScene, revealSpan } from "./reveal.js";
@@ -47,7 +48,8 @@ const dom = {
   exports: { png: $("export-png"), json: $("export-json"), csv: $("export-csv"), trace: $("export-trace") },
   btnPresent: $("btn-present"), reveal: $("reveal"), presetPick: $("preset-pick"), btnZoomIn: $("btn-zoom-in"),
   btnZoomOut: $("btn-zoom-out"), btnZoomReset: $("btn-zoom-reset"), btnLive: $("btn-live"), legendKeys: $("legend-keys"),
-  zoomBand: $("zoom-band"),
+  zoomBand: $("zoom-band"), presentTotals: $("present-totals"),
+  laneTurn: $("lane-turn"), laneTurnText: $("lane-turn-text"), lanesPrev: $("btn-lanes-prev"), lanesNext: $("btn-lanes-next"),
 };
 
 const serverEvents = [];
@@ -61,7 +63,7 @@ let pb = playback.createPlayback();
 // intro: nothing chosen yet (no preset, link, edit or run); link: the name of a link's mix that runs by itself;
 // present, reveal, zoom, drag: teach.js
 let ui = { view: "slots", hover: null, help: false, requestLane: null, preset: null, intro: true, link: null,
-  present: false, reveal: false, zoom: null, drag: null };
+  present: false, reveal: false, zoom: null, drag: null, laneFrom: 0 };  // laneFrom: presenter mode's first lane shown
 let presets = [];
 let domain = null;
 let shownAxis = { full: 1, from: 0, span: 1 };  // the x-axis the last frame drew (before and after any zoom)
@@ -78,6 +80,7 @@ const editor = createEditor($("editor"), { onChange: () => push({ type: "mix-cha
   onGenerate: (spec) => push({ type: "generate", spec }) });
 dom.runMix = $("run-mix");
 bindControls(dom, push);
+bindPresent(dom, push);  // presenter mode's lane pager
 dom.presetButtons.addEventListener("click", (e) => {
   const button = e.target.closest("button[data-preset]");
   if (button) push({ type: "preset", name: button.dataset.preset });
@@ -137,8 +140,10 @@ function onServer(event) {
   if (event.type === ConnectionEvent.CONNECTED && run && run.id && isLive(run)) socket.watch(run.id);  // rejoin
   const started = event.type === ServerEvent.RUN_STARTED && run && run.id === event.payload.run_id;
   if (started && (!before || before.id !== run.id || !before.workload)) {
-    // arrivals in ms happen on the lanes' clocks: the steps clock would hide every wait, so such a run opens on ms
-    pb = { ...pb, t: 0, playing: true, clock: isTimed(run.workload) ? "ms" : pb.clock };
+    // arrivals in ms happen on the lanes' clocks: the steps clock would hide every wait, so such a run opens on ms;
+    // a preset's run (clicked, linked, replayed or watched) opens on the clock its lesson speaks in
+    const named = run.workload.clock || (presets.find((p) => p.name === run.workload.name) || {}).clock;
+    pb = { ...pb, t: 0, playing: true, clock: isTimed(run.workload) ? "ms" : named || pb.clock };
     ui = { ...ui, requestLane: null, link: null, intro: false };
     if (!run.own) {  // a shared link or a replay: show its mix in the editor
       editor.load(run.workload);
@@ -258,15 +263,17 @@ function onInput(a, derived) {
     case Input.HOVER: ui = { ...ui, hover: a.x === null ? null : { x: a.x, y: a.y } }; break;
     case Input.REQUEST_LANE: ui = { ...ui, requestLane: a.lane }; break;
     case Input.RESIZE: canvasSize = ""; resizes += 1; break;
+    case TURN: if (ui.present && shownLayout && shownLayout.turn) ui = { ...ui, laneFrom: nextTurn(shownLayout.turn, a.delta) }; break;
     default: break;
   }
 }
 
 let layoutMemo = { key: [], value: null };
-/** The layout of the lanes over `axis` ({from, span}); `maxHeight`: presenter mode's budget (null: the page scrolls). */
+/** The layout of the lanes over `axis` ({from, span}); `maxHeight`: presenter mode's budget (null: the page scrolls),
+ * under which lanes never shrink below what the back of the room reads: those that do not fit take turns. */
 function layoutOf(derived, axis, maxHeight) {
   const width = dom.wrap.clientWidth;
-  const key = [derived, width, ui.view, pb.clock, axis.from, axis.span, maxHeight, ui.present, ui.reveal];
+  const key = [derived, width, ui.view, pb.clock, axis.from, axis.span, maxHeight, ui.present, ui.reveal, ui.laneFrom];
   if (key.every((k, i) => k === layoutMemo.key[i])) return layoutMemo.value;
   const workload = derived.run && derived.run.workload;
   const lanes = derived.lanes.map((l) => ({ name: l.name, title: l.title, rows: laneRows(l, ui.view, workload),
@@ -276,8 +283,8 @@ function layoutOf(derived, axis, maxHeight) {
   const flags = legendFlags(derived, { view: ui.view, clock: pb.clock });  // predict-then-reveal: waits are possible, not seen
   const legend = { entries: legendEntries(ui.reveal ? { ...flags, waiting: derived.marks } : flags, px, ui.present),
     measure: (text) => legendTextWidth(text, px) };
-  layoutMemo = { key, value: computeLayout(width, lanes, { view: ui.view, clock: pb.clock, domain: axis.span, from: axis.from,
-    legend, maxHeight, present: ui.present }) };
+  const opts = { view: ui.view, clock: pb.clock, domain: axis.span, from: axis.from, legend, maxHeight, present: ui.present };
+  layoutMemo = { key, value: ui.present && maxHeight ? lanesInTurn(width, lanes, opts, ui.laneFrom) : computeLayout(width, lanes, opts) };
   return layoutMemo.value;
 }
 
@@ -310,9 +317,10 @@ function render() {
   dom.empty.hidden = Boolean(derived.lanes.length);
   const hover = hovered(layout, scene, ui.hover);
   if (hover && hover.focus) scene = { ...scene, focus: hover.focus };
+  let labels = [];  // the text drawn, with its font sizes (for the probe)
   if (derived.lanes.length) {
     canvasSize = sizeCanvas(dom.canvas, layout, canvasSize);
-    draw(dom.canvas.getContext("2d"), scene, layout);
+    labels = draw(dom.canvas.getContext("2d"), scene, layout);
   }
   placeLegendKeys(dom.legendKeys, derived.lanes.length ? layout.legend.items || [] : [], layout.legend.y);
   placeZoomBand(dom.zoomBand, ui.drag, layout);
@@ -333,7 +341,8 @@ function render() {
   share.update(state.run && state.run.workload ? state.run.id : null);
   for (const button of Object.values(dom.exports)) button.disabled = !derived.lanes.length;
   refreshPanels(derived, scene, shown, limit);
-  exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas: dom.canvas, revealed, axis: shownAxis });
+  syncPresent(dom, { present: ui.present, turn: layout.turn, derived, seen: revealed && shown >= limit - 1e-9 });
+  exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas: dom.canvas, revealed, axis: shownAxis, labels });
 }
 
 /** The tooltip of what the pointer (or a tap) is over; rebuilt and placed only when that or the pointer changes. */

@@ -7,6 +7,7 @@
 import { el } from "./dom.js";
 import { cellText, columnsOf } from "./columns.js";
 import { writtenText } from "./metrics.js";
+import { watchOverflow } from "./scrollcue.js";
 import { termNode } from "./tips.js";
 import { Forward, StopReason } from "./vocab.js";
 import { chipText } from "./words.js";
@@ -27,6 +28,7 @@ const METRIC_COLUMNS = columnsOf("page");
  * built once per set of columns, so a focused header keeps its focus.
  */
 export function renderMetrics(table, caption, metrics, rowNote, check, at = null, hidden = {}, speculative = false) {
+  if (!table.parentElement.dataset.overflow) watchOverflow(table.parentElement);  // a column past the edge is cued
   const shows = { speculative, prefix_cache: Object.values(metrics).some((m) => m.prompt_tokens_cached > 0) };
   const columns = METRIC_COLUMNS.filter((c) => !c.when || shows[c.when]);
   const shown = columns.map((c) => c.key).join(" ");
@@ -162,8 +164,13 @@ function cellLines(lane, step, what, view, workload) {
   const arrival = what.request && lane.timeline.arrivals.find((a) => a.id === what.request);
   if (arrival) lines.push(`arrived at ${seconds(arrival.arrival_ms)} on this lane's clock`);
   const cell = what.cell;
-  if (cell && cell.prefill) lines.push(`prompt tokens cached: ${cell.prefill[0]} of ${cell.prefill[1]}`);
-  if (cell && cell.cached) lines.push(`from the prefix cache: ${cell.cached} (not computed)`);
+  // two facts, two words: how much of the prompt's K/V exists after this step; and, on a lane with a prefix cache,
+  // how much of it was copied from earlier prompts instead of computed
+  if (cell && cell.prefill) lines.push(`prompt K/V written so far: ${cell.prefill[0]} of ${cell.prefill[1]} tokens`);
+  const prefixCache = Boolean((lane.config && lane.config.options.prefix_cache) || (workload && workload.prefix_cache));
+  if (cell && cell.cached && prefixCache) {
+    lines.push(`from the prefix cache: ${cell.cached} of ${cell.prefill ? cell.prefill[1] : "?"} tokens (copied, not computed)`);
+  }
   const spec = workload && what.request && workload.requests.find((q) => String(q.id) === what.request);
   if (cell && cell.token !== null && cell.token !== undefined) lines.push(...tokenLines(cell, spec));
   if (cell && cell.stop) lines.push(stopLine(cell, spec));

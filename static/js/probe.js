@@ -5,7 +5,8 @@
  * each lane shows, the playhead, and the layout (where each lane, row, step cell, wait, arrival mark
  * and legend item sits, in CSS pixels relative to the canvas, with the type scale it draws in, the
  * part of the run the x-axis shows, and each preemption's flag), and the teaching modes (presenter,
- * predict-then-reveal, zoom). Tests wait on it, never on a sleep.
+ * predict-then-reveal, zoom), and every text the canvas drew with the font size it drew it in (`labels`:
+ * renderer.js returns them). Tests wait on it, never on a sleep.
  */
 import { cellRect, columnRect, flagRects, gapRect, markX } from "./layout.js";
 import { PALETTE } from "./renderer.js";
@@ -18,7 +19,7 @@ function withoutRequests(m) {
 }
 
 export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas, revealed = true,
-  axis = null }) {
+  axis = null, labels = [] }) {
   const run = state.run;
   const lanes = {};
   for (const lane of derived.lanes) {
@@ -63,6 +64,8 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
     layout: {
       width: layout.width, height: layout.height, dpr: window.devicePixelRatio || 1, type: layout.type,
       domain: layout.domain, origin: layout.origin || 0, axis: layout.axis,
+      /** presenter mode's lanes in turn: {from, count, total} (count < total: the others wait their turn); null outside it */
+      turn: layout.turn ? { ...layout.turn } : null,
       canvas: { left: rect.left + window.scrollX, top: rect.top + window.scrollY },
       lanes: layout.lanes.map((l) => ({ name: l.name, title: l.title, marks: l.marks, flags: l.flags, grid: l.grid, kv: l.kv,
         rowH: l.rowH, rows: l.rows.length })),
@@ -74,6 +77,8 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
       if (!l || !data || !l.flags || !l.flags.h) return [];
       return data.timeline.preemptions.map((p) => ({ id: p.id, step: p.step, ...flagRects(layout, l, p) }));
     },
+    /** Every text the last frame drew: [{kind ("cell", "kv", "row", "axis", "title", "flag", "legend"), text, px, x, y}]. */
+    labels: labels.map((l) => ({ ...l })),
     /** The legend's items as drawn: [{label, x, y, w, h}] in canvas CSS pixels. */
     legend: (layout.legend.items || []).map((i) => ({ label: i.label, x: i.x, y: layout.legend.y + i.y, w: i.w, h: i.h })),
     /** A cell's rectangle in canvas CSS pixels (step 1-based, row 0-based). */

@@ -2,12 +2,14 @@
  * Draws a frame: `draw(ctx, scene, layout)` paints the time axis, every lane's grid up to the
  * playhead (with its waits for arrivals, the arrival marks and a flag at each preemption), the KV
  * memory bars with their budget line labelled, the shared playhead and the legend, in the layout's
- * type scale (presenter mode draws larger) and over the part of the run the axis shows (a zoom). It
- * reads the scene and the layout and changes neither. How one cell looks and the palette live in
+ * type scale (presenter mode draws larger, and never a cell label under 14 px or a KV label under 12)
+ * and over the part of the run the axis shows (a zoom). It reads the scene and the layout and changes
+ * neither; it returns the text it wrote, each with its font size (ink.js), for the probe. How one cell looks and the palette live in
  * cells.js, the legend in legend.js.
  */
 import { FONT, PALETTE, drawCell, drawFlag, drawFocus, drawMark, drawWaiting, fitText } from "./cells.js";
-import { TYPE, axisTicks, cellRect, columnRect, flagRects, flagText, gapRect, markX, stepSpan, timeX } from "./layout.js";
+import { noting } from "./ink.js";
+import { PRESENT_MIN, TYPE, axisTicks, cellRect, columnRect, flagRects, flagText, gapRect, markX, stepSpan, timeX } from "./layout.js";
 import { drawLegend } from "./legend.js";
 import { Phase } from "./vocab.js";
 
@@ -55,12 +57,13 @@ function drawAxis(ctx, layout, scene) {
 function drawStep(ctx, layout, lane, data, scene, s) {
   const waits = data.timeline.waits.has(s);
   const maxPx = typeOf(layout).cell;
-  if (waits) drawWaiting(ctx, columnRect(layout, lane, s), "waiting");
+  const minPx = layout.present ? PRESENT_MIN.cellPx : undefined;  // the back of the room: a label this size or none
+  if (waits) drawWaiting(ctx, columnRect(layout, lane, s), "waiting", minPx);
   for (let row = 0; row < lane.rows.length; row += 1) {
     const what = cellAt(data, scene.view, s, row);
     if (!what) continue;
     const rect = cellRect(layout, lane, s, row);
-    if (!waits) drawCell(ctx, rect, what.kind, { ...what.info, maxPx });
+    if (!waits) drawCell(ctx, rect, what.kind, { ...what.info, maxPx, minPx });
     else if (what.kind === Phase.QUEUED) drawCell(ctx, rect, what.kind, { ...what.info, outline: true });
     if (scene.focus && what.request === scene.focus && what.kind !== Phase.DONE) drawFocus(ctx, rect, what.kind);
   }
@@ -75,9 +78,10 @@ function drawStep(ctx, layout, lane, data, scene, s) {
  * The gutter beside a lane: its row labels, "arrivals", and the KV bar's label. A bar tall enough for two lines
  * labels its dashed top line (the budget, or the lane's whole capacity) and, below, what is in use at the playhead.
  */
-function drawGutter(ctx, layout, lane, data) {
+function drawGutter(ink, layout, lane, data) {
   const { grid, kv, marks } = lane;
   const type = typeOf(layout);
+  let ctx = ink("row");
   ctx.textBaseline = "middle";
   ctx.fillStyle = PALETTE.muted;
   ctx.textAlign = "right";
@@ -86,9 +90,10 @@ function drawGutter(ctx, layout, lane, data) {
     const text = fitText(ctx, [label, `${label.slice(0, 10)}\u2026`], layout.axis.x - 14) || "";
     ctx.fillText(text, grid.x - 8, grid.y + row * lane.rowH + lane.rowH / 2);
   });
+  ctx = ink("kv");
   const px = Math.min(type.label, Math.floor(kv.h / 2));
   const point = data.kvAt || data.timeline.kv[data.timeline.kv.length - 1];
-  if (point && px >= 10) {
+  if (point && px >= (layout.present ? PRESENT_MIN.kvPx : 10)) {
     const unit = point.unit === "blocks" ? "blk" : "tok";
     ctx.font = `600 ${px}px ${FONT}`;
     ctx.fillStyle = PALETTE.kvBudget;
@@ -102,16 +107,18 @@ function drawGutter(ctx, layout, lane, data) {
     ctx.fillText(data.kvLabel, grid.x - 8, kv.y + kv.h / 2);
   }
   if (marks.h) {
+    ctx = ink("row");
     ctx.font = `${Math.max(9, type.label - 1)}px ${FONT}`;
     ctx.fillStyle = PALETTE.muted;
     ctx.fillText("arrivals", grid.x - 8, marks.y + marks.h / 2);
   }
 }
 
-function drawLane(ctx, layout, lane, scene) {
+function drawLane(ink, layout, lane, scene) {
   const { grid, kv, marks } = lane;
   const data = scene.lanes.find((l) => l.name === lane.name);
-  drawGutter(ctx, layout, lane, data);
+  drawGutter(ink, layout, lane, data);
+  const ctx = ink("cell");
   ctx.fillStyle = PALETTE.kvTrack;
   ctx.fillRect(kv.x, kv.y, kv.w, kv.h);
   // Everything the playhead has reached, clipped at the playhead (so a step appears as it is swept) and to the grid
@@ -125,13 +132,16 @@ function drawLane(ctx, layout, lane, scene) {
   for (const gap of data.timeline.gaps) {  // the part swept so far: its label centres on what is shown, not the whole wait
     const rect = gap.step <= data.records.length && gapRect(layout, lane, gap);
     const x0 = rect && Math.max(rect.x, grid.x);
-    if (rect && xPlay > x0) drawWaiting(ctx, { ...rect, x: x0, w: Math.min(rect.x + rect.w, xPlay) - x0 });
+    if (rect && xPlay > x0) {
+      drawWaiting(ctx, { ...rect, x: x0, w: Math.min(rect.x + rect.w, xPlay) - x0 }, undefined,
+        layout.present ? PRESENT_MIN.cellPx : undefined);
+    }
   }
   for (let s = 1; s <= steps; s += 1) drawStep(ctx, layout, lane, data, scene, s);
   if (marks.h) for (const a of data.timeline.arrivals) drawMark(ctx, markX(layout, a), marks);
   if (lane.flags && lane.flags.h) {
     for (const p of data.timeline.preemptions) {
-      if (p.step <= steps) drawFlag(ctx, flagRects(layout, lane, p), flagText(p), typeOf(layout).flag);
+      if (p.step <= steps) drawFlag(ink("flag"), flagRects(layout, lane, p), flagText(p), typeOf(layout).flag);
     }
   }
   ctx.restore();
@@ -193,12 +203,16 @@ function drawPlayhead(ctx, layout, t) {
   ctx.fill();
 }
 
+/** Draw the frame; returns the text it wrote: [{kind ("axis", "row", "cell", "kv", "flag", "title", "legend"), text, px, x, y}]. */
 export function draw(ctx, scene, layout) {
+  const labels = [];
+  const ink = (kind) => noting(ctx, kind, labels);
   ctx.fillStyle = PALETTE.background;
   ctx.fillRect(0, 0, layout.width, layout.height);
-  drawAxis(ctx, layout, scene);
-  for (const lane of layout.lanes) drawLane(ctx, layout, lane, scene);
+  drawAxis(ink("axis"), layout, scene);
+  for (const lane of layout.lanes) drawLane(ink, layout, lane, scene);
   if (layout.lanes.length) drawPlayhead(ctx, layout, scene.t);
-  for (const lane of layout.lanes) drawTitle(ctx, layout, lane, scene);
-  drawLegend(ctx, layout, scene);
+  for (const lane of layout.lanes) drawTitle(ink("title"), layout, lane, scene);
+  drawLegend(ink("legend"), layout, scene);
+  return labels;
 }

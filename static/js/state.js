@@ -24,11 +24,13 @@ export function createState() {
     connected: false,
     model: { ready: false, progress: 0, message: "connecting to the server", error: null, model: "", device: "" },
     pending: false,   // a submit awaits its run_queued / run_started / run_error
+    sent: null,       // {workload, lanes} of that submit, so a refusal can name what it refused
     next: null,       // {workload, lanes}: a mix to submit as soon as no run of ours is live
     cancelling: null, // id of our run a cancel was sent for, until the server confirms it ended
     dropped: [],      // ids of runs we cancelled: their run_error is expected and never shown
     run: null,        // see newRun
-    error: null,      // the last run_error: {message, field, run_id, code}
+    error: null,      // the last run_error: {message, field, run_id, code, refused (the name of the mix a refused
+                      // submit asked for, or null)}
   };
 }
 
@@ -106,7 +108,7 @@ export function applyEvent(state, event) {
     case Action.WANTED:
       return { ...state, next: { workload: p.workload, lanes: p.lanes } };
     case Action.SUBMITTED:
-      return { ...state, pending: true, next: null, error: null };
+      return { ...state, pending: true, sent: state.next, next: null, error: null };
     case Action.CANCELLING:
       return { ...state, cancelling: p.run_id, dropped: [...state.dropped.slice(-20), p.run_id] };
     case Action.WATCHING:
@@ -117,7 +119,7 @@ export function applyEvent(state, event) {
       // flight it is a position update of a run we watched once, which the page no longer shows.
       if (!state.pending) return state;
       const run = { ...newRun(p.run_id, RunStatus.QUEUED), own: true, position: p.position };
-      return { ...state, pending: false, error: null, run };  // the submit was taken: an older refusal no longer applies
+      return { ...state, pending: false, sent: null, error: null, run };  // taken: an older refusal no longer applies
     }
     case ServerEvent.RUN_STARTED: {
       // Our run, or the run we watch, was made on run_queued or on watching: another id is a run we once watched.
@@ -140,13 +142,13 @@ export function applyEvent(state, event) {
     }
     case ServerEvent.RUN_ERROR: {
       if (p.run_id && state.dropped.includes(p.run_id)) return dropped(state, p);
+      const refusal = state.pending && (!p.run_id || p.code === "active_run");  // the answer to our pending submit
       const error = { message: String(p.message || "error"), field: p.field || null, run_id: p.run_id || null,
-        code: p.code || null };
+        code: p.code || null, refused: refusal && state.sent ? String(state.sent.workload.name || "your mix") : null };
       // A finished run stays finished (e.g. it ran but could not be stored); a live or queued one ends here.
       const ends = p.run_id && sameRun(state, p.run_id) && state.run.status !== RunStatus.FINISHED;
       const run = ends ? { ...state.run, status: RunStatus.ERROR } : state.run;
-      const refusal = !p.run_id || p.code === "active_run";  // the answer to our pending submit
-      return { ...state, pending: refusal ? false : state.pending, error, run };
+      return { ...state, pending: refusal ? false : state.pending, sent: refusal ? null : state.sent, error, run };
     }
     default:
       return state;

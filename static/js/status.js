@@ -36,10 +36,28 @@ export function renderPresets(container, presets, picker = null) {
   }
 }
 
+/** A refused submit, said with what it refused and what the lanes still show: "too many submits…: “mixed” did not
+ * start; the lanes show “same” (cancelled)". Null when the error is not a refusal. */
+function refusalText(state) {
+  const { refused, message } = state.error;
+  if (!refused) return null;
+  const run = state.run;
+  const shown = run && run.workload ? ` the lanes show \u201c${run.workload.name}\u201d${run.status === RunStatus.CANCELLED
+    ? " (stopped)" : ""}.` : "";
+  return `${message.replace(/[.;\s]+$/, "")}: \u201c${refused}\u201d did not start;${shown || " nothing else runs."}`;
+}
+
+/** The preset the page highlights: the one chosen, unless a refusal kept it from running: then the shown run's. */
+export function highlightedPreset(state, presetName, presets) {
+  if (!(state.error && state.error.refused)) return presetName;
+  const shown = state.run && state.run.workload ? state.run.workload.name : null;
+  return presets.some((p) => p.name === shown) ? shown : null;
+}
+
 function runLine(state, hide, short) {
   if (!state.connected) return [state.run ? "Reconnecting to the server\u2026" : "Connecting to the server\u2026", "warn"];
   if (state.error && (state.error.run_id === null || (state.run && state.error.run_id === state.run.id))) {
-    return [state.error.message, "error"];
+    return [refusalText(state) || state.error.message, "error"];
   }
   const run = state.run;
   const on = short ? "" : ` on ${(run && run.model) || "the model"}`;  // presenter mode: the numbers first
@@ -73,7 +91,9 @@ function lessonPreset(presets, presetName, mix) {
  * Everything above and around the lanes; `intro`: nothing chosen yet (no preset, no link, no edit, no run); `hide`:
  * predict-then-reveal holds back the totals; `short`: presenter mode's run line, without the model's file name.
  */
-export function renderStatus(dom, state, { presetName, presets, mix, derived, intro, missingRun, hide = false, short = false }) {
+export function renderStatus(dom, state, { presetName: chosen, presets, mix, derived, intro, missingRun, hide = false,
+  short = false }) {
+  const presetName = highlightedPreset(state, chosen, presets);  // highlight (and teach) what the lanes show
   const m = state.model;
   const ready = Boolean(m.ready);
   dom.modelStatus.dataset.ready = String(ready);
