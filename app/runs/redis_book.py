@@ -143,6 +143,7 @@ class RedisBook:
 
     queue_length = web_side(lambda self: self.r.llen(P + "queue"))
 
+    @web_side
     def queued_jobs(self) -> list[Job]:
         """The queued jobs, next first."""
         return jobs_of(self.r, P, self.r.lrange(P + "queue", 0, -1))
