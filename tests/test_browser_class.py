@@ -77,14 +77,14 @@ def test_a_teacher_and_three_students_the_teachers_run_is_never_queued_behind_a_
         assert status(students[0]) == "running" and status(students[2]) == "queued"
         students[2].wait_for_function("() => /behind 1 student run/.test(document.getElementById('run-status').textContent)")
 
-        teacher.click('button[data-preset="mixed"]')
-        teacher.wait_for_function("() => window.__lanes.mix === 'mixed' || (window.__lanes.own && "
-                                  "window.__lanes.status === 'queued' && window.__lanes.runId !== " + repr(run_id) + ")")
-        if status(teacher) == "queued":                          # ahead of every queued student run
-            assert teacher.evaluate("() => document.getElementById('run-status').textContent").startswith(
-                "Queued: position 1")
-            students[1].wait_for_function("() => /behind the teacher's run/.test("
-                                          "document.getElementById('run-status').textContent)")
+        teacher.click('button[data-preset="mixed"]')              # while the first student's run executes
+        teacher.wait_for_function("(old) => window.__lanes.own && window.__lanes.status === 'queued' && "
+                                  "window.__lanes.runId !== old", arg=run_id)
+        assert teacher.text_content("#run-status") == "Queued: position 1 \u2014 next, once the running run ends."
+        students[1].wait_for_function("() => /position 2 \u2014 behind the teacher's run\\./.test("
+                                      "document.getElementById('run-status').textContent)")
+        assert "behind the teacher's run and 1 student run" in students[2].text_content("#run-status")
+        assert [r["role"] for r in klass(teacher, "queued")] == ["teacher", "student", "student"]
         teacher.wait_for_function("() => window.__lanes.mix === 'mixed' && window.__lanes.status !== 'queued'",
                                   timeout=180_000)
         assert status(students[1]) == "queued" and status(students[2]) == "queued"  # it ran next
