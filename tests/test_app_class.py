@@ -241,6 +241,18 @@ def test_a_hostile_host_header_is_not_encoded_in_the_class_qr_code_nor_cached(ma
     assert own.data == svg_of(f"http://localhost:5123/c/{state['code']}")
 
 
+def test_a_run_qr_code_does_not_carry_a_hostile_host_header(make_app, connect):
+    app = make_app({"HOST": "0.0.0.0", "PORT": 5124, "PUBLIC_URL": None}, engine=Engine(None))
+    probe = connect(app)
+    run_id = submit(probe)["run_id"]
+    probe.wait_for("run_finished", run_id)
+    qr = app.test_client().get(f"/runs/{run_id}/qr.svg", headers={"Host": "evil.example:5124"})
+    assert qr.status_code == 200 and qr.data != svg_of(f"http://evil.example:5124/runs/{run_id}")
+    from app.web.public_url import _machine_address
+    assert qr.data == svg_of(f"http://{_machine_address()}:5124/runs/{run_id}")   # bound to every interface
+    assert qr.headers["Cache-Control"] == "no-cache"
+
+
 def test_a_configured_public_url_is_what_qr_codes_carry_and_a_loopback_one_is_named(make_app):
     app = make_app({"PUBLIC_URL": "http://192.168.1.20:5000"}, engine=Engine(None))
     share = app.test_client().get("/api/share", headers={"Host": "evil.example"}).get_json()
