@@ -259,3 +259,16 @@ def test_a_configured_public_url_is_what_qr_codes_carry_and_a_loopback_one_is_na
     assert share == {"base": "http://192.168.1.20:5000/", "loopback": False, "warning": None}
     local = make_app(engine=Engine(None)).test_client().get("/api/share").get_json()
     assert local["loopback"] and "a phone cannot reach it" in local["warning"] and "--host 0.0.0.0" in local["warning"]
+
+
+def test_the_public_url_and_bind_address_come_from_the_command_line_and_the_environment(make_app, monkeypatch):
+    from app import cli, engine_worker
+    parser = cli.build_parser()
+    config = cli.config_from_args(parser.parse_args(["--host", "0.0.0.0", "--port", "5055", "--public-url",
+                                                     "http://10.0.0.5:5055"]), parser)
+    assert (config["HOST"], config["PORT"], config["PUBLIC_URL"]) == ("0.0.0.0", 5055, "http://10.0.0.5:5055")
+    worker = engine_worker.build_parser()                     # the engine worker has no address of its own
+    assert "PUBLIC_URL" not in cli.config_from_args(worker.parse_args(["--message-queue", "redis://x"]), worker)
+    monkeypatch.setenv("BATCH_LANES_PUBLIC_URL", "http://lab.example:8000")
+    app = make_app(engine=Engine(None))
+    assert app.test_client().get("/api/share").get_json()["base"] == "http://lab.example:8000/"

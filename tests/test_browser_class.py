@@ -88,7 +88,15 @@ def test_a_teacher_and_three_students_the_teachers_run_is_never_queued_behind_a_
         teacher.wait_for_function("() => window.__lanes.mix === 'mixed' && window.__lanes.status !== 'queued'",
                                   timeout=180_000)
         assert status(students[1]) == "queued" and status(students[2]) == "queued"  # it ran next
-        assert klass(students[1], "role") == "student"
+
+        teacher.reload()                                         # the tab keeps its token: still the teacher
+        teacher.wait_for_function("() => window.__class && window.__class.role === 'teacher'")
+        assert klass(teacher, "code") == code and teacher.is_visible("#class-close")
+        teacher.click("#class-close")                            # students are told, and their pages stay usable
+        for student in students:
+            student.wait_for_function("() => /ended: the teacher closed the class/.test("
+                                      "document.getElementById('class-info').textContent)")
+            assert klass(student, "role") is None
     finally:
         for c in contexts:
             c.close()
