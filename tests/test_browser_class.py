@@ -97,6 +97,20 @@ def test_a_teacher_and_three_students_the_teachers_run_is_never_queued_behind_a_
             student.wait_for_function("() => /ended: the teacher closed the class/.test("
                                       "document.getElementById('class-info').textContent)")
             assert klass(student, "role") is None
+        assert [p for c in contexts for p in c.problems] == []   # no console error, no exception
+        assert teacher.evaluate("() => window.__csp") == [] and students[0].evaluate("() => window.__csp") == []
     finally:
         for c in contexts:
             c.close()
+
+
+def test_a_class_link_without_an_open_class_says_so(browser, paced):
+    context = watched_context(browser, **VIEW)
+    try:
+        page = watched_page(context)
+        ready(page, f"{paced}/c/NOP3Q")
+        assert "No class NOP3Q is open" in page.text_content("#class-info")
+        assert page.is_visible("#btn-class")                      # any page may open a class of its own
+        assert all("404" in p for p in context.problems)           # only the page's own status
+    finally:
+        context.close()

@@ -39,9 +39,9 @@ function store(value) {
   } catch (e) { /* no storage: a reload starts without the class */ }
 }
 
-export function createClass(root, { send, code: pageCode = "" }) {
+export function createClass(root, { send, code: pageCode = "", missing = "" }) {
   let info = { role: pageCode ? "student" : null, code: pageCode || null, students: 0, allow_submit: false, run_id: null,
-    queued: [], ended: null };
+    queued: [], ended: missing ? `No class ${missing} is open: check the code, or ask the teacher for the link.` : null };
   const open = el("button", { type: "button", id: "btn-class", text: "Open a class",
     title: "Students join by a short code or link and watch your runs; theirs queue behind yours" });
   const text = el("span", { id: "class-info", className: "class-info", role: "status" });

@@ -86,7 +86,8 @@ dom.presetPick.addEventListener("change", () => {
 });
 const share = createShare({ link: dom.runLink, qrButton: $("btn-qr"), status: $("share-status"), popover: $("qr-popover"),
   frame: $("qr-frame"), url: $("qr-url"), close: $("qr-close") });
-const klass = createClass($("class-bar"), { send: socket.send, code: document.body.dataset.classCode || "" });
+const klass = createClass($("class-bar"), { send: socket.send, code: document.body.dataset.classCode || "",
+  missing: document.body.dataset.missingClass || "" });
 Object.defineProperty(window, "__class", { get: () => klass.info });  // what the class's browser tests read
 bindGlossary(document, $("glossary-tip"));
 createTokenCount($("editor"));
