@@ -280,22 +280,22 @@ LONG = {"name": "long", "slots": 2, "requests": [{"id": f"R{i}", "prompt": "Coun
                                                   "ignore_eos": True} for i in range(3)]}
 
 
-def class_client(d):
-    client = d.client(0)
+def class_client(d, web: int = 0):
+    client = d.client(web)
     for name in ("class_state", "class_closed"):
         client.sio.on(name, lambda payload, name=name: client._got(name, payload))
     return client
 
 
 @pytest.mark.redis
-def test_over_redis_students_queue_behind_the_teacher_and_follow_its_run(tmp_path):
+def test_over_redis_students_on_another_web_process_queue_behind_the_teacher_and_follow_its_run(tmp_path):
     from tests.kit.scale import deployment
 
-    with deployment(tmp_path, webs=1, workers=1) as d:
+    with deployment(tmp_path, webs=2, workers=1) as d:
         teacher, outsider = class_client(d), class_client(d)
         teacher.emit("class_open", {})
         state = teacher.wait_for("class_state", timeout=30)
-        students = [class_client(d) for _ in range(3)]
+        students = [class_client(d, web=1) for _ in range(3)]   # the class is in Redis: any web process has it
         for s in students:
             s.emit("class_join", {"code": state["code"]})
             s.wait_for("class_state", timeout=30)
@@ -311,9 +311,13 @@ def test_over_redis_students_queue_behind_the_teacher_and_follow_its_run(tmp_pat
         assert queued["position"] == 1 and queued["ahead"] == {"teacher": 0, "student": 0, "other": 0}
         wait_until(lambda: students[0].named("class_state")[-1]["run_id"] == queued["run_id"])
         wait_until(lambda: students[0].named("run_queued")[-1]["ahead"]["teacher"] == 1)
+        wait_until(lambda: teacher.named("class_state")[-1]["students"] == 3)
         started = teacher.wait_for("run_started", queued["run_id"], timeout=120)
         assert started and outsider.named("run_finished", first)
         assert not any(s.named("run_started") for s in students)   # the teacher's ran next
+        teacher.emit("class_close", {"code": state["code"], "token": state["token"]})
+        for s in students:
+            assert "the teacher closed the class" in s.wait_for("class_closed", timeout=30)["message"]
 
 
 

@@ -6,8 +6,8 @@ The teacher is whoever holds the class's token: a random secret sent only to the
 (which keeps it in sessionStorage, so a reload rejoins as the teacher); a student cannot guess it. A class ends
 when its teacher closes it, or when the teacher's page has been gone for `grace_s`; its students are told.
 Like a run book, `Classes` returns what to send (`protocol.Send`, `Enter`) and its caller delivers it. One lock
-guards everything. The classes live in this process's memory. This module knows socket ids and jobs, nothing of
-Flask, Redis or the engine.
+guards everything. The classes live in this process's memory (app.runs.redis_classes keeps them in Redis for a
+deployment of several web processes). This module knows socket ids and jobs, nothing of Flask, Redis or the engine.
 """
 import functools
 import secrets
@@ -47,7 +47,7 @@ class Klass:
     students: set[str] = field(default_factory=set)  # students' socket ids
     allow_submit: bool = False                       # whether students may submit runs of their own
     run_id: str | None = None                        # the teacher's latest run, which students' pages watch
-    left_at: float | None = None                     # monotonic time the teacher's socket left
+    left_at: float | None = None                     # wall-clock time the teacher's socket left
     sent: dict | None = None                         # the teacher's state as last sent (sent again only if changed)
 
 
@@ -63,9 +63,9 @@ class Classes:
     @_sends
     def open(self, sid: str, queued: list[Job]) -> list:
         """`sid` opens a class and is its teacher (a teacher's page opening again gets its own class back)."""
-        with self.lock:
+        with self._locked():
             code, role = self.member.get(sid, (None, None))
-            if role == TEACHER:
+            if role == TEACHER and code in self.classes:
                 return [self._teacher_send(self.classes[code], queued)]
             if len(self.classes) >= self.max_classes:
                 raise Rejected("busy", f"this server holds {self.max_classes} open classes, its limit; close one first")
@@ -80,7 +80,7 @@ class Classes:
     @_sends
     def join(self, sid: str, code: str, token: str | None, queued: list[Job]) -> list:
         """`sid` joins class `code`: as its teacher with the class's token, else as a student."""
-        with self.lock:
+        with self._locked():
             klass = self._find(code)
             if token is not None and not secrets.compare_digest(token, klass.token):
                 raise Rejected("forbidden", f"that is not the teacher's token of class {code}", field="token")
@@ -101,22 +101,25 @@ class Classes:
     @_sends
     def allow(self, sid: str, code: str, token: str, allow: bool, queued: list[Job]) -> list:
         """The teacher allows (or stops) students' own submits."""
-        with self.lock:
+        with self._locked():
             klass = self._teacher_of(sid, code, token)
             klass.allow_submit = allow
             return [self._student_send(klass), self._teacher_send(klass, queued)]
 
     @_sends
     def close(self, sid: str, code: str, token: str) -> list:
-        with self.lock:
+        with self._locked():
             return self._close(self._teacher_of(sid, code, token), "the teacher closed the class")
 
     # -- asked when a run is submitted, and when a socket leaves ----------------------------------------
     def tag(self, sid: str) -> tuple[str | None, str | None]:
         """(class code, role) a job `sid` submits carries, (None, None) outside a class; `Rejected` for a
         student whose teacher has not allowed submits."""
-        with self.lock:
+        with self._locked():
             code, role = self.member.get(sid, (None, None))
+            if code is not None and code not in self.classes:   # it ended (on another web process)
+                del self.member[sid]
+                return None, None
             if role == STUDENT and not self.classes[code].allow_submit:
                 raise Rejected("view_only", f"class {code} is view-only: the teacher has not allowed students to "
                                             f"submit runs", field="class")
@@ -125,7 +128,7 @@ class Classes:
     @_sends
     def submitted(self, job: Job, queued: list[Job]) -> list:
         """A class job was queued: a teacher's run is the one its students watch; the teacher sees the queue."""
-        with self.lock:
+        with self._locked():
             klass = self.classes.get(job.class_code)
             if klass is None:
                 return []
@@ -137,14 +140,14 @@ class Classes:
     @_sends
     def forget(self, sid: str, queued: list[Job]) -> list:
         """`sid` disconnected: a student leaves its class; a teacher's class waits `grace_s` for it to come back."""
-        with self.lock:
+        with self._locked():
             code, role = self.member.pop(sid, (None, None))
             klass = self.classes.get(code)
             if klass is None:
                 return []
             if role == TEACHER:
                 if klass.teacher == sid:
-                    klass.teacher, klass.left_at = None, time.monotonic()
+                    klass.teacher, klass.left_at = None, time.time()
                 return []
             klass.students.discard(sid)
             return [self._teacher_send(klass, queued, only_if_changed=True)]
@@ -152,10 +155,10 @@ class Classes:
     @_sends
     def chores(self, queued: list[Job]) -> list:
         """Every second or so: end classes whose teacher stayed away for the grace; refresh each teacher's view."""
-        with self.lock:
+        with self._locked():
             sends = []
             for klass in list(self.classes.values()):
-                if klass.left_at is not None and time.monotonic() - klass.left_at >= self.grace_s:
+                if klass.left_at is not None and time.time() - klass.left_at >= self.grace_s:
                     sends += self._close(klass, f"the teacher left more than {self.grace_s:.0f} s ago")
                 elif klass.teacher is not None:
                     sends.append(self._teacher_send(klass, queued, only_if_changed=True))
@@ -163,6 +166,14 @@ class Classes:
 
     def __len__(self) -> int:
         return len(self.classes)
+
+    def is_open(self, code: str) -> bool:
+        with self._locked():
+            return code.upper() in self.classes
+
+    def _locked(self):
+        """Hold the classes (app.runs.redis_classes also reads them from Redis first and writes them back after)."""
+        return self.lock
 
     # -- rules (lock held) ---------------------------------------------------------------------------------
     def _find(self, code: str) -> Klass:
@@ -185,7 +196,7 @@ class Classes:
         if klass is not None and role == STUDENT:
             klass.students.discard(sid)
         elif klass is not None and role == TEACHER and klass.teacher == sid:
-            klass.teacher, klass.left_at = None, time.monotonic()
+            klass.teacher, klass.left_at = None, time.time()
         return []
 
     def _close(self, klass: Klass, reason: str) -> list:

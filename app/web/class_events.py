@@ -16,6 +16,7 @@ from flask_socketio import emit
 
 from ..protocol import Event, Rejected
 from ..runs.classes import Classes
+from ..runs.redis_classes import classes_for
 from ..runs.fanout import deliver
 from . import class_routes
 from .extensions import socketio
@@ -25,9 +26,10 @@ _chores_lock = threading.Lock()
 
 
 def init_app(app: Flask) -> None:
-    """Give the app its classes (the runs tag submits with them) and their HTTP routes."""
+    """Give the app its classes (in memory, or in the deployment's Redis) and their HTTP routes."""
     config = app.config
-    classes = Classes(config["CLASS_GRACE_S"], config["MAX_CLASSES"], config["MAX_CLASS_STUDENTS"])
+    classes = classes_for(app.extensions["runs"].redis, config["CLASS_GRACE_S"], config["MAX_CLASSES"],
+                          config["MAX_CLASS_STUDENTS"])
     app.extensions["classes"] = classes
     app.extensions["runs"].classes = classes
     app.register_blueprint(class_routes.bp)

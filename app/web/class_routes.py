@@ -26,7 +26,7 @@ def qr_response(path: str) -> Response:
 
 
 def _open(code: str) -> bool:
-    return code.upper() in current_app.extensions["classes"].classes
+    return current_app.extensions["classes"].is_open(code)
 
 
 @bp.get("/c/<code>")
