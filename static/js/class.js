@@ -50,12 +50,12 @@ export function createClass(root, { send, code: pageCode = "", missing = "" }) {
     [allow, " students may submit"]);
   const qr = el("button", { type: "button", id: "class-qr", text: "class QR", hidden: true });
   const close = el("button", { type: "button", id: "class-close", text: "Close class", hidden: true });
-  const img = el("img", { id: "class-qr-img", width: 320, height: 320, alt: "QR code of the class link" });
+  const frame = el("div", { className: "qr-frame" });  // its image is made when first opened (no image before)
   const url = el("p", { className: "qr-url", id: "class-url" });
   const warning = el("p", { className: "qr-warning", id: "class-qr-warning", hidden: true });
   const shut = el("button", { type: "button", text: "Close" });
-  const popover = el("div", { className: "qr-popover", id: "class-qr-popover", role: "dialog", hidden: true },
-    [el("h2", { text: "Join the class on your phone" }), el("div", { className: "qr-frame" }, [img]), url, warning, shut]);
+  const popover = el("div", { className: "qr-popover", id: "class-qr-popover", role: "dialog", ariaLabel: "class QR code", hidden: true },
+    [el("h2", { text: "Join the class on your phone" }), frame, url, warning, shut]);
   root.replaceChildren(open, text, allowLabel, qr, close, popover);
 
   const token = () => (stored() || {}).token;
@@ -64,6 +64,8 @@ export function createClass(root, { send, code: pageCode = "", missing = "" }) {
   close.addEventListener("click", () => send(ClientEvent.CLASS_CLOSE, { code: info.code, token: token() }));
   qr.addEventListener("click", () => {
     if (!popover.hidden) { popover.hidden = true; return; }
+    const img = frame.querySelector("img") || frame.appendChild(el("img", { id: "class-qr-img", width: 320, height: 320,
+      alt: "QR code of the class link" }));
     img.src = `/c/${encodeURIComponent(info.code)}/qr.svg`;
     shareInfo().then((share) => {
       url.textContent = publicLink(share, `/c/${info.code}`);
