@@ -68,6 +68,11 @@ def test_a_teacher_and_three_students_the_teachers_run_is_never_queued_behind_a_
             student.wait_for_function("(id) => window.__lanes.runId === id && window.__lanes.mix === 'same'",
                                       arg=run_id, timeout=60_000)
         teacher.wait_for_function("() => window.__lanes.status === 'finished'", timeout=120_000)
+        teacher.click("#btn-qr")                                 # the run's QR code says the same of 127.0.0.1
+        teacher.wait_for_selector("#qr-warning", state="visible")
+        assert "a phone cannot reach it" in teacher.text_content("#qr-warning")
+        assert teacher.text_content("#qr-url") == f"{paced}/runs/{run_id}"
+        teacher.click("#qr-close")
 
         teacher.check("#class-allow")
         for student, preset in zip(students, ("long-prompt", "memory-pressure", "poisson")):
