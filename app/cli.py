@@ -20,6 +20,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m app", description="Batch Lanes: the page and its socket server.")
     p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=5000)
+    p.add_argument("--public-url", metavar="URL", default=None,
+                   help="the address phones open, for QR codes and class links, e.g. http://192.168.1.20:5000 "
+                        "(default: $BATCH_LANES_PUBLIC_URL, else the page's own address)")
     add_engine_args(p)
     p.add_argument("--async-mode", choices=MODES, default="threading", help=HELP)
     p.add_argument("--metrics-prefix", default="batch_lanes", metavar="NAME",
@@ -55,6 +58,8 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
               "ASYNC_MODE": getattr(args, "async_mode", "threading"), "DATA_DIR": args.data, "STORE": args.store,
               "MESSAGE_QUEUE": getattr(args, "message_queue", None),
               "METRICS_PREFIX": getattr(args, "metrics_prefix", "batch_lanes")}
+    if "host" in args:  # the server's own command line (not the engine worker's)
+        config.update(HOST=args.host, PORT=args.port, PUBLIC_URL=args.public_url)
     workload_limits = {f.name for f in fields(Limits)}
     changes = {}
     for item in args.limit:

@@ -37,6 +37,8 @@ class Event(StrEnum):
     SWEEP_FINISHED = "sweep_finished"
     LIVE_SNAPSHOT = "live_snapshot"  # the live lane as a Live view opens: its recent steps and requests
     LIVE_STEP = "live_step"        # one step of the live lane (the OpenAI API's traffic), to the `live` room
+    CLASS_STATE = "class_state"    # a class as its member sees it: code, role, submits allowed, the teacher's run
+    CLASS_CLOSED = "class_closed"  # the class ended (closed by its teacher, or the teacher left): {code, message}
 
 
 class RunStatus(StrEnum):
@@ -97,8 +99,9 @@ def ended_payload(run_id: str, status: RunStatus, reason: str) -> dict:
     return error_payload(f"run {run_id} {status.value}: {reason}", None, run_id, code)
 
 
-def queued_payload(run_id: str, position: int) -> dict:
-    return {"run_id": run_id, "position": position}
+def queued_payload(run_id: str, position: int, ahead: dict | None = None) -> dict:
+    """`run_queued`; a class's job adds `ahead`: {"teacher", "student", "other"} runs queued before it."""
+    return {"run_id": run_id, "position": position, **({} if ahead is None else {"ahead": ahead})}
 
 
 def started_payload(run_id: str, lanes: list[str], workload: dict, model: str,

@@ -30,9 +30,17 @@ DEFAULTS = {
     "LIVE_MAX_WAITING": 64,         # live requests that may wait for a slot; more get 429
     "MESSAGE_QUEUE": None,          # redis://HOST:PORT/DB: a web process of several; engine workers run elsewhere
     "METRICS_PREFIX": "batch_lanes",  # /metrics names are PREFIX:name (`vllm` for a vLLM dashboard unchanged)
+    "HOST": "127.0.0.1",            # the interface the server listens on (what a QR code falls back to)
+    "PORT": 5000,
+    "PUBLIC_URL": None,             # the address phones open (QR codes, class links); None: $BATCH_LANES_PUBLIC_URL, else own names
+    "MAX_CLASS_QUEUED": 8,          # queued student runs one class may hold (the teacher's never count)
+    "MAX_CLASS_STUDENTS": 200,      # students one class may hold
+    "MAX_CLASSES": 50,              # classes open at once on one web process
+    "CLASS_GRACE_S": 60.0,          # a class whose teacher's page is gone this long ends (a reload rejoins)
 }
 # The server's own limits, by the name `GET /api/limits` and `--limit NAME=N` give them -> their config key.
 SERVER_LIMITS = {"max_message_bytes": "MAX_MESSAGE_BYTES", "max_queued_runs": "MAX_QUEUED_RUNS",
                  "submits_per_minute": "SUBMITS_PER_MINUTE", "watches_per_minute": "WATCHES_PER_MINUTE",
                  "max_sweep_rates": "MAX_SWEEP_RATES", "live_slots": "LIVE_SLOTS",
-                 "live_max_waiting": "LIVE_MAX_WAITING"}
+                 "live_max_waiting": "LIVE_MAX_WAITING", "max_class_queued": "MAX_CLASS_QUEUED",
+                 "max_class_students": "MAX_CLASS_STUDENTS"}

@@ -55,15 +55,16 @@ def test_unknown_runs_are_a_page_saying_so_and_the_api_keeps_json_404s(app):
 
 
 @pytest.mark.model
-def test_a_finished_run_has_a_qr_code_of_its_link(app, connect):
+def test_a_finished_run_has_a_qr_code_of_its_link(make_app, smol, connect):
     import segno
+    app = make_app({"PUBLIC_URL": "http://class.example:5000"}, engine=Engine(smol))  # a Host header is not trusted
     probe = connect(app)
     probe.emit("submit", {"workload": {"requests": [{"id": "A", "prompt": "Hi.", "max_new_tokens": 1}]}})
     run_id = probe.wait_for("run_queued")["run_id"]
     probe.wait_for("run_finished", run_id)
     response = app.test_client().get(f"/runs/{run_id}/qr.svg", base_url="http://class.example:5000")
     assert response.status_code == 200 and response.mimetype == "image/svg+xml"
-    # the symbol encodes the address the page was opened by: the same matrix segno makes for that link
+    # the symbol encodes the server's public address: the same matrix segno makes for that link
     expected = segno.make(f"http://class.example:5000/runs/{run_id}", error="m")
     import io
     out = io.BytesIO()

@@ -29,6 +29,8 @@ class Book(Protocol):
     def forget(self, sid: str) -> list[Send]:
         """`sid` disconnected: it watches nothing any more."""
     def queue_length(self) -> int: ...
+    def queued_jobs(self) -> list[Job]:
+        """The queued jobs, next first (a class's teacher reads its students' from them)."""
     def knows(self, run_id: str) -> bool:
         """Whether the book holds a run (not a sweep) a page can show."""
     def finished_log(self, run_id: str) -> tuple[Job, list[tuple[str, dict]]] | None:

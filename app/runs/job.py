@@ -14,6 +14,7 @@ from ..protocol import new_run_id
 RUN, SWEEP = "run", "sweep"
 MODEL, SIM = "model", "sim"   # a sweep's backend: this server's engine, or the step-clock simulator beside it
 BACKENDS = (MODEL, SIM)
+TEACHER, STUDENT = "teacher", "student"   # a job's role in its class
 
 
 @dataclass(eq=False)
@@ -25,14 +26,17 @@ class Job:
     run_id: str = field(default_factory=new_run_id)
     created: float = field(default_factory=time.time)  # wall-clock seconds it was submitted
     prepared: object = None           # RUN: a prepared Workload; SWEEP: [(rate, Workload)] (None: not yet)
+    class_code: str | None = None     # the class it was submitted in (app.runs.classes), None: no class
+    role: str | None = None           # TEACHER or STUDENT within that class (None: no class)
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "request": self.request, "sid": self.sid, "lanes": self.lanes,
-                "run_id": self.run_id, "created": self.created}
+                "run_id": self.run_id, "created": self.created, "class_code": self.class_code, "role": self.role}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Job":
-        return cls(d["kind"], d["request"], d["sid"], d["lanes"], d["run_id"], d["created"])
+        return cls(d["kind"], d["request"], d["sid"], d["lanes"], d["run_id"], d["created"],
+                   class_code=d.get("class_code"), role=d.get("role"))
 
 
 def prepare_job(job: Job, engine, limits, workload=None) -> None:

@@ -10,9 +10,10 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..protocol import Event, Rejected, RunStatus, Send, ended_payload, queued_payload
+from ..protocol import Event, Rejected, RunStatus, Send, ended_payload
 from .book import backlog
 from .job import Job
+from .queue_order import check_class_cap, insert_index, position_payload
 
 
 @dataclass(eq=False)
@@ -28,8 +29,9 @@ class Entry:
 
 
 class MemoryBook:
-    def __init__(self, max_queued: int, grace_s: float, recent_runs: int):
+    def __init__(self, max_queued: int, grace_s: float, recent_runs: int, class_cap: int = 8):
         self.max_queued, self.grace_s, self.recent_runs = max_queued, grace_s, recent_runs
+        self.class_cap = class_cap            # queued student runs one class may hold (app.runs.queue_order)
         self.lock = threading.Lock()
         self.wakeup = threading.Condition(self.lock)
         self.queue: deque[Entry] = deque()   # waiting jobs, next first
@@ -55,13 +57,17 @@ class MemoryBook:
             if len(self.queue) >= self.max_queued:
                 raise Rejected("busy", f"the server is busy: {len(self.queue)} runs are waiting, the limit is "
                                f"{self.max_queued}; try again in a minute")
+            check_class_cap(self.queued_jobs(), job, self.class_cap)
             entry = Entry(job, watchers={job.sid} if job.sid else set())
             self.runs[job.run_id] = entry
             if job.sid:
                 self.active[job.sid] = job.run_id
-            self.queue.append(entry)
+            at = insert_index(self.queued_jobs(), job)   # the end, or before its class's students (a teacher's)
+            self.queue.insert(at, entry)
             self.wakeup.notify()
-            return [Send(Event.RUN_QUEUED, queued_payload(job.run_id, len(self.queue)), job.sid)]
+            if at < len(self.queue) - 1:                  # the runs behind it moved back
+                return self._positions()
+            return [Send(Event.RUN_QUEUED, position_payload(self.queued_jobs(), at), job.sid)]
 
     def watch(self, sid: str, run_id: str) -> list[Send] | None:
         """What `sid` (already in the room) is sent to join `run_id`: its position, or its log so far (local sends
@@ -76,7 +82,8 @@ class MemoryBook:
                 entry.watchers.add(sid)
                 entry.orphaned_at = None
             if entry.status is RunStatus.QUEUED:
-                return [Send(Event.RUN_QUEUED, queued_payload(run_id, self.queue.index(entry) + 1), sid, local=True)]
+                return [Send(Event.RUN_QUEUED, position_payload(self.queued_jobs(), self.queue.index(entry)), sid,
+                             local=True)]
             return backlog(entry.log, sid, entry.job, entry.status, entry.progress)
 
     def cancel(self, sid: str, run_id: str) -> list[Send]:
@@ -107,6 +114,10 @@ class MemoryBook:
 
     def queue_length(self) -> int:
         return len(self.queue)
+
+    def queued_jobs(self) -> list[Job]:
+        """The queued jobs, next first."""
+        return [entry.job for entry in self.queue]
 
     def knows(self, run_id: str) -> bool:
         """Whether the book holds a run (not a sweep) a page can show."""
@@ -192,7 +203,8 @@ class MemoryBook:
         return sends + (self._positions() if gone else [])
 
     def _positions(self) -> list[Send]:
-        return [Send(Event.RUN_QUEUED, queued_payload(e.job.run_id, i + 1), e.job.run_id) for i, e in enumerate(self.queue)]
+        queued = self.queued_jobs()
+        return [Send(Event.RUN_QUEUED, position_payload(queued, i), job.run_id) for i, job in enumerate(queued)]
 
     def _end(self, entry: Entry, status: RunStatus, reason: str) -> list[Send]:
         entry.error = reason

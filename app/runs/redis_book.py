@@ -25,6 +25,8 @@ import redis
 from ..protocol import Event, Rejected, RunStatus, Send, ended_payload, new_run_id, queued_payload
 from .book import backlog
 from .job import Job
+from .queue_order import check_class_cap, position_payload
+from .redis_queue import enqueue, jobs_of
 
 log = logging.getLogger("batch_lanes.redis_book")
 P = "batch-lanes:"
@@ -46,9 +48,10 @@ def web_side(method):
 
 
 class RedisBook:
-    def __init__(self, client: redis.Redis, me: str, max_queued: int, grace_s: float):
+    def __init__(self, client: redis.Redis, me: str, max_queued: int, grace_s: float, class_cap: int = 8):
         self.r, self.me = client, me   # `me`: this process's id (a web process's or an engine worker's)
         self.max_queued, self.grace_s = max_queued, grace_s
+        self.class_cap = class_cap     # queued student runs one class may hold (app.runs.queue_order)
         self.watching: dict[str, set[str]] = {}  # this web process's socket id -> the runs it counts as watching
 
     # -- the model and the processes ---------------------------------------------------------------
@@ -86,10 +89,19 @@ class RedisBook:
         if self.r.llen(P + "queue") >= self.max_queued:
             self.r.hdel(P + "active", job.sid)
             raise Rejected("busy", f"the server is busy: {self.max_queued} runs wait already; try again in a minute")
+        try:
+            check_class_cap(self.queued_jobs(), job, self.class_cap)
+        except Rejected:
+            self.r.hdel(P + "active", job.sid)
+            raise
         self.r.hset(P + "job:" + job.run_id, mapping={"job": json.dumps(job.to_dict()), "status": RunStatus.QUEUED})
         self._count_watcher(job.sid, job.run_id)
-        position = self.r.rpush(P + "queue", job.run_id)
-        return [Send(Event.RUN_QUEUED, queued_payload(job.run_id, position), job.sid, local=True)]
+        if enqueue(self.r, P, job):            # at the end
+            queued = self.queued_jobs()
+            at = next((i for i, q in enumerate(queued) if q.run_id == job.run_id), None)
+            payload = queued_payload(job.run_id, 1) if at is None else position_payload(queued, at)  # None: taken at once
+            return [Send(Event.RUN_QUEUED, payload, job.sid, local=True)]
+        return self._positions()                          # a teacher's, before its students: they moved back
 
     @web_side
     def watch(self, sid: str, run_id: str) -> list[Send] | None:
@@ -101,9 +113,10 @@ class RedisBook:
             raise Rejected(status.value, f"run {run_id} was {status.value}: {fields.get('error')}", run_id=run_id)
         if status.is_live:
             self._count_watcher(sid, run_id)
-        position = self.r.lpos(P + "queue", run_id) if status is RunStatus.QUEUED else None
+        queued = self.queued_jobs() if status is RunStatus.QUEUED else []
+        position = next((i for i, q in enumerate(queued) if q.run_id == run_id), None)
         if position is not None:
-            return [Send(Event.RUN_QUEUED, queued_payload(run_id, position + 1), sid, local=True)]
+            return [Send(Event.RUN_QUEUED, position_payload(queued, position), sid, local=True)]
         events = self._log(run_id)
         if status is RunStatus.FINISHED and not events:
             return None
@@ -129,6 +142,12 @@ class RedisBook:
         return []
 
     queue_length = web_side(lambda self: self.r.llen(P + "queue"))
+
+    @web_side
+    def queued_jobs(self) -> list[Job]:
+        """The queued jobs, next first."""
+        return jobs_of(self.r, P, self.r.lrange(P + "queue", 0, -1))
+
 
     @web_side
     def knows(self, run_id: str) -> bool:
@@ -234,8 +253,8 @@ class RedisBook:
         return [(event, {**payload, "seq": i + 1}) for i, (event, payload) in enumerate(log)]
 
     def _positions(self) -> list[Send]:
-        return [Send(Event.RUN_QUEUED, queued_payload(run_id, i + 1), run_id)
-                for i, run_id in enumerate(self.r.lrange(P + "queue", 0, -1))]
+        queued = self.queued_jobs()
+        return [Send(Event.RUN_QUEUED, position_payload(queued, i), job.run_id) for i, job in enumerate(queued)]
 
     def _end(self, job: Job, status: RunStatus, reason: str) -> list[Send]:
         self.r.hset(P + "job:" + job.run_id, "error", reason)

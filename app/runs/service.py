@@ -30,6 +30,7 @@ class Runs:
         self.book, self.store, self.server, self.limits = book, store, server, limits
         self.worker = worker              # the in-process engine worker (None on a web process over Redis)
         self.redis = redis_client
+        self.classes = None               # this process's classes (app.runs.classes.Classes), set by the web wing
 
     # -- the model ---------------------------------------------------------------------------------
     def model_status(self) -> dict:
@@ -60,7 +61,8 @@ class Runs:
         """Queue a checked job for `sid` and tell `sid`. When the model is in this process it is tokenized here, from
         `workload` (a run's request as the handler parsed it: never parsed twice)."""
         self.check_ready()
-        job = Job(kind, request, sid, lanes)
+        code, role = self.classes.tag(sid) if self.classes is not None else (None, None)
+        job = Job(kind, request, sid, lanes, class_code=code, role=role)
         if self.worker is not None:
             self.worker.prepare(job, workload)
         # In the room before the job exists, so its submitter misses nothing; its position delivered before any
@@ -73,6 +75,8 @@ class Runs:
                 self.server.leave_room(sid, job.run_id)
                 raise
             deliver(self.server, sends)
+        if code is not None:              # students follow a teacher's run; the teacher sees the class's queue
+            deliver(self.server, self.classes.submitted(job, self.book.queued_jobs()))
         return job
 
     def watch(self, sid: str, run_id: str) -> None:
@@ -93,6 +97,8 @@ class Runs:
         self.server.manager.forget(sid)
         try:
             deliver(self.server, self.book.forget(sid))
+            if self.classes is not None:
+                deliver(self.server, self.classes.forget(sid, self.book.queued_jobs()))
         except Rejected as r:  # Redis unreachable: its watchers count lapses with this process's heartbeat
             log.warning("could not forget socket: %s", r.message)
 

@@ -28,7 +28,7 @@ from ..runs.redis_link import CHANNEL, connect_redis, every
 from ..runs.service import Runs
 from ..runs.store import open_store
 from ..settings import DEFAULTS, ROOT
-from . import events, openai_api, references, routes, serving  # noqa: F401  (events registers its handlers on `socketio`)
+from . import class_events, events, openai_api, references, routes, serving  # noqa: F401  (they register handlers on `socketio`)
 from .extensions import socketio
 from .ratelimit import RateLimiter, RedisRateLimiter
 
@@ -45,6 +45,7 @@ def create_app(config: dict | None = None, engine=None) -> Flask:
     data_dir = app.config["DATA_DIR"] or os.environ.get("BATCH_LANES_DATA") or ROOT / "data"
     app.config["DATA_DIR"] = Path(data_dir)
     app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_MESSAGE_BYTES"]  # HTTP bodies (POST /api/generate) too
+    app.config["PUBLIC_URL"] = app.config["PUBLIC_URL"] or os.environ.get("BATCH_LANES_PUBLIC_URL") or None
     url = app.config["MESSAGE_QUEUE"]
     client = connect_redis(url) if url else None
     manager = RedisFanout(url, channel=CHANNEL) if url else LocalFanout()
@@ -63,6 +64,7 @@ def create_app(config: dict | None = None, engine=None) -> Flask:
         _one_process(app, server, store, engine)
     else:
         _web_process(app, server, store, client)
+    class_events.init_app(app)
     return app
 
 
@@ -73,7 +75,7 @@ def _one_process(app: Flask, server, store, engine) -> None:
     config = app.config
     if engine is None and config["BACKEND"] == "sim":
         engine = Engine(None, config["LIMITS"])
-    book = MemoryBook(config["MAX_QUEUED_RUNS"], config["CANCEL_GRACE_S"], config["RECENT_RUNS"])
+    book = MemoryBook(config["MAX_QUEUED_RUNS"], config["CANCEL_GRACE_S"], config["RECENT_RUNS"], config["MAX_CLASS_QUEUED"])
     worker = EngineWorker(book, lambda sends: deliver(server, sends), store, config, engine,
                           start_task=server.start_background_task, sleep=server.sleep)
     metrics = LiveMetrics(config["METRICS_PREFIX"], config["LIMITS"].max_prompt_tokens + config["LIMITS"].max_new_tokens)
@@ -89,7 +91,8 @@ def _one_process(app: Flask, server, store, engine) -> None:
 
 def _web_process(app: Flask, server, store, client: redis.Redis) -> None:
     config = app.config
-    book = RedisBook(client, f"web-{uuid.uuid4().hex[:8]}", config["MAX_QUEUED_RUNS"], config["CANCEL_GRACE_S"])
+    book = RedisBook(client, f"web-{uuid.uuid4().hex[:8]}", config["MAX_QUEUED_RUNS"], config["CANCEL_GRACE_S"],
+                     config["MAX_CLASS_QUEUED"])
     app.register_blueprint(openai_api.unavailable_bp)
     app.extensions.update(book=book, worker=None, live=None, metrics=None,
                           runs=Runs(book, store, server, config["LIMITS"], redis_client=client),

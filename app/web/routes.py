@@ -9,11 +9,9 @@
 
 This module reads from the runs (app.runs.service) and the store; it never starts, changes or computes a run.
 """
-import io
 import json
 from dataclasses import asdict
 
-import segno
 from flask import Blueprint, Response, current_app, jsonify, render_template, request
 
 from engine.admission import ORDERS
@@ -28,6 +26,7 @@ from ..live.gateway import Unavailable
 from ..protocol import RUN_ID, Rejected
 from ..settings import ROOT, SERVER_LIMITS
 from . import serving
+from .class_routes import qr_response
 
 bp = Blueprint("routes", __name__)
 PRESET_ORDER = ("mixed", "same", "one-long")
@@ -67,18 +66,15 @@ def run_page(run_id: str):
 
 @bp.get("/runs/<run_id>/qr.svg")
 def run_qr(run_id: str):
-    """A QR code (SVG, drawn here by segno) of the link to a run, for students' phones. It encodes the address the
-    page was opened by, so a class reaches it when the server listens on the room's network (HOST=0.0.0.0)."""
+    """A QR code (SVG, drawn by segno) of the link to a run, for students' phones: at the server's public address
+    (app.web.public_url), never at a client-chosen Host."""
     try:
         known = _known(run_id)
     except Rejected as r:
         return _error(503, r.message)
     if not known:
         return _error(404, "no run with this id")
-    out = io.BytesIO()
-    segno.make(f"{request.host_url}runs/{run_id}", error="m").save(out, kind="svg", scale=8, border=2,
-                                                                     xmldecl=False, dark="#1d2330")
-    return Response(out.getvalue(), mimetype="image/svg+xml", headers={"Cache-Control": "max-age=3600"})
+    return qr_response(f"runs/{run_id}")
 
 
 @bp.get("/compare/<first>/<second>")

@@ -23,10 +23,11 @@ import { exposeProbe } from "./probe.js";
 import { draw } from "./renderer.js";
 import { allRevealed, laneRevealed, maskScene, revealSpan } from "./reveal.js";
 import { buildScene, deriveRun, laneRows, legendFlags, nextDomain } from "./scene.js";
+import { createClass } from "./class.js";
 import { createShare } from "./share.js";
 import { connect } from "./socket.js";
 import { hovered, placeTooltip, placeZoomBand, presenterBudget, sizeCanvas } from "./stage.js";
-import { Action, applyEvent, createState, isLive, nextSend } from "./state.js";
+import { Action, applyEvent, createState, isLive, liveOwnRun, nextSend } from "./state.js";
 import { ConnectionEvent, RunStatus, ServerEvent } from "./vocab.js";
 import { renderPresets, renderStatus } from "./status.js";
 import { renderNoise } from "./noise.js";
@@ -91,6 +92,9 @@ dom.presetPick.addEventListener("change", () => {
 });
 const share = createShare({ link: dom.runLink, qrButton: $("btn-qr"), status: $("share-status"), popover: $("qr-popover"),
   frame: $("qr-frame"), url: $("qr-url"), close: $("qr-close") });
+const klass = createClass($("class-bar"), { send: socket.send, code: document.body.dataset.classCode || "",
+  missing: document.body.dataset.missingClass || "" });
+Object.defineProperty(window, "__class", { get: () => klass.info });  // what the class's browser tests read
 bindGlossary(document, $("glossary-tip"));
 createTokenCount($("editor"));
 for (const [kind, button] of Object.entries(dom.exports)) button.addEventListener("click", () => push({ type: "export", kind }));
@@ -133,7 +137,19 @@ function sendWhatIsNext() {
   }
 }
 
+/** A class's events: a student's page follows the teacher's new run (unless its own run is live). */
+function onClass(event) {
+  if (event.type === ConnectionEvent.CONNECTED) klass.connected();
+  if (![ServerEvent.CLASS_STATE, ServerEvent.CLASS_CLOSED, ServerEvent.RUN_ERROR].includes(event.type)) return;
+  const follow = klass.onEvent(event);
+  if (follow && !liveOwnRun(state)) {
+    state = applyEvent(state, { type: Action.WATCHING, payload: { run_id: follow } });
+    socket.watch(follow);
+  }
+}
+
 function onServer(event) {
+  onClass(event);
   const before = state.run;
   state = applyEvent(state, event);
   const run = state.run;
@@ -147,9 +163,10 @@ function onServer(event) {
     ui = { ...ui, requestLane: null, link: null, intro: false };
     if (!run.own) {  // a shared link or a replay: show its mix in the editor
       editor.load(run.workload);
-      writeUrl(location.pathname, encodeMix({ workload: run.workload }));
+      if (!document.body.dataset.classCode) writeUrl(location.pathname, encodeMix({ workload: run.workload }));
     }
-    writeUrl(`/runs/${encodeURIComponent(run.id)}`, location.hash.slice(1));  // the address replays this run
+    // the address replays this run (a student's stays the class's link, which follows the teacher)
+    if (!document.body.dataset.classCode) writeUrl(`/runs/${encodeURIComponent(run.id)}`, location.hash.slice(1));
     ui = { ...ui, zoom: null };
   }
   if (event.type === ServerEvent.RUN_ERROR && !state.next && !state.pending) ui = { ...ui, link: null };

@@ -3,10 +3,12 @@
  * mix, so no `#mix=` hash) and a click copies it (the clipboard where the browser allows it, else the
  * link is shown selected to copy by hand), with a confirmation; "QR code" opens a popover with the
  * server's QR image of that link (`/runs/<id>/qr.svg`, drawn by segno) large enough to scan from a
- * phone, the link written under it. Both appear only once the run has an id. A DOM widget: it never
- * touches the run state; main.js tells it which run is shown.
+ * phone, the link written under it at the server's public address (publicurl.js), with a warning when that
+ * address is loopback and a phone cannot reach it. Both appear only once the run has an id. A DOM widget: it
+ * never touches the run state; main.js tells it which run is shown.
  */
 import { el } from "./dom.js";
+import { publicLink, shareInfo, showWarning } from "./publicurl.js";
 
 /** The short link of a run, as a path. */
 export function runPath(runId) {
@@ -41,6 +43,14 @@ export function createShare({ link, qrButton, status, popover, frame, url, close
       alt: "QR code of the link to this run" }));
     if (img.getAttribute("src") !== src) img.src = src;
     url.textContent = href();
+    const warning = popover.querySelector("#qr-warning") || url.after(el("p", { id: "qr-warning", className: "qr-warning",
+      hidden: true })) || popover.querySelector("#qr-warning");
+    const shown = runId;
+    shareInfo().then((info) => {
+      if (shown !== runId) return;
+      url.textContent = publicLink(info, runPath(shown));  // what the QR code carries
+      showWarning(warning, info);
+    });
     popover.hidden = false;
     close.focus();
   }

@@ -38,5 +38,7 @@ export function connect(queue) {
     submit(workload, lanes) { socket.emit(ClientEvent.SUBMIT, { workload, lanes }); },
     watch(runId) { socket.emit(ClientEvent.WATCH, { run_id: runId }); },
     cancel(runId) { socket.emit(ClientEvent.CANCEL, { run_id: runId }); },
+    /** A class event (ClientEvent.CLASS_*), for class.js. */
+    send(name, payload) { socket.emit(name, payload); },
   };
 }

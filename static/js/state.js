@@ -40,6 +40,7 @@ function newRun(id, status) {
     status,
     own: false,           // this page submitted it (the server allows one run per client at a time)
     position: null,       // place in the server's queue while queued (1 = next)
+    ahead: null,          // a class's run: {teacher, student, other} runs queued ahead of it (class.js words it)
     lanes: [],            // lane names in the server's order
     workload: null,       // the workload as the server started it
     model: "",
@@ -114,11 +115,13 @@ export function applyEvent(state, event) {
     case Action.WATCHING:
       return sameRun(state, p.run_id) ? state : { ...state, error: null, run: newRun(p.run_id, RunStatus.QUEUED) };
     case ServerEvent.RUN_QUEUED: {
-      if (sameRun(state, p.run_id)) return { ...state, run: { ...state.run, status: RunStatus.QUEUED, position: p.position } };
+      if (sameRun(state, p.run_id)) {
+        return { ...state, run: { ...state.run, status: RunStatus.QUEUED, position: p.position, ahead: p.ahead || null } };
+      }
       // A new id is the answer to our submit (sent to us before anything else of that run); without a submit in
       // flight it is a position update of a run we watched once, which the page no longer shows.
       if (!state.pending) return state;
-      const run = { ...newRun(p.run_id, RunStatus.QUEUED), own: true, position: p.position };
+      const run = { ...newRun(p.run_id, RunStatus.QUEUED), own: true, position: p.position, ahead: p.ahead || null };
       return { ...state, pending: false, sent: null, error: null, run };  // taken: an older refusal no longer applies
     }
     case ServerEvent.RUN_STARTED: {

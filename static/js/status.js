@@ -7,6 +7,7 @@
  * its answer until the playhead reaches the end. Presenter mode's compact preset picker mirrors the
  * buttons. Text only through textContent.
  */
+import { behindText } from "./class.js";
 import { el } from "./dom.js";
 import { fillLesson } from "./lesson.js";
 import { liveOwnRun } from "./state.js";
@@ -68,6 +69,7 @@ function runLine(state, hide, short) {
   if (!run) return ["", ""];
   switch (run.status) {
     case RunStatus.QUEUED:
+      if (run.position && run.ahead) return [`Queued: position ${run.position} \u2014 ${behindText(run.ahead)}.`, "warn"];  // a class's run
       return [run.position ? `Queued: position ${run.position} in the engine's queue (1 = next); it starts when the runs ahead finish.`
         : "Joining the run\u2026", "warn"];
     case RunStatus.RUNNING: return [`Running${on}: ${hide ? "" : `step ${run.t} computed, `}streaming in.`

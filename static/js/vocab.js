@@ -61,6 +61,8 @@ export const ServerEvent = Object.freeze({
   RUN_ERROR: "run_error",
   LIVE_SNAPSHOT: "live_snapshot",  // the live lane as a Live view joins: its recent steps and requests
   LIVE_STEP: "live_step",          // one step of the live lane, with the requests it touched (to the `live` room)
+  CLASS_STATE: "class_state",      // a class as this page takes part in it (class.js)
+  CLASS_CLOSED: "class_closed",    // the class ended: its teacher closed it, or stayed away past the grace
 });
 
 /** Socket events the page sends. */
@@ -68,6 +70,10 @@ export const ClientEvent = Object.freeze({
   SUBMIT: "submit",
   WATCH: "watch",
   CANCEL: "cancel",       // stop your own queued or running run (it ends with run_error code "cancelled")
+  CLASS_OPEN: "class_open",    // open a class: this page is its teacher (class.js)
+  CLASS_JOIN: "class_join",    // join a class by its code (with the teacher's token: as its teacher)
+  CLASS_ALLOW: "class_allow",  // the teacher allows (or stops) students' own submits
+  CLASS_CLOSE: "class_close",  // the teacher ends the class
 });
 
 /** The socket event the Live view sends (app/events.py): join the `live` room, answered by live_snapshot. */

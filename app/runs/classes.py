@@ -1,0 +1,226 @@
+"""Classes: a teacher's page opens one (a short code, a link /c/<code>), students' pages join it and watch the
+teacher's runs; the teacher may allow students to submit their own, which then queue behind the teacher's
+(app.runs.queue_order) up to a per-class cap.
+
+The teacher is whoever holds the class's token: a random secret sent only to the page that opened the class
+(which keeps it in sessionStorage, so a reload rejoins as the teacher); a student cannot guess it. A class ends
+when its teacher closes it, or when the teacher's page has been gone for `grace_s`; its students are told.
+Like a run book, `Classes` returns what to send (`protocol.Send`, `Enter`) and its caller delivers it. One lock
+guards everything. The classes live in this process's memory (app.runs.redis_classes keeps them in Redis for a
+deployment of several web processes). This module knows socket ids and jobs, nothing of Flask, Redis or the engine.
+"""
+import functools
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ..protocol import Enter, Event, Rejected, Send
+from .job import STUDENT, TEACHER, Job
+
+ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"   # no 0/O, 1/I/L: a code read off a projector is typed right
+CODE_LENGTH = 5
+
+
+def new_code() -> str:
+    return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def students_room(code: str) -> str:
+    """The room of a class's students (the teacher's page is sent its own state, with the token, directly)."""
+    return f"class:{code}"
+
+
+def _sends(method):
+    """A public method's answer without the teacher's sends that were not needed (None)."""
+    @functools.wraps(method)
+    def call(*args, **kwargs):
+        return [s for s in method(*args, **kwargs) if s is not None]
+    return call
+
+
+@dataclass(eq=False)
+class Klass:
+    code: str
+    token: str                                       # the teacher's secret
+    teacher: str | None                              # the teacher's socket id (None: gone, within the grace)
+    students: set[str] = field(default_factory=set)  # students' socket ids
+    allow_submit: bool = False                       # whether students may submit runs of their own
+    run_id: str | None = None                        # the teacher's latest run, which students' pages watch
+    left_at: float | None = None                     # wall-clock time the teacher's socket left
+    sent: dict | None = None                         # the teacher's state as last sent (sent again only if changed)
+
+
+class Classes:
+    def __init__(self, grace_s: float, max_classes: int, max_students: int):
+        self.grace_s, self.max_classes, self.max_students = grace_s, max_classes, max_students
+        self.lock = threading.Lock()
+        self.classes: dict[str, Klass] = {}
+        self.member: dict[str, tuple[str, str]] = {}   # socket id -> (class code, TEACHER or STUDENT)
+        self.chores_running = False                    # whether a task refreshes them (app.web.class_events)
+
+    # -- asked by the class's socket handlers (app.web.class_events) -----------------------------------
+    @_sends
+    def open(self, sid: str, queued: list[Job]) -> list:
+        """`sid` opens a class and is its teacher (a teacher's page opening again gets its own class back)."""
+        with self._locked():
+            code, role = self.member.get(sid, (None, None))
+            if role == TEACHER and code in self.classes:
+                return [self._teacher_send(self.classes[code], queued)]
+            if len(self.classes) >= self.max_classes:
+                raise Rejected("busy", f"this server holds {self.max_classes} open classes, its limit; close one first")
+            sends = self._leave(sid)
+            code = new_code()
+            while code in self.classes:
+                code = new_code()
+            klass = self.classes[code] = Klass(code, secrets.token_urlsafe(24), sid)
+            self.member[sid] = (code, TEACHER)
+            return sends + [self._teacher_send(klass, queued)]
+
+    @_sends
+    def join(self, sid: str, code: str, token: str | None, queued: list[Job]) -> list:
+        """`sid` joins class `code`: as its teacher with the class's token, else as a student."""
+        with self._locked():
+            klass = self._find(code)
+            if token is not None and not secrets.compare_digest(token, klass.token):
+                raise Rejected("forbidden", f"that is not the teacher's token of class {code}", field="token")
+            if self.member.get(sid) == (code, TEACHER if token else STUDENT):
+                return [self._teacher_send(klass, queued) if token else self._student_send(klass, sid)]
+            if token is None and len(klass.students) >= self.max_students:
+                raise Rejected("class_full", f"class {code} has {self.max_students} students, the limit (max_class_students)",
+                               field="code")
+            sends = self._leave(sid)
+            self.member[sid] = (code, TEACHER if token else STUDENT)
+            if token:
+                klass.teacher, klass.left_at = sid, None
+                return sends + [self._teacher_send(klass, queued)]
+            klass.students.add(sid)
+            return sends + [Enter(sid, students_room(code)), self._student_send(klass, sid),
+                            self._teacher_send(klass, queued)]
+
+    @_sends
+    def allow(self, sid: str, code: str, token: str, allow: bool, queued: list[Job]) -> list:
+        """The teacher allows (or stops) students' own submits."""
+        with self._locked():
+            klass = self._teacher_of(sid, code, token)
+            klass.allow_submit = allow
+            return [self._student_send(klass), self._teacher_send(klass, queued)]
+
+    @_sends
+    def close(self, sid: str, code: str, token: str) -> list:
+        with self._locked():
+            return self._close(self._teacher_of(sid, code, token), "the teacher closed the class")
+
+    # -- asked when a run is submitted, and when a socket leaves ----------------------------------------
+    def tag(self, sid: str) -> tuple[str | None, str | None]:
+        """(class code, role) a job `sid` submits carries, (None, None) outside a class; `Rejected` for a
+        student whose teacher has not allowed submits."""
+        with self._locked():
+            code, role = self.member.get(sid, (None, None))
+            if code is not None and code not in self.classes:   # it ended (on another web process)
+                del self.member[sid]
+                return None, None
+            if role == STUDENT and not self.classes[code].allow_submit:
+                raise Rejected("view_only", f"class {code} is view-only: the teacher has not allowed students to "
+                                            f"submit runs", field="class")
+            return code, role
+
+    @_sends
+    def submitted(self, job: Job, queued: list[Job]) -> list:
+        """A class job was queued: a teacher's run is the one its students watch; the teacher sees the queue."""
+        with self._locked():
+            klass = self.classes.get(job.class_code)
+            if klass is None:
+                return []
+            if job.role == TEACHER and job.kind == "run":
+                klass.run_id = job.run_id
+                return [self._student_send(klass), self._teacher_send(klass, queued)]
+            return [self._teacher_send(klass, queued)]
+
+    @_sends
+    def forget(self, sid: str, queued: list[Job]) -> list:
+        """`sid` disconnected: a student leaves its class; a teacher's class waits `grace_s` for it to come back."""
+        with self._locked():
+            code, role = self.member.pop(sid, (None, None))
+            klass = self.classes.get(code)
+            if klass is None:
+                return []
+            if role == TEACHER:
+                if klass.teacher == sid:
+                    klass.teacher, klass.left_at = None, time.time()
+                return []
+            klass.students.discard(sid)
+            return [self._teacher_send(klass, queued, only_if_changed=True)]
+
+    @_sends
+    def chores(self, queued: list[Job]) -> list:
+        """Every second or so: end classes whose teacher stayed away for the grace; refresh each teacher's view."""
+        with self._locked():
+            sends = []
+            for klass in list(self.classes.values()):
+                if klass.left_at is not None and time.time() - klass.left_at >= self.grace_s:
+                    sends += self._close(klass, f"the teacher left more than {self.grace_s:.0f} s ago")
+                elif klass.teacher is not None:
+                    sends.append(self._teacher_send(klass, queued, only_if_changed=True))
+            return sends
+
+    def __len__(self) -> int:
+        return len(self.classes)
+
+    def is_open(self, code: str) -> bool:
+        with self._locked():
+            return code.upper() in self.classes
+
+    def _locked(self):
+        """Hold the classes (app.runs.redis_classes also reads them from Redis first and writes them back after)."""
+        return self.lock
+
+    # -- rules (lock held) ---------------------------------------------------------------------------------
+    def _find(self, code: str) -> Klass:
+        klass = self.classes.get(code.upper()) if isinstance(code, str) else None
+        if klass is None:
+            raise Rejected("not_found", f"no open class {code!r}: check the code, or ask the teacher to open one",
+                           field="code")
+        return klass
+
+    def _teacher_of(self, sid: str, code: str, token: str) -> Klass:
+        klass = self._find(code)
+        if not isinstance(token, str) or not secrets.compare_digest(token, klass.token) or klass.teacher != sid:
+            raise Rejected("forbidden", f"only the teacher of class {code} may do that", field="token")
+        return klass
+
+    def _leave(self, sid: str) -> list:
+        """`sid` leaves the class it is in (a student), before it opens or joins another."""
+        code, role = self.member.pop(sid, (None, None))
+        klass = self.classes.get(code)
+        if klass is not None and role == STUDENT:
+            klass.students.discard(sid)
+        elif klass is not None and role == TEACHER and klass.teacher == sid:
+            klass.teacher, klass.left_at = None, time.time()
+        return []
+
+    def _close(self, klass: Klass, reason: str) -> list:
+        del self.classes[klass.code]
+        for sid in [s for s, (code, _) in self.member.items() if code == klass.code]:
+            del self.member[sid]
+        payload = {"code": klass.code, "message": f"class {klass.code} ended: {reason}"}
+        sends = [Send(Event.CLASS_CLOSED, payload, students_room(klass.code))]
+        return sends + ([Send(Event.CLASS_CLOSED, payload, klass.teacher)] if klass.teacher else [])
+
+    def _public(self, klass: Klass) -> dict:
+        return {"code": klass.code, "link": f"/c/{klass.code}", "allow_submit": klass.allow_submit,
+                "students": len(klass.students), "run_id": klass.run_id}
+
+    def _student_send(self, klass: Klass, sid: str | None = None) -> Send:
+        """A student's view of the class, to `sid` or to every student of it."""
+        return Send(Event.CLASS_STATE, {**self._public(klass), "role": STUDENT}, sid or students_room(klass.code))
+
+    def _teacher_send(self, klass: Klass, queued: list[Job], only_if_changed: bool = False) -> Send | None:
+        """The teacher's view: with its token, how many students, and the class's queued runs (whose, where)."""
+        runs = [{"run_id": job.run_id, "position": i + 1, "role": job.role}
+                for i, job in enumerate(queued) if job.class_code == klass.code]
+        state = {**self._public(klass), "role": TEACHER, "token": klass.token, "queued": runs}
+        if klass.teacher is None or (only_if_changed and state == klass.sent):
+            return None
+        klass.sent = state
+        return Send(Event.CLASS_STATE, state, klass.teacher)

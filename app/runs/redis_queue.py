@@ -1,0 +1,36 @@
+"""The Redis book's queue writes that follow app.runs.queue_order: read the queued jobs, and put a job where the
+order says, atomically against engine workers taking from the queue at the same moment (WATCH, then MULTI).
+This module knows redis-py and jobs, nothing of sockets or the engine.
+"""
+import json
+
+import redis
+
+from .job import Job
+from .queue_order import insert_index
+
+
+def jobs_of(r, prefix: str, run_ids: list[str]) -> list[Job]:
+    """The jobs of `run_ids` (in order), read from their `<prefix>job:<id>` hashes; a missing one is left out."""
+    found = (r.hget(prefix + "job:" + run_id, "job") for run_id in run_ids)
+    return [Job.from_dict(json.loads(text)) for text in found if text]
+
+
+def enqueue(r: redis.Redis, prefix: str, job: Job) -> bool:
+    """Put `job.run_id` into the list `<prefix>queue` where queue_order says; True when it went to the end."""
+    queue = prefix + "queue"
+    with r.pipeline() as pipe:
+        while True:
+            try:
+                pipe.watch(queue)
+                queued = jobs_of(pipe, prefix, pipe.lrange(queue, 0, -1))
+                at = insert_index(queued, job)
+                pipe.multi()
+                if at < len(queued):
+                    pipe.linsert(queue, "BEFORE", queued[at].run_id, job.run_id)
+                else:
+                    pipe.rpush(queue, job.run_id)
+                pipe.execute()
+                return at == len(queued)
+            except redis.WatchError:
+                continue                  # the queue moved meanwhile (a worker took a job): read it again

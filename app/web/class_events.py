@@ -1,0 +1,111 @@
+"""Socket.IO handlers of classes (app.runs.classes): open, join, allow students' submits, close.
+
+    class_open {} -> class_state (the teacher's: with its token)      class_close {code, token} -> class_closed
+    class_join {code, token?} -> class_state (a student's; the teacher's with its token)
+    class_allow {code, token, allow} -> class_state to the teacher and to every student
+
+A refusal is one `run_error` naming the field. Submits need nothing new: a class member's `submit` is tagged
+with its class and role by the runs (app.runs.service). While classes are open a background task ends those
+whose teacher left for the grace and refreshes each teacher's view of the queue. This module knows payload
+shapes, nothing of how runs are queued.
+"""
+import threading
+
+from flask import Flask, current_app, request
+from flask_socketio import emit
+
+from ..protocol import Event, Rejected
+from ..runs.classes import Classes
+from ..runs.redis_classes import classes_for
+from ..runs.fanout import deliver
+from . import class_routes
+from .extensions import socketio
+
+CHORE_S = 1.0
+_chores_lock = threading.Lock()
+
+
+def init_app(app: Flask) -> None:
+    """Give the app its classes (in memory, or in the deployment's Redis) and their HTTP routes."""
+    config = app.config
+    classes = classes_for(app.extensions["runs"].redis, config["CLASS_GRACE_S"], config["MAX_CLASSES"],
+                          config["MAX_CLASS_STUDENTS"])
+    app.extensions["classes"] = classes
+    app.extensions["runs"].classes = classes
+    app.register_blueprint(class_routes.bp)
+
+
+def _check(args: tuple, event: str, keys: set[str], optional: set[str] = frozenset()) -> dict:
+    data = args[0] if len(args) == 1 else {} if not args else None
+    if not isinstance(data, dict) or not keys <= set(data) <= keys | optional:
+        names = ", ".join(sorted(keys)) + "".join(f", {k}?" for k in sorted(optional))
+        raise Rejected("invalid", f"{event} takes one object {{{names}}}", field=event)
+    for key in ("code", "token"):
+        if key in data and not (isinstance(data[key], str) and 1 <= len(data[key]) <= 64):
+            raise Rejected("invalid", f"{key} must be a string of 1 to 64 characters", field=key)
+    if "allow" in data and not isinstance(data["allow"], bool):
+        raise Rejected("invalid", "allow must be true or false", field="allow")
+    return data
+
+
+def _answer(act) -> None:
+    """Deliver what the classes answer to `act(classes, queued jobs)`, or its refusal as one run_error."""
+    try:
+        if not current_app.extensions["rate_limits"]["watch"].allow(request.sid):
+            raise Rejected("rate_limited", "too many class requests: wait a little")
+        runs, classes = current_app.extensions["runs"], current_app.extensions["classes"]
+        deliver(socketio.server, act(classes, runs.book.queued_jobs()))
+        _start_chores(classes, runs)
+    except Rejected as r:
+        emit(Event.RUN_ERROR, r.payload())
+
+
+def _start_chores(classes: Classes, runs) -> None:
+    with _chores_lock:
+        if classes.chores_running or not len(classes):
+            return
+        classes.chores_running = True
+    socketio.start_background_task(_chores, classes, runs, socketio.server)
+
+
+def _chores(classes: Classes, runs, server) -> None:
+    """While any class is open: every CHORE_S, end the classes whose teacher stayed away, refresh teachers' views."""
+    while True:
+        server.sleep(CHORE_S)
+        with _chores_lock:
+            if not len(classes):
+                classes.chores_running = False
+                return
+        try:
+            deliver(server, classes.chores(runs.book.queued_jobs()))
+        except Rejected:   # the shared queue (Redis) unreachable: try again next time
+            continue
+
+
+@socketio.on("class_open")
+def on_class_open(*args):
+    _answer(lambda classes, queued: (_check(args, "class_open", set()), classes.open(request.sid, queued))[1])
+
+
+@socketio.on("class_join")
+def on_class_join(*args):
+    def join(classes, queued):
+        data = _check(args, "class_join", {"code"}, {"token"})
+        return classes.join(request.sid, data["code"], data.get("token"), queued)
+    _answer(join)
+
+
+@socketio.on("class_allow")
+def on_class_allow(*args):
+    def allow(classes, queued):
+        data = _check(args, "class_allow", {"code", "token", "allow"})
+        return classes.allow(request.sid, data["code"], data["token"], data["allow"], queued)
+    _answer(allow)
+
+
+@socketio.on("class_close")
+def on_class_close(*args):
+    def close(classes, queued):
+        data = _check(args, "class_close", {"code", "token"})
+        return classes.close(request.sid, data["code"], data["token"])
+    _answer(close)
