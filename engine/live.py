@@ -30,7 +30,7 @@ class LiveLane:
         self.engine = engine
         self.row_len = row_len or min(limits.max_prompt_tokens + limits.max_new_tokens,
                                       lm.max_context if lm is not None else 1 << 30)
-        config = EngineConfig(slots=slots)
+        config = EngineConfig(slots=slots, prefix_cache=True)  # cached_tokens: prompts that share a prefix reuse its K/V
         scheduler = ContinuousScheduler(config, [], eos_ids=frozenset() if lm is None else lm.eos_ids,
                                         pad_id=0 if lm is None else lm.pad_id, timed=True)
         runner = SimRunner(self.row_len) if lm is None else ModelRunner(lm, slots, self.row_len)
