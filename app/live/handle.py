@@ -42,3 +42,7 @@ class LaneHandle(Protocol):
         """A chat's prompt ids (None: no model yet)."""
     def encode_text(self, prompt: str) -> list[int] | None:
         """A plain prompt's ids (None: no model yet)."""
+    def token_texts(self, ids: list[int]) -> list[str]:
+        """Each id decoded alone, special tokens kept (how logprobs name their tokens)."""
+    def vocab_size(self) -> int | None:
+        """Token ids below this are valid prompt ids (None: the simulator, which has no logits either)."""

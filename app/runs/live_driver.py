@@ -102,6 +102,17 @@ class LiveDriver:
     def encode_text(self, prompt: str) -> list[int] | None:
         return self._encode(lambda engine: tokens.encode_text(engine, prompt))
 
+    def token_texts(self, ids: list[int]) -> list[str]:
+        lm = self.engine().lm
+        if lm is None:
+            return [""] * len(ids)
+        with self.tokenize_lock:
+            return [lm.tokenizer.decode([i], clean_up_tokenization_spaces=False) for i in ids]
+
+    def vocab_size(self) -> int | None:
+        lm = self.engine().lm
+        return None if lm is None else lm.model.config.vocab_size
+
     def _encode(self, encode) -> list[int] | None:
         engine = self.engine()
         if engine is None:
