@@ -86,7 +86,8 @@ def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], inclu
                 return
             elif event[0] == "done":
                 left -= 1
-                yield chunk(body, None, body.finish, logprobs=body.logprobs([] if body.echo_only else event[3]))
+                tail = [] if body.echo_only else event[3]  # tokens written after the last text (held back, cut)
+                yield chunk(body, None, body.finish, logprobs=body.logprobs(tail) if tail else None)
         if include_usage or continuous_usage:
             yield data({**head, "object": obj, "choices": [], "usage": usage(bodies, streams.n)})
         yield b"data: [DONE]\n\n"
