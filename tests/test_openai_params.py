@@ -191,3 +191,48 @@ def test_every_refusal_is_a_400_naming_its_param(server, model, path, change, pa
     assert status == 400 and error["error"]["param"] == param, error
     if param in ("response_format", "tools"):
         assert "constrained decoding" in error["error"]["message"]
+
+
+# --- the fast tier: the same parsing and choice building on the simulator (no model) ---
+
+def sim_client(make_app):
+    from engine import Engine
+    return make_app({"LIVE_SLOTS": 4}, engine=Engine(None)).test_client()
+
+
+def test_n_samples_of_several_prompts_come_back_indexed_with_usage_summed_on_the_simulator(make_app):
+    c = sim_client(make_app)
+    r = c.post("/v1/completions", json={"prompt": ["one two three", "four"], "n": 3, "max_tokens": 4,
+                                        "ignore_eos": True})
+    assert r.status_code == 200, r.json
+    body = r.json
+    assert [ch["index"] for ch in body["choices"]] == list(range(6))
+    assert body["usage"]["completion_tokens"] == 24 and body["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+    one = [c.post("/v1/completions", json={"prompt": p, "max_tokens": 1}).json["usage"]["prompt_tokens"]
+           for p in ("one two three", "four")]
+    assert body["usage"]["prompt_tokens"] == sum(one)           # each prompt counted once, not once per sample
+
+
+def test_a_streamed_request_of_two_samples_names_its_choice_on_every_chunk_on_the_simulator(make_app):
+    c = sim_client(make_app)
+    r = c.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}], "n": 2, "max_tokens": 3,
+                                             "ignore_eos": True, "stream": True,
+                                             "stream_options": {"include_usage": True}})
+    events = [line[6:] for line in r.get_data(as_text=True).split("\n\n") if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert all(len(ch["choices"]) == 1 for ch in chunks[:-1]) and chunks[-1]["choices"] == []
+    finishes = {ch["choices"][0]["index"]: ch["choices"][0]["finish_reason"] for ch in chunks[:-1]
+                if ch["choices"][0]["finish_reason"]}
+    assert finishes == {0: "length", 1: "length"} and chunks[-1]["usage"]["completion_tokens"] == 6
+
+
+@pytest.mark.parametrize("body, param", [
+    ({"prompt": "hi", "logprobs": 1}, "logprobs"), ({"prompt": [1, 2, 3]}, "prompt"),
+    ({"prompt": "hi", "stream_options": {"include_usage": True}}, "stream_options"),
+    ({"prompt": "hi", "stream": True, "stream_options": {"continuous_usage_stats": "yes"}}, "stream_options"),
+    ({"prompt": "hi", "n": 0}, "n"), ({"prompt": "hi", "seed": 2 ** 63}, "seed"),
+    ({"prompt": "hi", "response_format": {"type": "json_schema"}}, "response_format")])
+def test_refusals_on_the_simulator_name_their_param(make_app, body, param):
+    r = sim_client(make_app).post("/v1/completions", json=body)
+    assert r.status_code == 400 and r.json["error"]["param"] == param, r.json
