@@ -85,3 +85,14 @@ def test_a_request_short_of_min_tokens_cannot_write_eos(tiny):
     assert stops.output_ids == [first]
     held = drive(LiveLane(Engine(lm), slots=2), [spec(lm, 1, "Say hi.", 6, ignore_eos=False, min_tokens=3)])["L1"]
     assert held.num_tokens >= 3 and first not in held.output_ids[:3]
+
+
+def test_the_live_lanes_prefix_cache_stays_within_the_slot_rows_evicting_the_least_recently_used(tiny):
+    lane = LiveLane(Engine(tiny), slots=2, row_len=64)      # a budget of 2 rows x 4 blocks of 16
+    for i in range(6):                                      # six different 40-token prompts: 2 full blocks each
+        ids = tuple(range(10 + 40 * i, 50 + 40 * i))
+        drive(lane, [RequestSpec(id=f"L{i}", prompt="", max_new_tokens=4, prompt_ids=ids)])
+    prefix = lane.scheduler.prefix
+    assert prefix.num_cached <= 8 and prefix.num_evicted >= 4
+    again = drive(lane, [RequestSpec(id="L9", prompt="", max_new_tokens=4, prompt_ids=tuple(range(210, 250)))])["L9"]
+    assert again.num_from_cache == 32                       # the latest prompt is still cached

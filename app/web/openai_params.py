@@ -58,7 +58,7 @@ class Params:
     echo: bool                    # completions: the prompt before the text (and its logprobs with `logprobs`)
     stream: bool
     include_usage: bool           # stream: a usage chunk before [DONE]
-    continuous_usage: bool        # stream: usage on every chunk (vLLM's continuous_usage_stats)
+    continuous_usage: bool        # stream: usage on every chunk too (vLLM's continuous_usage_stats, with include_usage)
 
 
 def check(body: dict, kind: str, limits, default_max: int) -> Params:
@@ -101,7 +101,7 @@ def check(body: dict, kind: str, limits, default_max: int) -> Params:
                   min_tokens=number(body, "min_tokens", 0, max_tokens, 0, True), n=n,
                   logprobs=logprobs(body, kind), echo=echo, stream=stream,
                   include_usage=bool(options.get("include_usage")),
-                  continuous_usage=bool(options.get("continuous_usage_stats")))
+                  continuous_usage=bool(options.get("include_usage") and options.get("continuous_usage_stats")))
 
 
 def logprobs(body: dict, kind: str) -> int | None:

@@ -48,7 +48,7 @@ def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], inclu
     """The server-sent events of a request's choices, `[DONE]` last. Between events it looks whether the client
     closed its connection."""
     obj = "chat.completion.chunk" if kind == "chat" else "text_completion"
-    extra = {"usage": None} if include_usage and not continuous_usage else {}
+    extra = {"usage": None} if include_usage else {}
 
     def chunk(body: ChoiceBody, delta: str | None, finish: str | None = None, role: bool = False,
               logprobs: dict | None = None) -> bytes:
@@ -88,7 +88,7 @@ def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], inclu
                 left -= 1
                 tail = [] if body.echo_only else event[3]  # tokens written after the last text (held back, cut)
                 yield chunk(body, None, body.finish, logprobs=body.logprobs(tail) if tail else None)
-        if include_usage or continuous_usage:
+        if include_usage:
             yield data({**head, "object": obj, "choices": [], "usage": usage(bodies, streams.n)})
         yield b"data: [DONE]\n\n"
     finally:
