@@ -36,6 +36,7 @@ class RequestSpec:
     min_tokens: int = 0         # EOS cannot be written before this many tokens (its logits masked, as vLLM does)
     logprobs: int | None = None         # report each written token's logprob and this many top alternatives
     prompt_logprobs: int | None = None  # ...and each prompt token's (echo); such a request takes no prefix cache hit
+    grammar: object = None      # a compiled grammar (engine.grammar): every written token keeps to it (JSON output)
 
 
 def max_row_len(spec: RequestSpec, steps: int | None = None) -> int:
@@ -73,6 +74,7 @@ class Request:
                                                                      # copy into its row (see scheduler.Row.load)
     token_logprobs: list = field(default_factory=list)  # engine.logprobs.Entry per output token (spec.logprobs set)
     prompt_logprobs: list = field(default_factory=list)  # an Entry (or None for the first) per prompt token
+    matcher: object = None                      # a constrained request's grammar matcher (engine.grammar's to make)
 
     @property
     def id(self) -> str:

@@ -24,6 +24,7 @@ from .kv_cache import SlotKVCache
 from .linears import additive_mask, can_pack, packed_linears, padded_rows
 from .model import LoadedModel
 from .request import Request
+from . import grammar
 from .logprobs import note_prompt, note_written
 from .sampling import sample
 from .speculative import accept
@@ -186,13 +187,14 @@ class ModelRunner:
         """The next token of each wanted row from its logits (W, V): greedy, or sampled as its request asks."""
         if not wanted:
             return {}
-        raw, logits = logits, self.hold_eos(logits, wanted)
+        raw, logits = logits, grammar.mask(self.hold_eos(logits, wanted), wanted)
         greedy = logits.argmax(-1).tolist()
         tokens, chosen = {}, []
         for i, (slot, _, _, r) in enumerate(wanted):
             chosen.append(greedy[i] if r.spec.temperature == 0 else sample(logits[i], r, self.lm.device))
             tokens.setdefault(slot, []).append(chosen[-1])
         note_written(raw, wanted, chosen)  # only rows whose request asked for logprobs
+        grammar.advance(wanted, chosen)    # only rows whose request keeps to a grammar
         return {slot: t if len(t) > 1 else t[0] for slot, t in tokens.items()}
 
     def hold_eos(self, logits: torch.Tensor, wanted: list[tuple[int, int, int, Request]]) -> torch.Tensor:

@@ -9,6 +9,8 @@ import openai
 import pytest
 import torch
 
+from engine import grammar
+
 from tests.kit.server import live_server
 
 TOL = 2e-3   # logprobs: the live lane's kernels against transformers' forward, float32
@@ -178,8 +180,8 @@ def test_a_repeated_prompt_reports_cached_tokens_and_continuous_usage_counts_up(
     ("/v1/chat/completions", {"top_logprobs": 2}, "top_logprobs"), ("/v1/chat/completions", {"n": 9}, "n"),
     ("/v1/chat/completions", {"stream_options": {"include_usage": True}}, "stream_options"),
     ("/v1/chat/completions", {"seed": 2 ** 63}, "seed"), ("/v1/chat/completions", {"seed": -2 ** 63 - 1}, "seed"),
-    ("/v1/chat/completions", {"response_format": {"type": "json_object"}}, "response_format"),
-    ("/v1/chat/completions", {"response_format": {"type": "json_schema", "json_schema": {}}}, "response_format"),
+    ("/v1/chat/completions", {"response_format": {"type": "xml"}}, "response_format"),
+    ("/v1/chat/completions", {"response_format": {"type": "json_object"}, "ignore_eos": True}, "ignore_eos"),
     ("/v1/chat/completions", {"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
     ("/v1/chat/completions", {"echo": True}, "echo"), ("/v1/completions", {"best_of": 3}, "best_of"),
     ("/v1/completions", {"prompt": [[1, 2, 10 ** 9]]}, "prompt"), ("/v1/completions", {"prompt": [[]]}, "prompt"),
@@ -189,8 +191,43 @@ def test_every_refusal_is_a_400_naming_its_param(server, model, path, change, pa
     base = {"messages": [{"role": "user", "content": "hi"}]} if "chat" in path else {"prompt": "hi"}
     status, error = post(server, path, {"model": model, **base, **change})
     assert status == 400 and error["error"]["param"] == param, error
-    if param in ("response_format", "tools"):
+    if param == "tools":
         assert "constrained decoding" in error["error"]["message"]
+
+
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}, "country": {"enum": ["France", "Spain"]}},
+          "required": ["city", "country"], "additionalProperties": False}
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("fmt", [{"type": "json_object"},
+                                 {"type": "json_schema", "json_schema": {"name": "place", "schema": SCHEMA}}])
+def test_json_response_formats_are_refused_where_xgrammar_is_missing(server, model, fmt):
+    if grammar.missing() is None:
+        pytest.skip("xgrammar is installed here: the formats are served (the test below)")
+    status, error = post(server, "/v1/chat/completions", {"model": model, "messages": [{"role": "user", "content": "hi"}],
+                                                          "response_format": fmt})
+    assert status == 400 and error["error"]["param"] == "response_format"
+    assert "constrained decoding" in error["error"]["message"] and "xgrammar" in error["error"]["message"]
+
+
+@pytest.mark.model
+def test_a_json_schema_response_keeps_to_the_schema_and_ends_at_its_end(client, model, server):
+    pytest.importorskip("xgrammar")
+    messages = [{"role": "user", "content": "Give the capital of France as JSON."}]
+    fmt = {"type": "json_schema", "json_schema": {"name": "place", "schema": SCHEMA}}
+    r = client.chat.completions.create(model=model, messages=messages, max_tokens=60, temperature=0, response_format=fmt)
+    place = json.loads(r.choices[0].message.content)
+    assert set(place) == {"city", "country"} and place["country"] in ("France", "Spain")
+    assert r.choices[0].finish_reason == "stop"
+    free = client.chat.completions.create(model=model, messages=messages, max_tokens=20, temperature=0)
+    assert not free.choices[0].message.content.startswith("{")  # unconstrained, the model opens with a code fence
+    anyjson = client.chat.completions.create(model=model, messages=messages, max_tokens=20, temperature=0,
+                                             response_format={"type": "json_object"})
+    assert anyjson.choices[0].message.content.startswith("{")
+    status, error = post(server, "/v1/chat/completions", {"model": model, "messages": messages, "response_format": {
+        "type": "json_schema", "json_schema": {"name": "bad", "schema": {"type": "nonsense"}}}})
+    assert status == 400 and error["error"]["param"] == "response_format"
 
 
 # --- the fast tier: the same parsing and choice building on the simulator (no model) ---

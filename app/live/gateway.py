@@ -137,8 +137,8 @@ class LiveGateway:
 
     def open(self, prompt_ids: list[int], prompt: str, max_tokens: int, temperature: float, top_p: float,
              seed: int | None, stop: tuple[str, ...], ignore_eos: bool, *, min_tokens: int = 0,
-             logprobs: int | None = None, prompt_logprobs: int | None = None, index: int = 0,
-             events: queue.Queue | None = None) -> LiveStream:
+             logprobs: int | None = None, prompt_logprobs: int | None = None, grammar: object = None,
+             index: int = 0, events: queue.Queue | None = None) -> LiveStream:
         """A checked request on the live lane as a stream (`index`, `events`: one of several sharing a queue)."""
         lane = self.ready_lane()
         if lane.queued() >= self.max_waiting:
@@ -146,7 +146,7 @@ class LiveGateway:
                               f"{self.max_waiting}; retry in a moment")
         spec = RequestSpec(id=f"L{next(self.ids)}", prompt=prompt, max_new_tokens=max_tokens, ignore_eos=ignore_eos,
                            prompt_ids=tuple(prompt_ids), temperature=temperature, top_p=top_p, seed=seed, stop=stop,
-                           min_tokens=min_tokens, logprobs=logprobs, prompt_logprobs=prompt_logprobs)
+                           min_tokens=min_tokens, logprobs=logprobs, prompt_logprobs=prompt_logprobs, grammar=grammar)
         stream = LiveStream(self, spec, index, events)
         arrival = lane.submit(spec, lambda request, record: self._stepped(stream, request, record, lane.decode))
         with self.lock:

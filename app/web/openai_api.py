@@ -99,6 +99,12 @@ def _open(prompts_ids: list[tuple[list[int], str]], params: Params, param: str) 
         _check_length(ids, params, param)
     if params.logprobs is not None and _gateway().lane.vocab_size() is None:
         raise BadParam("logprobs", "logprobs need a model's logits; this server runs the simulator")
+    grammar = None
+    if params.json_schema is not None:
+        try:
+            grammar = _gateway().lane.compile_json(params.json_schema)
+        except ValueError as e:
+            raise BadParam("response_format", str(e)) from None
     choices = Choices(params.n)
     echo_logprobs = params.logprobs if params.echo else None
     try:
@@ -108,7 +114,7 @@ def _open(prompts_ids: list[tuple[list[int], str]], params: Params, param: str) 
                 choices.streams.append(_gateway().open(
                     ids, prompt, max(1, params.max_tokens), params.temperature, params.top_p, seed, params.stop,
                     params.ignore_eos, min_tokens=params.min_tokens, logprobs=params.logprobs,
-                    prompt_logprobs=echo_logprobs, index=p * params.n + j, events=choices.events))
+                    prompt_logprobs=echo_logprobs, grammar=grammar, index=p * params.n + j, events=choices.events))
     except Unavailable:
         choices.close()  # a full queue part-way: none of this request's choices stays queued
         raise

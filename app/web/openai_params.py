@@ -1,12 +1,13 @@
 """The OpenAI endpoint's parameters, checked: what both endpoints share, the completions prompt in its four forms,
 logprobs, echo and n. Every refusal is a `BadParam` naming the parameter (a 400 unless it says otherwise).
 
-What is refused and why (docs/live-api.md has the table): `response_format` json_object / json_schema and `tools`
-need constrained decoding, a grammar's token mask applied at every step of the runner, which this server does not
-build (yet); the penalties, `logit_bias` and `suffix` change the logits in ways the engine does not implement;
+What is refused and why (docs/live-api.md has the table): `response_format` json_object / json_schema is taken
+where xgrammar is installed (engine.grammar masks every step's logits) and refused where it is not; `tools` need
+constrained decoding *and* parsing the output into tool calls, which this server does not do; the penalties, `logit_bias` and `suffix` change the logits in ways the engine does not implement;
 `best_of` > n would sample candidates the client never sees. Unknown parameters are ignored, as OpenAI does.
 This module knows the OpenAI request format and the server's limits, nothing of the live lane or HTTP responses.
 """
+import json
 from dataclasses import dataclass
 
 MAX_LOGPROBS = 20   # top alternatives per token, as OpenAI and vLLM allow
@@ -17,8 +18,8 @@ INT64 = (-2 ** 63, 2 ** 63 - 1)
 REFUSED = {"tool_choice": (None, "none", "auto"), "functions": (None, []), "function_call": (None, "none"),
            "logit_bias": (None, {}), "presence_penalty": (None, 0, 0.0), "frequency_penalty": (None, 0, 0.0),
            "repetition_penalty": (None, 1, 1.0), "suffix": (None, "")}
-WHY_NO_GRAMMAR = ("needs constrained decoding (a grammar's token mask at every step), which this server does not do; "
-                  "ask for plain text and parse it")
+WHY_NO_GRAMMAR = ("needs constrained decoding (a grammar's token mask at every step) and parsing the output into "
+                  "tool calls, which this server does not do; ask for plain text and parse it")
 
 
 class BadParam(Exception):
@@ -59,6 +60,7 @@ class Params:
     stream: bool
     include_usage: bool           # stream: a usage chunk before [DONE]
     continuous_usage: bool        # stream: usage on every chunk too (vLLM's continuous_usage_stats, with include_usage)
+    json_schema: str | None = None  # response_format: "{}" any JSON object, else a JSON Schema's text (None: free text)
 
 
 def check(body: dict, kind: str, limits, default_max: int) -> Params:
@@ -68,11 +70,7 @@ def check(body: dict, kind: str, limits, default_max: int) -> Params:
             raise BadParam(name, f"{name} is not supported by this server")
     if body.get("tools") not in (None, []):
         raise BadParam("tools", f"tools are not supported: calling a tool {WHY_NO_GRAMMAR}")
-    fmt = body.get("response_format")
-    if fmt is not None and fmt != {"type": "text"}:
-        if isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema"):
-            raise BadParam("response_format", f"response_format {fmt['type']} is not supported: it {WHY_NO_GRAMMAR}")
-        raise BadParam("response_format", 'response_format must be {"type": "text"}')
+    schema = response_format(body.get("response_format"))
     echo = flag(body, "echo") if kind == "text" else False
     if kind == "chat" and body.get("echo") not in (None, False):
         raise BadParam("echo", "echo is a completions parameter (POST /v1/completions)")
@@ -95,13 +93,32 @@ def check(body: dict, kind: str, limits, default_max: int) -> Params:
                                                     for k in ("include_usage", "continuous_usage_stats")):
             raise BadParam("stream_options", 'stream_options must be an object like {"include_usage": true}')
     options = options or {}
+    if schema is not None and (flag(body, "ignore_eos") or body.get("min_tokens")):
+        raise BadParam("ignore_eos" if body.get("ignore_eos") else "min_tokens",
+                       "a JSON response_format ends at the end of its JSON: ignore_eos and min_tokens cannot apply")
     return Params(max_tokens=max_tokens, temperature=number(body, "temperature", 0, 2, 1.0),
                   top_p=number(body, "top_p", 1e-6, 1, 1.0), seed=number(body, "seed", *INT64, None, True),
                   stop=tuple(stop), ignore_eos=flag(body, "ignore_eos"),
                   min_tokens=number(body, "min_tokens", 0, max_tokens, 0, True), n=n,
                   logprobs=logprobs(body, kind), echo=echo, stream=stream,
                   include_usage=bool(options.get("include_usage")),
-                  continuous_usage=bool(options.get("include_usage") and options.get("continuous_usage_stats")))
+                  continuous_usage=bool(options.get("include_usage") and options.get("continuous_usage_stats")),
+                  json_schema=schema)
+
+
+def response_format(fmt) -> str | None:
+    """`{"type": "text"}` (None), `{"type": "json_object"}` ("{}": any JSON object) or `{"type": "json_schema",
+    "json_schema": {"name", "schema", ...}}` (the schema's text)."""
+    if fmt is None or fmt == {"type": "text"}:
+        return None
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if kind == "json_object":
+        return "{}"
+    spec = fmt.get("json_schema") if kind == "json_schema" else None
+    if kind == "json_schema" and isinstance(spec, dict) and isinstance(spec.get("schema", {}), dict):
+        return json.dumps(spec.get("schema", {}))
+    raise BadParam("response_format", 'response_format must be {"type": "text"}, {"type": "json_object"} or '
+                                      '{"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}}')
 
 
 def logprobs(body: dict, kind: str) -> int | None:
