@@ -7,9 +7,9 @@ Parameters (checked in app.web.openai_params; docs/live-api.md has the table): `
 `max_completion_tokens`, `stop`, `n`, `temperature` (OpenAI's default 1; 0 is greedy, token-exact with
 generate()), `top_p`, `seed`, `logprobs` (and chat's `top_logprobs`), `echo`, a completions `prompt` as a
 string, token ids or a list of either, `stream`, `stream_options` (`include_usage`, `continuous_usage_stats`),
-and vLLM's `min_tokens` and `ignore_eos`. Known parameters it cannot honour (tools, json response formats,
-penalties, ...) are refused naming the parameter; unknown ones are ignored, as OpenAI does. Errors use
-OpenAI's body `{"error": {"message", "type", "param", "code"}}`: 400 for bad input, 404 for another model,
+vLLM's `min_tokens` and `ignore_eos`, and a JSON `response_format` where xgrammar is installed. Known
+parameters it cannot honour (tools, penalties, ...) are refused naming the parameter; unknown ones are
+ignored, as OpenAI does. Errors use OpenAI's body `{"error": {"message", "type", "param", "code"}}`: 400 for bad input, 404 for another model,
 429 when the live lane's queue is full, 503 while the model loads. A stream is server-sent events, one
 `data: {chunk}` per event and `data: [DONE]` last; its first content chunk leaves as soon as the first token
 exists. A client that goes away mid-stream frees its slot at the next step. This module knows HTTP and the
