@@ -30,7 +30,11 @@ class LiveLane:
         self.engine = engine
         self.row_len = row_len or min(limits.max_prompt_tokens + limits.max_new_tokens,
                                       lm.max_context if lm is not None else 1 << 30)
-        config = EngineConfig(slots=slots)
+        # a prefix cache (prompts that share a prefix reuse its K/V: the API's cached_tokens), within a KV budget of
+        # exactly the slots' rows: running requests always fit, and cached blocks no request holds are evicted
+        # (least recently used) before the cache outgrows the slot cache itself
+        block = EngineConfig.kv_block_size
+        config = EngineConfig(slots=slots, prefix_cache=True, kv_budget=slots * -(-self.row_len // block) * block)
         scheduler = ContinuousScheduler(config, [], eos_ids=frozenset() if lm is None else lm.eos_ids,
                                         pad_id=0 if lm is None else lm.pad_id, timed=True)
         runner = SimRunner(self.row_len) if lm is None else ModelRunner(lm, slots, self.row_len)

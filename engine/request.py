@@ -33,6 +33,10 @@ class RequestSpec:
     top_p: float = 1.0          # sample from the smallest set of tokens whose probability reaches top_p
     seed: int | None = None     # a sampled request's own random stream: the same text whatever it is batched with
     stop: tuple[str, ...] = ()  # finish as soon as the text holds one of these strings
+    min_tokens: int = 0         # EOS cannot be written before this many tokens (its logits masked, as vLLM does)
+    logprobs: int | None = None         # report each written token's logprob and this many top alternatives
+    prompt_logprobs: int | None = None  # ...and each prompt token's (echo); such a request takes no prefix cache hit
+    grammar: object = None      # a compiled grammar (engine.grammar): every written token keeps to it (JSON output)
 
 
 def max_row_len(spec: RequestSpec, steps: int | None = None) -> int:
@@ -68,6 +72,9 @@ class Request:
     cache_hit_step: int | None = None           # ...in this step
     cache_load: list[tuple[int, int]] = field(default_factory=list)  # (cached block id, first position) still to
                                                                      # copy into its row (see scheduler.Row.load)
+    token_logprobs: list = field(default_factory=list)  # engine.logprobs.Entry per output token (spec.logprobs set)
+    prompt_logprobs: list = field(default_factory=list)  # an Entry (or None for the first) per prompt token
+    matcher: object = None                      # a constrained request's grammar matcher (engine.grammar's to make)
 
     @property
     def id(self) -> str:

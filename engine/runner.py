@@ -24,6 +24,8 @@ from .kv_cache import SlotKVCache
 from .linears import additive_mask, can_pack, packed_linears, padded_rows
 from .model import LoadedModel
 from .request import Request
+from . import grammar
+from .logprobs import note_prompt, note_written
 from .sampling import sample
 from .speculative import accept
 from .step import Forward, SlotState
@@ -123,7 +125,9 @@ class ModelRunner:
         # left padding puts every row's last token at column -1 (a speculative row wants its last proposed + 1)
         wanted = [(slot, b, q, r.request) for b, (slot, r) in enumerate(batch) if r is not None and r.wants_token
                   for q in range(-1 - r.proposed, 0)]
-        if Q == 1 and self.fast is not None:
+        scores = [(b, Q - len(r.token_ids), len(r.token_ids), r.start, r.request) for b, (_, r) in enumerate(batch)
+                  if r is not None and r.state is SlotState.PREFILL and r.request.spec.prompt_logprobs is not None]
+        if Q == 1 and self.fast is not None and not scores:
             logits = self.fast.decode([i[0] for i in ids], [p[0] for p in pos], [w[0] for w in write],
                                       [slot for slot, _ in batch], kv_len, self.needs_mask(rows, fillers, 1),
                                       [b for _, b, _, _ in wanted])
@@ -132,14 +136,14 @@ class ModelRunner:
         ids = torch.tensor(ids, device=device)                        # (B, Q)
         pos = torch.tensor(pos, device=device)                        # (B, Q)
         self.cache.plan([slot for slot, _ in batch], torch.tensor(write), kv_len)
-        return self.compute(ids, pos, self.mask(rows, fillers, pos, kv_len), wanted)
+        return self.compute(ids, pos, self.mask(rows, fillers, pos, kv_len), wanted, scores)
 
     @torch.inference_mode()
     def forward_packed(self, rows: list[Row]) -> dict[int, int]:
         """One forward over `rows` packed into a single sequence, without padding (the fused step: a joiner's
         whole prompt beside others' single decode tokens). Each token keeps its row's position; a
         block-diagonal causal mask keeps the rows apart, and each layer reads the rows' K/V one after another."""
-        ids, pos, slots, q_row, read_slots, read_pos, k_row, wanted = [], [], [], [], [], [], [], []
+        ids, pos, slots, q_row, read_slots, read_pos, k_row, wanted, scores = [], [], [], [], [], [], [], [], []
         for i, r in enumerate(rows):
             n, kv = len(r.token_ids), r.start + len(r.token_ids)
             assert kv <= self.cache.scratch, "row longer than the KV cache row"
@@ -152,22 +156,27 @@ class ModelRunner:
             k_row += [i] * kv
             if r.wants_token:
                 wanted += [(r.slot, 0, len(ids) - 1 - q, r.request) for q in range(r.proposed, -1, -1)]
+            if r.state is SlotState.PREFILL and r.request.spec.prompt_logprobs is not None:
+                scores.append((0, len(ids) - n, n, r.start, r.request))
         device = self.lm.device
         pos, read_pos = torch.tensor(pos, device=device), torch.tensor(read_pos, device=device)  # (M,), (T,)
         visible = (torch.tensor(q_row, device=device)[:, None] == torch.tensor(k_row, device=device)) \
             & (read_pos <= pos[:, None])  # (M, T): same row, key not after the query
         mask = additive_mask(visible, self.lm.dtype)[None, None]  # (1, 1, M, T)
         self.cache.plan_packed(torch.tensor(slots), pos, torch.tensor(read_slots), read_pos)
-        return self.compute(torch.tensor([ids], device=device), pos[None], mask, wanted)
+        return self.compute(torch.tensor([ids], device=device), pos[None], mask, wanted, scores)
 
     def compute(self, ids: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor | None,
-                wanted: list[tuple[int, int, int, Request]]) -> dict[int, int]:
+                wanted: list[tuple[int, int, int, Request]], scores: list = ()) -> dict[int, int]:
         """The decoder over ids and pos (B, Q) as planned in the cache, then the next token of each
         (slot, batch row, column, request) in `wanted`, by slot (a slot wanted at several columns, in
-        column order: the list of their greedy tokens)."""
+        column order: the list of their greedy tokens). `scores`: (batch row, first column, columns, first
+        position, request) of prefill chunks whose prompt tokens' logprobs were asked for (echo)."""
         with packed_linears(self.lm.model) if self.packed else contextlib.nullcontext():
             hidden = self.lm.model.model(input_ids=ids, position_ids=pos, attention_mask=mask,
                                          cache=self.cache, use_cache=True).last_hidden_state  # (B, Q, E)
+            for b, q0, n, start, request in scores:
+                note_prompt(self.lm.model.lm_head, hidden[b, q0:q0 + n], request, start)
             if not wanted:
                 return {}
             _, b, q, _ = zip(*wanted)
@@ -178,11 +187,25 @@ class ModelRunner:
         """The next token of each wanted row from its logits (W, V): greedy, or sampled as its request asks."""
         if not wanted:
             return {}
+        raw, logits = logits, grammar.mask(self.hold_eos(logits, wanted), wanted)
         greedy = logits.argmax(-1).tolist()
-        tokens = {}
+        tokens, chosen = {}, []
         for i, (slot, _, _, r) in enumerate(wanted):
-            tokens.setdefault(slot, []).append(greedy[i] if r.spec.temperature == 0 else sample(logits[i], r, self.lm.device))
+            chosen.append(greedy[i] if r.spec.temperature == 0 else sample(logits[i], r, self.lm.device))
+            tokens.setdefault(slot, []).append(chosen[-1])
+        note_written(raw, wanted, chosen)  # only rows whose request asked for logprobs
+        grammar.advance(wanted, chosen)    # only rows whose request keeps to a grammar
         return {slot: t if len(t) > 1 else t[0] for slot, t in tokens.items()}
+
+    def hold_eos(self, logits: torch.Tensor, wanted: list[tuple[int, int, int, Request]]) -> torch.Tensor:
+        """The logits with EOS masked on the rows of requests still short of their min_tokens (as vLLM does: the
+        request writes another token rather than stopping); the same tensor when no row needs it."""
+        short = [i for i, w in enumerate(wanted) if len(w[3].output_ids) < w[3].spec.min_tokens]
+        if not short or not self.lm.eos_ids:
+            return logits
+        logits = logits.clone()
+        logits[torch.tensor(short, device=logits.device)[:, None], torch.tensor(sorted(self.lm.eos_ids), device=logits.device)] = float("-inf")
+        return logits
 
     def mask(self, rows: list[Row], fillers: list[int], pos: torch.Tensor, kv_len: int) -> torch.Tensor | None:
         """The (B, 1, Q, kv_len) additive attention mask, or None where none is needed: every row has the same

@@ -156,7 +156,8 @@ class Scheduler:
         return proposals_for(request, self.config.speculative, self.blocks, others, plan.token_budget)
 
     def add_prefill(self, plan: StepPlan, request: Request) -> None:
-        if self.prefix and request.num_cached == 0 and request.id not in self.prefix.held:
+        if self.prefix and request.num_cached == 0 and request.id not in self.prefix.held \
+                and request.spec.prompt_logprobs is None:  # prompt logprobs need every prompt position computed
             self.reuse_prefix(request)
         n = self.prefill_room(request, plan)
         if n == 0:

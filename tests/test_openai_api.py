@@ -140,8 +140,8 @@ def test_a_seeded_sampled_request_writes_the_same_text_whatever_it_is_batched_wi
     ({"messages": []}, "messages"), ({"messages": [{"role": "robot", "content": "x"}]}, "messages[0].role"),
     ({"max_tokens": 0}, "max_tokens"), ({"max_tokens": "many"}, "max_tokens"), ({"max_completion_tokens": 10 ** 6},
                                                                                 "max_completion_tokens"),
-    ({"temperature": 3}, "temperature"), ({"top_p": 0}, "top_p"), ({"n": 2}, "n"), ({"seed": "s"}, "seed"),
-    ({"stop": ["a", "b", "c", "d", "e"]}, "stop"), ({"stream": "yes"}, "stream"), ({"logprobs": True}, "logprobs"),
+    ({"temperature": 3}, "temperature"), ({"top_p": 0}, "top_p"), ({"n": 99}, "n"), ({"seed": "s"}, "seed"),
+    ({"stop": ["a", "b", "c", "d", "e"]}, "stop"), ({"stream": "yes"}, "stream"), ({"logprobs": "yes"}, "logprobs"),
     ({"stream_options": {"include_usage": "yes"}}, "stream_options"), ({"ignore_eos": 1}, "ignore_eos")])
 def test_every_bad_field_is_a_400_naming_its_param(server, model, change, param):
     body = {"model": model, "messages": [{"role": "user", "content": "hi"}], **change}

@@ -55,36 +55,57 @@ def visible_text(full: str, stops: tuple[str, ...], finished: bool) -> tuple[str
 
 
 class LiveStream:
-    """One API request on the live lane: what the HTTP handler reads, as ("text", delta) and ("done", finish, usage)."""
+    """One API request on the live lane: what the HTTP handler reads, as ("prompt", entries) once (a request that
+    asked for prompt logprobs), ("text", delta, entries, tokens so far), then ("done", finish, usage, entries) or
+    ("error", message). `entries`: engine.logprobs.Entry of the tokens written since the last event (empty unless
+    the request asked for logprobs). Several streams of one HTTP request (n, a list of prompts) may share one
+    `events` queue: each then puts (its index, event)."""
 
-    def __init__(self, gateway: "LiveGateway", spec: RequestSpec):
-        self.gateway, self.spec = gateway, spec
-        self.events: queue.Queue = queue.Queue()
+    def __init__(self, gateway: "LiveGateway", spec: RequestSpec, index: int = 0, events: queue.Queue | None = None):
+        self.gateway, self.spec, self.index = gateway, spec, index
+        self.shared = events is not None
+        self.events: queue.Queue = events if events is not None else queue.Queue()
         self.sent = ""            # visible text handed out so far
+        self.logged = 0           # output tokens whose logprob entries were handed out
+        self.prompt_sent = False
         self.done = False
         self.abandoned = False    # its client left before the end: nothing more is counted for it
 
+    def _put(self, event: tuple) -> None:
+        self.events.put((self.index, event) if self.shared else event)
+
+    def _entries(self, request: Request) -> list:
+        """The logprob entries of the tokens written since the last call (none where the request did not ask)."""
+        got = request.token_logprobs[self.logged:request.num_tokens]
+        self.logged += len(got)
+        return got
+
     def feed(self, request: Request, record: StepRecord | None, decode) -> None:
-        """On the worker's thread: the request's new text since the last step, and its end."""
+        """On the worker's thread: the request's new text since the last step (with its tokens' logprobs), and its
+        end."""
         finished = record is None or request.is_finished
         full = decode(request.output_ids) if request.output_ids else ""
         if not finished:  # a character split across tokens decodes as U+FFFD until its last byte comes
             full = full.rstrip("\ufffd")
         text, stopped = visible_text(full, self.spec.stop, finished)
+        if self.spec.prompt_logprobs is not None and not self.prompt_sent and (request.num_tokens or finished):
+            self.prompt_sent = True
+            self._put(("prompt", list(request.prompt_logprobs)))
         if len(text) > len(self.sent):
-            self.events.put(("text", text[len(self.sent):]))
+            self._put(("text", text[len(self.sent):], self._entries(request), request.num_tokens))
             self.sent = text
         failure = self.gateway.lane.failure() if record is None else None
         if record is None and request.stop is StopReason.CANCELLED and failure and not self.done:
             self.done = True                      # the lane dropped it after a failed step: an error, not an end
-            self.events.put(("error", failure))
+            self._put(("error", failure))
             return
         if finished and not self.done:
             self.done = True
             reason = "length" if request.stop is StopReason.LENGTH else "stop"
             usage = {"prompt_tokens": len(self.spec.prompt_ids), "completion_tokens": request.num_tokens,
-                     "total_tokens": len(self.spec.prompt_ids) + request.num_tokens}
-            self.events.put(("done", reason, usage))
+                     "total_tokens": len(self.spec.prompt_ids) + request.num_tokens,
+                     "prompt_tokens_details": {"cached_tokens": min(request.num_from_cache, len(self.spec.prompt_ids))}}
+            self._put(("done", reason, usage, self._entries(request)))
 
     def read(self, timeout: float):
         """The next event, or None after `timeout` seconds."""
@@ -127,14 +148,18 @@ class LiveGateway:
         return self.ready_lane().row_len()
 
     def open(self, prompt_ids: list[int], prompt: str, max_tokens: int, temperature: float, top_p: float,
-             seed: int | None, stop: tuple[str, ...], ignore_eos: bool) -> LiveStream:
+             seed: int | None, stop: tuple[str, ...], ignore_eos: bool, *, min_tokens: int = 0,
+             logprobs: int | None = None, prompt_logprobs: int | None = None, grammar: object = None,
+             index: int = 0, events: queue.Queue | None = None) -> LiveStream:
+        """A checked request on the live lane as a stream (`index`, `events`: one of several sharing a queue)."""
         lane = self.ready_lane()
         if lane.queued() >= self.max_waiting:
             raise Unavailable(429, "queue_full", f"{lane.queued()} requests are waiting for the live lane, the limit is "
                               f"{self.max_waiting}; retry in a moment")
         spec = RequestSpec(id=f"L{next(self.ids)}", prompt=prompt, max_new_tokens=max_tokens, ignore_eos=ignore_eos,
-                           prompt_ids=tuple(prompt_ids), temperature=temperature, top_p=top_p, seed=seed, stop=stop)
-        stream = LiveStream(self, spec)
+                           prompt_ids=tuple(prompt_ids), temperature=temperature, top_p=top_p, seed=seed, stop=stop,
+                           min_tokens=min_tokens, logprobs=logprobs, prompt_logprobs=prompt_logprobs, grammar=grammar)
+        stream = LiveStream(self, spec, index, events)
         arrival = lane.submit(spec, lambda request, record: self._stepped(stream, request, record, lane.decode))
         with self.lock:
             self.summaries[spec.id] = {"id": spec.id, "prompt": prompt[:TEXT_CHARS], "prompt_tokens": len(prompt_ids),
@@ -151,7 +176,8 @@ class LiveGateway:
     def _stepped(self, stream: LiveStream, request: Request, record: StepRecord | None, decode) -> None:
         """On the worker's thread, after a step `request` took part in (record None: cancelled): its summary's
         moments on the lane clock, and the times they complete (engine.metrics.request_times) into /metrics."""
-        stream.feed(request, record, decode)
+        if not stream.abandoned:   # its client left: nothing more is handed to it
+            stream.feed(request, record, decode)
         end_ms = record.start_ms + record.ms if record is not None else self.lane.now_ms()
         with self.lock:
             s = self.summaries.get(request.id)

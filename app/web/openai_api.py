@@ -3,11 +3,13 @@ its traffic, and the Live view shows it batched.
 
     POST /v1/chat/completions   POST /v1/completions   GET /v1/models      (stream or not)
 
-Parameters: `max_tokens` / `max_completion_tokens`, `stop`, `n` = 1, `temperature` (OpenAI's default 1; 0 is
-greedy, token-exact with generate()), `top_p`, `seed`, `stream`, `stream_options.include_usage`, and
-`ignore_eos` as an extension. Other known OpenAI parameters that would change the output (logprobs, tools,
-penalties, ...) are refused naming the parameter; unknown ones are ignored, as OpenAI does. Errors use
-OpenAI's body `{"error": {"message", "type", "param", "code"}}`: 400 for bad input, 404 for another model,
+Parameters (checked in app.web.openai_params; docs/live-api.md has the table): `max_tokens` /
+`max_completion_tokens`, `stop`, `n`, `temperature` (OpenAI's default 1; 0 is greedy, token-exact with
+generate()), `top_p`, `seed`, `logprobs` (and chat's `top_logprobs`), `echo`, a completions `prompt` as a
+string, token ids or a list of either, `stream`, `stream_options` (`include_usage`, `continuous_usage_stats`),
+vLLM's `min_tokens` and `ignore_eos`, and a JSON `response_format` where xgrammar is installed. Known
+parameters it cannot honour (tools, penalties, ...) are refused naming the parameter; unknown ones are
+ignored, as OpenAI does. Errors use OpenAI's body `{"error": {"message", "type", "param", "code"}}`: 400 for bad input, 404 for another model,
 429 when the live lane's queue is full, 503 while the model loads. A stream is server-sent events, one
 `data: {chunk}` per event and `data: [DONE]` last; its first content chunk leaves as soon as the first token
 exists. A client that goes away mid-stream frees its slot at the next step. This module knows HTTP and the
@@ -19,20 +21,12 @@ import time
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from ..asyncmode import client_socket
-from ..live.gateway import LiveStream, Unavailable
+from ..live.gateway import Unavailable
+from .openai_body import ChoiceBody, Choices
+from .openai_params import INT64, BadParam, Params, check, prompts
 from .openai_stream import error, sse, whole
 
 bp = Blueprint("openai_api", __name__, url_prefix="/v1")
-UNSUPPORTED = {"logprobs": (None, False), "top_logprobs": (None, 0), "tools": (None, []), "tool_choice": (None, "none"),
-               "functions": (None, []), "logit_bias": (None, {}), "presence_penalty": (None, 0, 0.0),
-               "frequency_penalty": (None, 0, 0.0), "response_format": (None, {"type": "text"}), "echo": (None, False),
-               "suffix": (None, ""), "best_of": (None, 1)}
-
-
-class BadParam(Exception):
-    def __init__(self, param: str, message: str, status: int = 400, code: str | None = None):
-        super().__init__(message)
-        self.param, self.message, self.status, self.code = param, message, status, code
 
 
 def _gateway():
@@ -49,44 +43,13 @@ def models():
                                                 "owned_by": "batch-lanes"}]})
 
 
-def _number(body: dict, name: str, lo: float, hi: float, default, integer: bool = False):
-    value = body.get(name, default)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)) or not lo <= value <= hi:
-        kind = "an integer" if integer else "a number"
-        raise BadParam(name, f"{name} must be {kind} from {lo} to {hi}, got {value!r}")
-    return value
-
-
-def check_common(body: dict, default_max: int) -> dict:
-    """The sampling and length parameters both endpoints share, checked."""
-    limits = current_app.config["LIMITS"]
+def check_common(body: dict, kind: str) -> Params:
+    """The parameters both endpoints share (and completions' echo), checked; the model named must be ours."""
     model = body.get("model")
     if model is not None and model != _model_id():
         raise BadParam("model", f"the model {model!r} does not exist here; GET /v1/models lists {_model_id()!r}", 404,
                        "model_not_found")
-    for name, allowed in UNSUPPORTED.items():
-        if name in body and body[name] not in allowed:
-            raise BadParam(name, f"{name} is not supported by this server")
-    if body.get("n", 1) != 1:
-        raise BadParam("n", "n must be 1 (one choice per request)")
-    length_param = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
-    max_tokens = _number(body, length_param, 1, limits.max_new_tokens, min(default_max, limits.max_new_tokens), True)
-    stop = body.get("stop")
-    stop = [stop] if isinstance(stop, str) else [] if stop is None else stop
-    if not isinstance(stop, list) or len(stop) > 4 or not all(isinstance(s, str) and 0 < len(s) <= 100 for s in stop):
-        raise BadParam("stop", "stop must be a string or a list of up to 4 non-empty strings of at most 100 characters")
-    options = body.get("stream_options")
-    if options is not None and (not isinstance(options, dict) or not isinstance(options.get("include_usage", False), bool)):
-        raise BadParam("stream_options", 'stream_options must be an object like {"include_usage": true}')
-    for flag in ("stream", "ignore_eos"):
-        if not isinstance(body.get(flag, False), bool):
-            raise BadParam(flag, f"{flag} must be true or false")
-    return {"max_tokens": max_tokens, "temperature": _number(body, "temperature", 0, 2, 1.0),
-            "top_p": _number(body, "top_p", 1e-6, 1, 1.0), "seed": _number(body, "seed", -2 ** 63, 2 ** 64 - 1, None, True),
-            "stop": tuple(stop), "ignore_eos": body.get("ignore_eos", False), "stream": body.get("stream", False),
-            "include_usage": bool((options or {}).get("include_usage"))}
+    return check(body, kind, current_app.config["LIMITS"], 2048 if kind == "chat" else 16)
 
 
 def chat_messages(body: dict) -> list[dict]:
@@ -119,16 +82,44 @@ def _tokenize(prompt_chars: int, encode) -> list[int]:
     return ids
 
 
-def _open(prompt_ids: list[int], prompt: str, params: dict, param: str) -> LiveStream:
+def _check_length(prompt_ids: list[int], params: Params, param: str) -> None:
     limits = current_app.config["LIMITS"]
     if len(prompt_ids) > limits.max_prompt_tokens:
         raise BadParam(param, f"the prompt is {len(prompt_ids)} tokens, the limit is {limits.max_prompt_tokens}")
     row = _gateway().row_len()
-    if len(prompt_ids) + params["max_tokens"] > row:
-        raise BadParam("max_tokens", f"the prompt ({len(prompt_ids)} tokens) + max_tokens ({params['max_tokens']}) "
+    wanted = max(1, params.max_tokens)
+    if len(prompt_ids) + wanted > row:
+        raise BadParam("max_tokens", f"the prompt ({len(prompt_ids)} tokens) + max_tokens ({wanted}) "
                        f"exceed the live lane's {row} tokens a request")
-    return _gateway().open(prompt_ids, prompt, params["max_tokens"], params["temperature"], params["top_p"],
-                           params["seed"], params["stop"], params["ignore_eos"])
+
+
+def _open(prompts_ids: list[tuple[list[int], str]], params: Params, param: str) -> Choices:
+    """Every choice on the live lane: prompt p's sample j as choice p * n + j (a seeded request's samples draw
+    seeds seed, seed + 1, ...). n > 1 runs as n requests with the same prompt (no shared KV blocks yet)."""
+    for ids, _ in prompts_ids:
+        _check_length(ids, params, param)
+    if params.logprobs is not None and _gateway().lane.vocab_size() is None:
+        raise BadParam("logprobs", "logprobs need a model's logits; this server runs the simulator")
+    grammar = None
+    if params.json_schema is not None:
+        try:
+            grammar = _gateway().lane.compile_json(params.json_schema)
+        except ValueError as e:
+            raise BadParam("response_format", str(e)) from None
+    choices = Choices(params.n)
+    echo_logprobs = params.logprobs if params.echo else None
+    try:
+        for p, (ids, prompt) in enumerate(prompts_ids):
+            for j in range(params.n):
+                seed = None if params.seed is None else (params.seed + j - INT64[0]) % 2 ** 64 + INT64[0]
+                choices.streams.append(_gateway().open(
+                    ids, prompt, max(1, params.max_tokens), params.temperature, params.top_p, seed, params.stop,
+                    params.ignore_eos, min_tokens=params.min_tokens, logprobs=params.logprobs,
+                    prompt_logprobs=echo_logprobs, grammar=grammar, index=p * params.n + j, events=choices.events))
+    except Unavailable:
+        choices.close()  # a full queue part-way: none of this request's choices stays queued
+        raise
+    return choices
 
 
 @bp.post("/chat/completions")
@@ -146,33 +137,37 @@ def _serve(kind: str):
     if not isinstance(body, dict):
         return error(400, "the body must be a JSON object", None, "invalid_json")
     try:
-        params = check_common(body, 2048 if kind == "chat" else 16)
+        params = check_common(body, kind)
+        lane = _gateway().lane
         if kind == "chat":
             messages = chat_messages(body)
             prompt = messages[-1]["content"] if len(messages) == 1 else "\n".join(m["content"] for m in messages)
             ids = _tokenize(sum(len(m["content"]) for m in messages), lambda lane: lane.encode_chat(messages, prompt))
-            stream = _open(ids, prompt, params, "messages")
+            asked = [(ids, prompt)]
         else:
-            prompt = body.get("prompt")
-            if isinstance(prompt, list) and len(prompt) == 1:
-                prompt = prompt[0]
-            if not isinstance(prompt, str) or not prompt:
-                raise BadParam("prompt", "prompt must be a non-empty string")
-            ids = _tokenize(len(prompt), lambda lane: lane.encode_text(prompt))
-            stream = _open(ids, prompt, params, "prompt")
+            _gateway().ready_lane()
+            asked = []
+            for p in prompts(body, lane.vocab_size()):
+                if isinstance(p, str):
+                    asked.append((_tokenize(len(p), lambda lane, p=p: lane.encode_text(p)), p))
+                else:
+                    asked.append((p, lane.decode(p)))
+        streams = _open(asked, params, "messages" if kind == "chat" else "prompt")
     except BadParam as e:
         return error(e.status, e.message, e.param, e.code)
     except Unavailable as e:
         return error(e.status, e.message, None, e.code)
     head = {"id": ("chatcmpl-" if kind == "chat" else "cmpl-") + secrets.token_hex(12), "created": int(time.time()),
             "model": _model_id()}
+    bodies = [ChoiceBody(p * params.n + j, kind, params, list(ids), prompt, lane.token_texts)
+              for p, (ids, prompt) in enumerate(asked) for j in range(params.n)]
     sock = client_socket(request.environ)
-    if params["stream"]:
-        response = Response(sse(stream, kind, head, params["include_usage"], sock), mimetype="text/event-stream",
-                            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        response.call_on_close(stream.close)   # a client gone before the first chunk: the generator never ran
+    if params.stream:
+        response = Response(sse(streams, kind, head, bodies, params.include_usage, params.continuous_usage, sock),
+                            mimetype="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        response.call_on_close(streams.close)   # a client gone before the first chunk: the generator never ran
         return response
-    return whole(stream, kind, head, sock)
+    return whole(streams, kind, head, bodies, sock)
 
 
 unavailable_bp = Blueprint("openai_api_elsewhere", __name__, url_prefix="/v1")

@@ -1,11 +1,13 @@
-"""The OpenAI endpoint's responses from a live stream: one whole JSON body, or server-sent events.
+"""The OpenAI endpoint's responses from a request's live streams: one whole JSON body, or server-sent events.
 
-A stream is `data: {chunk}` events separated by blank lines: a role chunk (chat), a chunk per piece of text as
-the live lane writes it, the finish chunk, the usage chunk if asked, `data: [DONE]`. Streamed or whole, it looks
-whether its client has closed the connection (the socket app.asyncmode.client_socket finds, under werkzeug or
-eventlet) while it waits, so a client that goes away frees its slot (or its place in the queue) at the next
-step; a stream the server stops iterating (its write failed) is closed by the response's close hook too. This module knows the OpenAI chunk format and
-`app.live.gateway.LiveStream`, nothing of validation.
+A stream is `data: {chunk}` events separated by blank lines: a role chunk per choice (chat), the echoed prompt
+(completions with `echo`), a chunk per piece of text as the live lane writes it (with its tokens' logprobs when
+asked), each choice's finish chunk, the usage chunk if asked (`continuous_usage_stats`: usage on every chunk too),
+`data: [DONE]`; every chunk names its choice's `index`. Streamed or whole, it looks whether its client has closed
+the connection (the socket app.asyncmode.client_socket finds, under werkzeug or eventlet) while it waits, so a
+client that goes away frees its slots (or its places in the queue) at the next step; a stream the server stops
+iterating (its write failed) is closed by the response's close hook too. This module knows the OpenAI chunk format
+(through app.web.openai_body) and the live streams' events, nothing of validation.
 """
 import json
 import select
@@ -14,10 +16,10 @@ import time
 
 from flask import Response, jsonify
 
-from ..live.gateway import LiveStream
+from .openai_body import ChoiceBody, Choices, usage
 
 CLIENT_GONE = 499
-READ_TIMEOUT_S = 0.05   # how often a waiting response looks whether its client is still there
+READ_TIMEOUT_S = 0.05   # how often a waiting stream looks whether its client is still there
 
 
 def error(status: int, message: str, param: str | None = None, code: str | None = None):
@@ -25,67 +27,84 @@ def error(status: int, message: str, param: str | None = None, code: str | None 
     return jsonify({"error": {"message": message, "type": kind, "param": param, "code": code}}), status
 
 
-def whole(stream: LiveStream, kind: str, head: dict, sock=None):
-    """One JSON body once the request ends; if its client left first, the request is dropped and the (unread)
-    answer is an empty 499, nginx's "client closed request"."""
-    text, looked = [], time.monotonic()
+def whole(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], sock=None):
+    """Every choice's whole text, then one body; an engine error is a 500 naming it. If the client left first, its
+    requests are dropped and the (unread) answer is an empty 499, nginx's "client closed request"."""
+    left, looked = len(bodies), time.monotonic()
     try:
-        while (event := stream.read(timeout=READ_TIMEOUT_S)) is None or event[0] == "text":
-            if event is not None:
-                text.append(event[1])
+        while left:
+            got = streams.read(timeout=READ_TIMEOUT_S)
             if time.monotonic() - looked >= READ_TIMEOUT_S:    # tokens flowing or not, look every 50 ms
                 looked = time.monotonic()
                 if client_gone(sock):
                     return Response(status=CLIENT_GONE)
+            if got is None:
+                continue
+            index, event = got
+            if event[0] == "error":
+                return error(500, event[1], None, "engine_error")
+            bodies[index].add(event)
+            left -= event[0] == "done"
     finally:
-        stream.close()
-    if event[0] == "error":
-        return error(500, event[1], None, "engine_error")
-    _, finish, usage = event
-    choice = {"index": 0, "finish_reason": finish, "logprobs": None}
-    choice.update({"message": {"role": "assistant", "content": "".join(text)}} if kind == "chat" else {"text": "".join(text)})
-    return jsonify({**head, "object": "chat.completion" if kind == "chat" else "text_completion", "choices": [choice],
-                    "usage": usage})
+        streams.close()
+    return jsonify({**head, "object": "chat.completion" if kind == "chat" else "text_completion",
+                    "choices": [b.whole() for b in bodies], "usage": usage(bodies, streams.n)})
 
 
-def sse(stream: LiveStream, kind: str, head: dict, include_usage: bool, sock):
-    """The server-sent events of a stream: a role chunk, a chunk per piece of text, the finish chunk, the usage
-    chunk if asked, `[DONE]`. Between events it looks whether the client closed its connection."""
+def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], include_usage: bool,
+        continuous_usage: bool, sock):
+    """The server-sent events of a request's choices, `[DONE]` last. Between events it looks whether the client
+    closed its connection."""
     obj = "chat.completion.chunk" if kind == "chat" else "text_completion"
     extra = {"usage": None} if include_usage else {}
 
-    def chunk(delta: str | None, finish: str | None = None, role: bool = False) -> bytes:
-        choice = {"index": 0, "finish_reason": finish, "logprobs": None}
+    def chunk(body: ChoiceBody, delta: str | None, finish: str | None = None, role: bool = False,
+              logprobs: dict | None = None) -> bytes:
+        choice = {"index": body.index, "finish_reason": finish, "logprobs": logprobs}
         if kind == "chat":
             choice["delta"] = {"role": "assistant", "content": ""} if role else {} if delta is None else {"content": delta}
         else:
             choice["text"] = delta or ""
-        return b"data: " + json.dumps({**head, "object": obj, "choices": [choice], **extra}).encode() + b"\n\n"
+        more = {"usage": usage(bodies, streams.n)} if continuous_usage else extra
+        return data({**head, "object": obj, "choices": [choice], **more})
     try:
-        if kind == "chat":
-            yield chunk(None, role=True)
-        while True:
-            event = stream.read(READ_TIMEOUT_S)
-            if event is None:
+        for body in bodies:
+            if kind == "chat":
+                yield chunk(body, None, role=True)
+            elif body.params.echo and body.params.logprobs is None:
+                yield chunk(body, body.prompt_text)
+        left = len(bodies)
+        while left:
+            got = streams.read(READ_TIMEOUT_S)
+            if got is None:
                 if client_gone(sock):
                     return
                 continue
-            if event[0] == "text":
-                yield chunk(event[1])
-                continue
-            if event[0] == "error":  # the status line has gone: the error travels as an event, as vLLM sends it
-                yield b"data: " + json.dumps({"error": {"message": event[1], "type": "server_error", "param": None,
-                                                        "code": "engine_error"}}).encode() + b"\n\n"
+            index, event = got
+            body = bodies[index]
+            body.add(event)
+            if event[0] == "prompt" and body.params.echo:  # the echoed prompt with its logprobs
+                yield chunk(body, body.prompt_text, logprobs=body.logprobs([], prompt=True))
+            elif event[0] == "text" and not body.echo_only:
+                yield chunk(body, event[1], logprobs=body.logprobs(event[2]))
+            elif event[0] == "error":  # the status line has gone: the error travels as an event, as vLLM sends it
+                yield data({"error": {"message": event[1], "type": "server_error", "param": None,
+                                      "code": "engine_error"}})
                 yield b"data: [DONE]\n\n"
                 return
-            _, finish, usage = event
-            yield chunk(None, finish)
-            if include_usage:
-                yield b"data: " + json.dumps({**head, "object": obj, "choices": [], "usage": usage}).encode() + b"\n\n"
-            yield b"data: [DONE]\n\n"
-            return
+            elif event[0] == "done":
+                left -= 1
+                tail = [] if body.echo_only else event[3]  # tokens written after the last text (held back, cut)
+                yield chunk(body, None, body.finish, logprobs=body.logprobs(tail) if tail else None)
+        if include_usage:
+            yield data({**head, "object": obj, "choices": [], "usage": usage(bodies, streams.n)})
+        yield b"data: [DONE]\n\n"
     finally:
-        stream.close()  # the client went away (or got everything): a request still running leaves its slot
+        streams.close()  # the client went away (or got everything): requests still running leave their slots
+
+
+def data(obj: dict) -> bytes:
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
 
 
 def client_gone(sock) -> bool:
@@ -97,4 +116,3 @@ def client_gone(sock) -> bool:
         return bool(readable) and sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
     except (OSError, ValueError):
         return True
-

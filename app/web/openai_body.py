@@ -1,0 +1,113 @@
+"""The OpenAI response bodies of one request's choices: text, finish reason, logprobs in completions' or chat's
+shape, usage summed over the choices; and `Choices`, the live streams of one request (n samples of each prompt)
+read through one queue.
+
+Shapes (as OpenAI and vLLM spell them): completions `logprobs` = {tokens, token_logprobs, top_logprobs (a dict per
+token: its top alternatives and the chosen token itself, as vLLM returns it), text_offset}, with `echo` the
+prompt's tokens first (the first one's logprob and alternatives None); chat `logprobs` = {content: [{token,
+logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}. Usage counts each prompt once whatever its n (as
+vLLM does) and every choice's tokens. This module knows the OpenAI format and app.live's stream events, nothing
+of HTTP or validation.
+"""
+import queue
+
+from .openai_params import Params
+
+
+class Choices:
+    """The live streams of one request: prompt p's sample j is choice p * n + j, all feeding one queue."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.events: queue.Queue = queue.Queue()
+        self.streams: list = []
+
+    def read(self, timeout: float):
+        """(choice index, event) or None after `timeout` seconds."""
+        try:
+            return self.events.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        for stream in self.streams:
+            stream.close()
+
+
+class ChoiceBody:
+    """What one choice has received so far, and its pieces in the OpenAI shapes."""
+
+    def __init__(self, index: int, kind: str, params: Params, prompt_ids: list[int], prompt_text: str, texts):
+        self.index, self.kind, self.params, self.texts = index, kind, params, texts  # texts(ids): each id's text
+        self.prompt_ids, self.prompt_text = prompt_ids, prompt_text
+        self.text: list[str] = [prompt_text] if params.echo else []
+        self.entries: list = []           # engine.logprobs.Entry of the written tokens
+        self.prompt_entries: list = []    # ...of the prompt (echo with logprobs), the first None
+        self.tokens = 0                   # completion tokens so far
+        self.finish: str | None = None
+        self.usage: dict | None = None
+        self.offset = 0                   # text_offset of the next token shown (completions)
+        self.echo_only = params.max_tokens == 0                # echo with max_tokens 0: the one token is dropped
+
+    def add(self, event: tuple) -> None:
+        if event[0] == "prompt":
+            self.prompt_entries = event[1]
+        elif event[0] == "text" and not self.echo_only:
+            self.text.append(event[1])
+            self.entries += event[2]
+            self.tokens = event[3]
+        elif event[0] == "done":
+            self.finish, self.usage = ("length", {**event[2], "completion_tokens": 0}) if self.echo_only \
+                else (event[1], event[2])
+            self.tokens = self.usage["completion_tokens"]
+            if not self.echo_only:
+                self.entries += event[3]
+
+    def logprobs(self, entries: list, prompt: bool = False) -> dict | None:
+        """`entries` (and the prompt's, when `prompt`) in this choice's endpoint's shape; None if not asked."""
+        if self.params.logprobs is None:
+            return None
+        if self.kind == "chat":
+            return {"content": [self.chat_entry(e) for e in entries]}
+        shown = [(self.prompt_ids[0], None, None)] + list(self.prompt_entries[1:]) if prompt else []
+        shown += entries
+        ids = sorted({t for e in shown for t in [e[0], *(i for i, _ in e[2] or ())]})
+        name = dict(zip(ids, self.texts(ids)))
+        out = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
+        for token, lp, top in shown:
+            out["tokens"].append(name[token])
+            out["token_logprobs"].append(lp)
+            out["top_logprobs"].append(None if lp is None else {**{name[i]: v for i, v in top}, name[token]: lp})
+            out["text_offset"].append(self.offset)
+            self.offset += len(name[token])
+        return out
+
+    def chat_entry(self, entry) -> dict:
+        token, lp, top = entry
+        names = self.texts([token, *(i for i, _ in top)])
+        return {"token": names[0], "logprob": lp, "bytes": list(names[0].encode()),
+                "top_logprobs": [{"token": s, "logprob": v, "bytes": list(s.encode())}
+                                 for s, (_, v) in zip(names[1:], top)]}
+
+    def whole(self) -> dict:
+        """The choice of a whole (non-streamed) response."""
+        choice = {"index": self.index, "finish_reason": self.finish}
+        self.offset = 0
+        if self.kind == "chat":
+            choice["message"] = {"role": "assistant", "content": "".join(self.text)}
+            choice["logprobs"] = self.logprobs(self.entries)
+        else:
+            choice["text"] = "".join(self.text)
+            echo_logprobs = self.params.echo and self.params.logprobs is not None
+            choice["logprobs"] = self.logprobs(self.entries, prompt=echo_logprobs)
+        return choice
+
+
+def usage(choices: list[ChoiceBody], n: int) -> dict:
+    """The request's usage: each prompt's tokens once (its first sample's), every choice's completion tokens."""
+    firsts = [c for c in choices if c.index % n == 0]
+    prompt = sum(len(c.prompt_ids) for c in firsts)
+    cached = sum((c.usage or {}).get("prompt_tokens_details", {}).get("cached_tokens", 0) for c in firsts)
+    completion = sum(c.tokens for c in choices)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": cached}}
