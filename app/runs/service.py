@@ -49,11 +49,12 @@ class Runs:
             return {"status": "error", "ready": False, "redis": "unreachable", "error": r.message}, 503
         body = {"status": "error" if s["error"] else "ok", "ready": s["ready"], "model": s["model"],
                 "device": s["device"], "progress": s["progress"], "queued": queued}
+        delivering = getattr(self.server.manager, "delivering", lambda: True)()  # app.runs.fanout.RedisFanout
         if self.redis is not None:
-            body.update(redis="ok", workers=s.get("workers", 0))
+            body.update(redis="ok", workers=s.get("workers", 0), delivery="ok" if delivering else "catching up")
         if s["error"]:
             body["error"] = s["error"]
-        return body, 503 if s["error"] else 200
+        return body, 503 if s["error"] or not delivering else 200
 
     # -- submit, watch, cancel, leave ----------------------------------------------------------------
     def submit(self, sid: str, kind: str, request: dict, lanes: list[str], workload=None) -> Job:

@@ -21,9 +21,10 @@ from flask import Flask
 from ..live.gateway import LiveGateway
 from ..live.prom import LiveMetrics
 from ..protocol import WirePacket
-from ..runs.fanout import LocalFanout, RedisFanout, deliver
+from ..runs.fanout import CATCH_UP_S, LocalFanout, RedisFanout, deliver
 from ..runs.memory_book import MemoryBook
-from ..runs.redis_book import HEARTBEAT_S, RedisBook
+from ..runs.redis_book import HEARTBEAT_S
+from ..runs.web_book import WebBook
 from ..runs.redis_link import CHANNEL, connect_redis, every
 from ..runs.service import Runs
 from ..runs.store import open_store
@@ -87,7 +88,8 @@ def _one_process(app: Flask, server, store, engine) -> None:
 
 def _web_process(app: Flask, server, store, client: redis.Redis) -> None:
     config = app.config
-    book = RedisBook(client, f"web-{uuid.uuid4().hex[:8]}", config["MAX_QUEUED_RUNS"], config["CANCEL_GRACE_S"])
+    book = WebBook(client, f"web-{uuid.uuid4().hex[:8]}", config["MAX_QUEUED_RUNS"], config["CANCEL_GRACE_S"])
+    server.manager.read_log = book.log_after   # the fan-out fills what pub/sub dropped from the runs' logs
     app.register_blueprint(openai_api.unavailable_bp)
     app.extensions.update(book=book, worker=None, live=None, metrics=None,
                           runs=Runs(book, store, server, config["LIMITS"], redis_client=client),
@@ -95,13 +97,15 @@ def _web_process(app: Flask, server, store, client: redis.Redis) -> None:
                                        "watch": RedisRateLimiter(client, "watch", config["WATCHES_PER_MINUTE"])})
     book.beat_web()
     server.start_background_task(_keep_house, book, server)
+    server.start_background_task(every, CATCH_UP_S, server.manager.catch_up, server.sleep, "delivery from the run logs")
     log.info("web process %s on the run queue at %s", book.me, config["MESSAGE_QUEUE"])
 
 
-def _keep_house(book: RedisBook, server) -> None:
+def _keep_house(book: WebBook, server) -> None:
     """A web process's chores, every HEARTBEAT_S: say it is alive (its sockets' watches count while it is),
-    cancel queued runs nobody watches, end the runs of engine workers that died."""
+    count its watchers again (Redis may have restarted empty), cancel queued runs nobody watches, end the runs of
+    engine workers that died."""
     def chores() -> None:
         book.beat_web()
-        deliver(server, book.housekeeping())
+        deliver(server, book.recount() + book.housekeeping())
     every(HEARTBEAT_S, chores, server.sleep, "housekeeping")
