@@ -20,7 +20,6 @@ from flask import Flask
 
 from ..live.gateway import LiveGateway
 from ..live.prom import LiveMetrics
-from ..protocol import WirePacket
 from ..runs.fanout import CATCH_UP_S, LocalFanout, RedisFanout, deliver
 from ..runs.memory_book import MemoryBook
 from ..runs.redis_book import HEARTBEAT_S
@@ -29,8 +28,9 @@ from ..runs.redis_link import CHANNEL, connect_redis, every
 from ..runs.service import Runs
 from ..runs.store import open_store
 from ..settings import DEFAULTS, ROOT
-from . import events, openai_api, routes  # noqa: F401  (events registers its handlers on `socketio`)
+from . import bodies, events, openai_api, routes  # noqa: F401  (events registers its handlers on `socketio`)
 from .extensions import socketio
+from .frames import CheckedPacket
 from .ratelimit import RateLimiter, RedisRateLimiter
 
 log = logging.getLogger("batch_lanes")
@@ -52,10 +52,11 @@ def create_app(config: dict | None = None, engine=None) -> Flask:
 
     # Same-origin only: no cors_allowed_origins, so engine.io accepts just this host's own pages.
     socketio.init_app(app, async_mode=app.config["ASYNC_MODE"], client_manager=manager,
-                      max_http_buffer_size=app.config["MAX_MESSAGE_BYTES"], serializer=WirePacket,
+                      max_http_buffer_size=app.config["MAX_MESSAGE_BYTES"], serializer=CheckedPacket,
                       logger=False, engineio_logger=False)
     server = socketio.server
     app.register_blueprint(routes.bp)
+    bodies.register(app)   # a JSON body too deep or holding a lone surrogate: a 400 naming where
     store = open_store(app.config, url)
     app.extensions["store"] = store
     if client is None:
