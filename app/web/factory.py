@@ -59,11 +59,20 @@ def create_app(config: dict | None = None, engine=None) -> Flask:
     bodies.register(app)   # a JSON body too deep or holding a lone surrogate: a 400 naming where
     store = open_store(app.config, url)
     app.extensions["store"] = store
+    _check_storage(app, store)
     if client is None:
         _one_process(app, server, store, engine)
     else:
         _web_process(app, server, store, client)
     return app
+
+
+def _check_storage(app: Flask, store) -> None:
+    """Say at start if runs cannot be saved (a read-only or full --data), and on every page (_model_status.html)."""
+    health = store.health()
+    if not health["ok"]:
+        log.error("storage: %s; runs will run, but their links will not survive a restart", health["error"])
+    app.context_processor(lambda: {"storage": store.health()})
 
 
 def _one_process(app: Flask, server, store, engine) -> None:
