@@ -12,7 +12,7 @@ so the async mode (app.asyncmode) can patch the standard library before Flask, e
 import argparse
 import sys
 
-from .asyncmode import HELP, MODES, monkey_patch_if_asked
+from .asyncmode import HELP, MODES, monkey_patch_if_asked, serve_options
 
 
 def build_parser() -> argparse.ArgumentParser:
