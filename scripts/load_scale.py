@@ -69,6 +69,7 @@ async def _drive(urls: list[str], spectators: int, workload: dict, run_timeout_s
     n_late = min(spectators, round(spectators * late))
     early, tardy = watchers[:spectators - n_late], watchers[spectators - n_late:]  # the last ones: every web has some
     hold = {"runs": 0, "early_joined_before_release": None, "released_after_s": None}
+    restart = None   # --redis-restart: the submitter's ticks when Redis was killed, and whether its run had ended
     lags: list[float] = []
     probe = None
     try:
@@ -105,12 +106,14 @@ async def _drive(urls: list[str], spectators: int, workload: dict, run_timeout_s
             await _wait_all([w.joined for w in tardy], 30)
             await _until(lambda: sum(submitter.ticks[run_id].values()) >= RESTART_AT_TICK, run_timeout_s)
             t2 = time.monotonic()
+            restart = {"at_tick": sum(submitter.ticks[run_id].values()), "run_done_before": submitter.done.is_set()}
             await blink()
             phases["redis_restart"] = time.monotonic() - t2
         await _wait_all([c.done for c in (submitter, *early, *tardy)], run_timeout_s - (time.monotonic() - t1))
         phases["run"] = time.monotonic() - t1
         await asyncio.sleep(1.0)  # a tick sent twice, or after run_finished, would arrive about now
-        return {"submitter": submitter, "watchers": watchers, "late": n_late, "hold": hold, "loop_lags": lags}
+        return {"submitter": submitter, "watchers": watchers, "late": n_late, "hold": hold, "loop_lags": lags,
+                "restart": restart}
     finally:
         if probe is not None:
             probe.cancel()
@@ -270,6 +273,7 @@ def _report(drove: dict, rss: dict, phases: dict, procs: Processes, *,
                   "unexpected": sum(c["unexpected"] for c in checks), "live": sum(c["live"] for c in checks),
                   "replayed": sum(c["replayed"] for c in checks)},
         "hold": drove["hold"],
+        "redis_restart": drove["restart"],
         "submitter": {"complete": sub["complete"], "missing": sub["missing"], "duplicated": sub["duplicated"]},
         "latency_ms": {"n": len(latencies), "p50": _ms(percentile(latencies, 50)),
                        "p95": _ms(percentile(latencies, 95)), "max": _ms(max(latencies, default=None))},
@@ -313,6 +317,10 @@ def format_report(r: dict) -> str:
         "peak RSS MiB: " + ", ".join(f"{k} {v}" for k, v in r["rss_peak_mib"].items()),
         "phases s: " + ", ".join(f"{k} {v}" for k, v in r["phases_s"].items()) + f"; wall time {r['wall_s']} s",
     ]
+    if r["redis_restart"]:
+        lines.append(f"Redis killed at the submitter's tick {r['redis_restart']['at_tick']} (its run "
+                     f"{'had ended' if r['redis_restart']['run_done_before'] else 'in flight'}), back after "
+                     f"{r['phases_s'].get('redis_restart')} s")
     if r["logs_with_traceback"]:
         lines.append(f"a traceback in the logs of: {', '.join(r['logs_with_traceback'])}")
     lines += [f"problem: {p}" for p in r["problems"]]

@@ -8,6 +8,7 @@ watcher got every tick exactly once, that no engine worker exited, and what beca
 import pytest
 
 from tests.kit.scale import deployment, ticks
+from tests.kit.server import _health
 from tests.test_scale import LONG, MIXED, get_json, submit, wait_until
 
 pytestmark = pytest.mark.redis
@@ -44,12 +45,14 @@ def test_with_persistence_a_redis_restart_mid_run_loses_no_tick_and_the_queued_r
         assert not a.named("run_error", run_id) and not b.named("run_error", run_id)
         assert c.wait_for("run_finished", queued, timeout=90)["metrics"]["continuous"]["tokens"] == 29
         assert all(w.poll() is None for w in d.workers), d.logs()
+        assert all(_health(url)["delivery"] == "ok" for url, _ in d.webs)   # green, and delivering
 
 
-def test_without_persistence_the_running_run_is_written_back_and_the_lost_queued_run_is_said(tmp_path):
+@pytest.mark.parametrize("down_s", [0.1, 2.0])
+def test_without_persistence_the_running_run_is_written_back_and_the_lost_queued_run_is_said(tmp_path, down_s):
     with deployment(tmp_path, workers=1) as d:
         a, b, c, run_id, queued = run_in_flight(d)
-        d.restart_redis(2.0)
+        d.restart_redis(down_s)
         done_a, done_b = a.wait_for("run_finished", run_id, timeout=90), b.wait_for("run_finished", run_id, timeout=30)
         assert done_a["metrics"] == done_b["metrics"] and done_a["metrics"]["continuous"]["tokens"] == 120
         status, stored = get_json(f"{d.webs[0][0]}/api/runs/{run_id}")
@@ -62,3 +65,19 @@ def test_without_persistence_the_running_run_is_written_back_and_the_lost_queued
         resubmitter = d.client(1)                                # and the deployment takes runs again
         again = submit(resubmitter, MIXED)
         assert resubmitter.wait_for("run_finished", again, timeout=60)["metrics"]["continuous"]["tokens"] == 29
+
+
+def test_stored_runs_replay_from_sqlite_while_redis_is_down(tmp_path):
+    with deployment(tmp_path, workers=1) as d:
+        a = d.client(0)
+        run_id = submit(a, MIXED)
+        done = a.wait_for("run_finished", run_id, timeout=60)
+        d.redis_proc.kill()
+        d.redis_proc.wait()
+        web = d.webs[1][0]
+        status, stored = get_json(f"{web}/api/runs/{run_id}")
+        assert status == 200 and stored["metrics"] == done["metrics"]
+        late = d.client(1)
+        late.emit("watch", {"run_id": run_id})
+        assert late.wait_for("run_finished", run_id, timeout=30)["metrics"] == done["metrics"]
+        assert ticks(late, run_id) == ticks(a, run_id)
