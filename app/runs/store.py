@@ -62,9 +62,15 @@ class RunStore:
             with tempfile.TemporaryFile(dir=self.path.parent if self.path.parent.is_dir() else None) as f:
                 f.write(b"probe")
                 f.flush()
-            with closing(self._connect()) as conn:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with closing(sqlite3.connect(self.path, timeout=0.2)) as conn:  # never waits long for a saving worker
+                conn.execute(SCHEMA)
                 conn.execute("BEGIN IMMEDIATE")   # takes the write lock: fails on a read-only file or folder
                 conn.rollback()
+        except sqlite3.OperationalError as e:
+            if "locked" in str(e):
+                return None                   # someone holds the write lock: it is writable
+            return f"runs cannot be saved to {self.path}: {type(e).__name__}: {e}"
         except (OSError, sqlite3.Error) as e:
             return f"runs cannot be saved to {self.path}: {type(e).__name__}: {e}"
         return None
