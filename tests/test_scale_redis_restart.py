@@ -50,7 +50,7 @@ def test_with_persistence_a_redis_restart_mid_run_loses_no_tick_and_the_queued_r
 
 @pytest.mark.parametrize("down_s", [0.1, 2.0])
 def test_without_persistence_the_running_run_is_written_back_and_the_lost_queued_run_is_said(tmp_path, down_s):
-    with deployment(tmp_path, workers=1) as d:
+    with deployment(tmp_path, workers=1, web_args=((), ("--async-mode", "eventlet"))) as d:   # web 1: eventlet
         a, b, c, run_id, queued = run_in_flight(d)
         d.restart_redis(down_s)
         done_a, done_b = a.wait_for("run_finished", run_id, timeout=90), b.wait_for("run_finished", run_id, timeout=30)
