@@ -53,7 +53,8 @@ def test_the_body_check_allows_what_a_workload_needs_and_names_the_deepest_place
     assert e.value.field.startswith("x[0][0]")
 
 
-FRAMES = ["2", "", "2{}", "2[]", "2[1]", '2""', "9", "4", "5-[]", "2" + "9" * 120 + '["submit"]', "x"]
+FRAMES = ["2", "", "2{}", "2[]", "2[1]", '2""', "9", "4", "5-[]", "2" + "9" * 120 + '["submit"]', "x", "3", '31["x"]',
+          '2/evil,["submit"]', '2["no_such_event", 1]']
 
 
 def test_malformed_socket_frames_are_answered_logged_at_one_line_and_counted_never_a_traceback(app, connect, caplog):
