@@ -54,7 +54,7 @@ def test_the_body_check_allows_what_a_workload_needs_and_names_the_deepest_place
 
 
 FRAMES = ["2", "", "2{}", "2[]", "2[1]", '2""', "9", "4", "5-[]", "2" + "9" * 120 + '["submit"]', "x", "3", '31["x"]',
-          '2/evil,["submit"]', '2["no_such_event", 1]']
+          '2/evil,["submit"]', '2["no_such_event", 1]', '2["submit", {"workload": ' + "[" * 5000 + "]" * 5000 + "}]"]
 
 
 def test_malformed_socket_frames_are_answered_logged_at_one_line_and_counted_never_a_traceback(app, connect, caplog):
@@ -69,5 +69,6 @@ def test_malformed_socket_frames_are_answered_logged_at_one_line_and_counted_nev
     assert len(ignored) == len(FRAMES) and all("\n" not in r.getMessage() for r in ignored)
     assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records if r.exc_info]
     assert len(probe.named("run_error")) - answered == len(FRAMES)
+    assert "could not be read: an event packet without an event name" in probe.named("run_error")[answered]["message"]
     probe.emit("watch", {"run_id": "nope-nope-no"})            # and the connection still works
     assert probe.named("run_error")[-1]["code"] == "not_found"

@@ -33,6 +33,9 @@ class CheckedPacket(WirePacket):
             count = super().decode(encoded_packet)
         except ValueError as e:    # a type that is not a digit, an ack id of 100+ digits, too many attachments
             return self._ignore(encoded_packet, str(e))
+        if isinstance(self.data, list) and self.data[:1] == [UNREADABLE]:   # WireJSON could not decode the payload
+            return self._ignore(encoded_packet, f"a payload that is not JSON, nests too deep or holds a number longer "
+                                                f"than 100 digits ({self.data[1]})")
         if self.packet_type not in CLIENT_TYPES:
             return self._ignore(encoded_packet, f"packet type {self.packet_type!r} is not one a client sends")
         if self.packet_type == packet.EVENT and not (isinstance(self.data, list) and self.data
