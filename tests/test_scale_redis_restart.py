@@ -31,7 +31,7 @@ def run_in_flight(d):
     return a, b, c, run_id, queued
 
 
-@pytest.mark.parametrize("down_s", [0.1, 2.0])
+@pytest.mark.parametrize("down_s", [0.1, 2.0, 12.0])   # 12 s: longer than a heartbeat lasts (ALIVE_S)
 def test_with_persistence_a_redis_restart_mid_run_loses_no_tick_and_the_queued_run_runs(tmp_path, down_s):
     with deployment(tmp_path, workers=1, persist=True) as d:
         a, b, c, run_id, queued = run_in_flight(d)
