@@ -58,8 +58,11 @@ class WorkerBook(RedisBook):
         return job, sends
 
     def publish(self, job: Job, event: str, payload: dict) -> Send | None:
-        """Keep the event, push what Redis lacks; the numbered event to send, or None while Redis is away."""
-        box = self.outboxes[job.run_id]
+        """Keep the event, push what Redis lacks; the numbered event to send, or None while Redis is away. A run
+        this worker does not hold (housekeeping ending another's) is logged straight, as a web process does."""
+        box = self.outboxes.get(job.run_id)
+        if box is None:
+            return super().publish(job, event, payload)
         box.log.append(json.dumps([str(event), payload]))
         send = Send(event, {**payload, "seq": len(box.log)}, job.run_id)
         return send if self._push(box) else None
