@@ -5,12 +5,15 @@ must be patched before Flask, engine.io or Redis load (`monkey_patch_if_asked`, 
 does), and blocking compute (forward passes, tokenizing, the store) goes through eventlet's OS thread pool
 (`make_offload`) so that one long step does not stall every socket. Background tasks and sleeps go through
 the Socket.IO server (`start_background_task`, `sleep`), which knows the mode by itself. `client_socket` finds
-a request's connection in either server's WSGI environ, so a handler can see its client leave.
+a request's connection in either server's WSGI environ, so a handler can see its client leave. `serve_options`
+is how each mode's HTTP server is told to drop idle connections and not to name its version.
 This module knows the two modes, nothing of runs, sockets or the engine.
 """
 from typing import Callable
 
 MODES = ("threading", "eventlet")
+IDLE_TIMEOUT_S = 60   # a connection silent this long is closed (engine.io pings every 25 s, so live sockets never are)
+SERVER_NAME = "Batch Lanes"  # the `Server` header: no server or Python version for a scanner to match
 HELP = "threading (default) or eventlet (in one process, forward passes go through eventlet.tpool)"
 
 
@@ -37,3 +40,20 @@ def client_socket(environ: dict):
     if sock is None and "eventlet.input" in environ:
         sock = getattr(environ["eventlet.input"], "_sock", None)
     return sock
+
+
+def serve_options(mode: str) -> dict:
+    """Keyword arguments for `socketio.run` in `mode`: an idle-connection timeout (slow or half-open connections
+    do not pile up threads) and a `Server` header without versions."""
+    if mode == "eventlet":
+        return {"socket_timeout": IDLE_TIMEOUT_S}   # eventlet.wsgi names no version by itself
+    from werkzeug.serving import WSGIRequestHandler
+
+    class Handler(WSGIRequestHandler):
+        timeout = IDLE_TIMEOUT_S   # socketserver.StreamRequestHandler sets it on the connection
+
+        def version_string(self) -> str:
+            return SERVER_NAME
+
+    # The werkzeug server is what threading mode has; it runs without a TTY only when told so.
+    return {"request_handler": Handler, "allow_unsafe_werkzeug": True}

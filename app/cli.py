@@ -13,7 +13,7 @@ import argparse
 import re
 import sys
 
-from .asyncmode import HELP, MODES, monkey_patch_if_asked
+from .asyncmode import HELP, MODES, monkey_patch_if_asked, serve_options
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,9 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("batch_lanes").info("serving on http://%s:%d (%s mode%s)", args.host, args.port, args.async_mode,
                                           ", web process over Redis" if args.message_queue else "")
     try:
-        # The werkzeug server is what threading mode has; it runs without a TTY only when told so.
         socketio.run(app, host=args.host, port=args.port, debug=False, use_reloader=False, log_output=False,
-                     **({"allow_unsafe_werkzeug": True} if args.async_mode == "threading" else {}))
+                     **serve_options(args.async_mode))   # idle timeout, no versions in `Server` (app.asyncmode)
     finally:
         if app.extensions["worker"] is not None:
             app.extensions["worker"].stop()

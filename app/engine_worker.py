@@ -22,25 +22,14 @@ import socketio
 
 from .cli import add_engine_args, config_from_args
 from .runs.fanout import deliver
-from .runs.redis_book import HEARTBEAT_S, RedisBook
+from .runs.redis_book import HEARTBEAT_S
 from .runs.redis_link import CHANNEL, QueueUnreachable, connect_redis, every
 from .runs.store import open_store
 from .runs.tokens import count_prompt_tokens
+from .runs.worker_book import WorkerBook
 from .settings import DEFAULTS, ROOT
 
 log = logging.getLogger("batch_lanes.engine_worker")
-
-
-class WorkerBook(RedisBook):
-    """The run book as an engine worker uses it: its model status is its heartbeat's content."""
-    status: dict = {}
-
-    def set_model_status(self, status: dict) -> None:
-        self.status = dict(status)
-        try:
-            self.beat_worker(self.status)
-        except redis.RedisError as e:
-            log.warning("could not publish the model status: %s", e)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,12 +67,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     me = f"worker-{socket.gethostname()}-{os.getpid()}"
-    book = WorkerBook(client, me, config["MAX_QUEUED_RUNS"], config["CANCEL_GRACE_S"])
+    stop = threading.Event()
+    book = WorkerBook(client, me, config["MAX_QUEUED_RUNS"], config["CANCEL_GRACE_S"], stopped=stop.is_set)
     emitter = socketio.RedisManager(url, channel=CHANNEL, write_only=True)
     engine = Engine(None, config["LIMITS"]) if config["BACKEND"] == "sim" else None
     worker = EngineWorker(book, lambda sends: deliver(emitter, sends), store, config, engine)
 
-    stop = threading.Event()
     _every(HEARTBEAT_S, lambda: book.beat_worker(worker.status), stop, "heartbeat")
     _every(0.0, lambda: book.serve_token_counts(lambda prompts: count_prompt_tokens(worker.engine, prompts))
            if worker.ready else stop.wait(0.5), stop, "token counts")

@@ -5,6 +5,7 @@
     python scripts/load_scale.py --single --spectators 1000       # the same against one `python -m app --backend sim`
     python scripts/load_scale.py --real --eventlet                # real model in the workers, eventlet web processes
     python scripts/load_scale.py --pace 0                         # the simulator flat out (most watchers join late)
+    python scripts/load_scale.py --redis-restart 2                # Redis killed mid-run, back after 2 s
 
 It starts redis-server on a free port, M engine workers (`python -m app.engine_worker`: the simulator, paced to
 real time by default (--pace), unless --real) and N web processes (`python -m app --message-queue ...`), all on
@@ -19,7 +20,9 @@ and get the backlog replayed (or, past its end, the whole run). --no-hold: nobod
 Reported (JSON, then a summary): spectators connected; complete (every tick t = 1..T exactly once, live or
 replayed; duplicates and missing ticks are counted apart); whose final metrics equal the submitter's; p50/p95/max
 of receive time - `sent_at` over live ticks (ms; includes this one process's own lag with 1000 sockets); each
-process's peak RSS; wall time. Exit code 0 when every spectator was complete with equal metrics, else 1.
+process's peak RSS; wall time. --redis-restart S: once the late spectators are answered and the submitter has
+RESTART_AT_TICK ticks, redis-server is killed (-9) and started again S seconds later (with its append-only file,
+unless --no-persist), while every client stays connected: the counts above say what that cost. Exit code 0 when every spectator was complete with equal metrics, else 1.
 `run_scale_load(...)` returns the same report for a test. Every process it started is stopped at the end, also on
 Ctrl-C or an error; the logs are kept (and their folder printed) when something failed.
 """
@@ -37,12 +40,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 from engine.metrics import percentile  # noqa: E402  (the engine's nearest-rank definition, as scripts/load.py)
-from scripts.scale_procs import READY_TIMEOUT_S, Processes, RssSampler, ScaleError, start_processes  # noqa: E402
+from scripts.scale_procs import (READY_TIMEOUT_S, Processes, RssSampler, ScaleError, kill_redis,  # noqa: E402
+                                 start_processes, start_redis_again)
 from scripts.scale_spectator import CONNECT_RETRIES, Watcher, steps_of  # noqa: E402
 
 RUN_TIMEOUT_S = 300
 CONNECT_BATCH = 50
 LATE = 0.1               # the share of spectators that watch only once the run has ticked (they get a backlog)
+RESTART_AT_TICK = 3      # --redis-restart: Redis is killed once the submitter has this many ticks
 HOLD_TIMEOUT_S = 60      # longest the engine workers are kept busy while the early spectators join
 # What keeps each engine worker busy while the spectators join the queued run (cancelled then): long enough
 # (256 steps) for any pace but 0.
@@ -53,7 +58,7 @@ HOLD_WORKLOAD = {"name": "hold", "description": "keeps an engine worker busy; ca
 
 
 async def _drive(urls: list[str], spectators: int, workload: dict, run_timeout_s: float, connect_batch: int,
-                 connect_retries: int, holders: int, late: float, phases: dict) -> dict:
+                 connect_retries: int, holders: int, late: float, phases: dict, blink=None) -> dict:
     """Connect everyone; hold the engine workers busy (`holders` runs) while the early spectators join the
     submitted run, then let it start; the late ones watch once it has ticked. Returns the clients, by role."""
     names = [f"web{i + 1}" for i in range(len(urls))]
@@ -64,6 +69,7 @@ async def _drive(urls: list[str], spectators: int, workload: dict, run_timeout_s
     n_late = min(spectators, round(spectators * late))
     early, tardy = watchers[:spectators - n_late], watchers[spectators - n_late:]  # the last ones: every web has some
     hold = {"runs": 0, "early_joined_before_release": None, "released_after_s": None}
+    restart = None   # --redis-restart: the submitter's ticks when Redis was killed, and whether its run had ended
     lags: list[float] = []
     probe = None
     try:
@@ -96,10 +102,18 @@ async def _drive(urls: list[str], spectators: int, workload: dict, run_timeout_s
         if tardy:
             await _wait_all([submitter.ticked], run_timeout_s)
             await asyncio.gather(*(w.watch(run_id) for w in tardy))
+        if blink is not None:  # Redis restarts mid-run, every client still connected
+            await _wait_all([w.joined for w in tardy], 30)
+            await _until(lambda: sum(submitter.ticks[run_id].values()) >= RESTART_AT_TICK, run_timeout_s)
+            t2 = time.monotonic()
+            restart = {"at_tick": sum(submitter.ticks[run_id].values()), "run_done_before": submitter.done.is_set()}
+            await blink()
+            phases["redis_restart"] = time.monotonic() - t2
         await _wait_all([c.done for c in (submitter, *early, *tardy)], run_timeout_s - (time.monotonic() - t1))
         phases["run"] = time.monotonic() - t1
         await asyncio.sleep(1.0)  # a tick sent twice, or after run_finished, would arrive about now
-        return {"submitter": submitter, "watchers": watchers, "late": n_late, "hold": hold, "loop_lags": lags}
+        return {"submitter": submitter, "watchers": watchers, "late": n_late, "hold": hold, "loop_lags": lags,
+                "restart": restart}
     finally:
         if probe is not None:
             probe.cancel()
@@ -142,7 +156,7 @@ def run_scale_load(spectators: int = 1000, webs: int = 4, workers: int = 2, pres
                    ready_timeout_s: float = READY_TIMEOUT_S,
                    connect_batch: int = CONNECT_BATCH, connect_retries: int = CONNECT_RETRIES,
                    log_dir: str | os.PathLike | None = None, keep_logs: bool = False,
-                   python: str = sys.executable) -> dict:
+                   python: str = sys.executable, redis_restart_s: float | None = None, persist: bool = True) -> dict:
     """Start the processes, run the load, stop them; the report (see the module's doc). Call it from outside an
     event loop. Raises ScaleError when the processes do not start (its message names the logs); the logs' folder
     is removed afterwards unless `log_dir` was given, `keep_logs` is set or the run was not clean."""
@@ -161,13 +175,21 @@ def run_scale_load(spectators: int = 1000, webs: int = 4, workers: int = 2, pres
     try:
         started = start_processes(procs, webs=1 if single else webs, workers=workers, single=single, real=real,
                                   eventlet=eventlet, data_dir=data_dir, python=python,
-                                  ready_timeout_s=ready_timeout_s, pace=pace)
+                                  ready_timeout_s=ready_timeout_s, pace=pace, persist=persist)
+        blink = None
+
+        async def blink_redis():  # kill it, and after redis_restart_s start it again on this thread
+            await asyncio.to_thread(kill_redis, procs)
+            await asyncio.sleep(redis_restart_s)
+            start_redis_again(procs, started["redis_cmd"])
+        if not single and redis_restart_s is not None:
+            blink = blink_redis
         phases = {"startup": time.monotonic() - wall0, "timeout_s": run_timeout_s}
         sampler = RssSampler(procs.procs)
         sampler.start()
         holders = (1 if single else workers) if hold else 0
         drove = asyncio.run(_drive(started["urls"], spectators, workload, run_timeout_s, connect_batch,
-                                   connect_retries, holders, late, phases))
+                                   connect_retries, holders, late, phases, blink))
         rss = sampler.stop()
         procs.check_alive()
         report = _report(drove, rss, phases, procs, single=single, real=real, eventlet=eventlet,
@@ -251,6 +273,7 @@ def _report(drove: dict, rss: dict, phases: dict, procs: Processes, *,
                   "unexpected": sum(c["unexpected"] for c in checks), "live": sum(c["live"] for c in checks),
                   "replayed": sum(c["replayed"] for c in checks)},
         "hold": drove["hold"],
+        "redis_restart": drove["restart"],
         "submitter": {"complete": sub["complete"], "missing": sub["missing"], "duplicated": sub["duplicated"]},
         "latency_ms": {"n": len(latencies), "p50": _ms(percentile(latencies, 50)),
                        "p95": _ms(percentile(latencies, 95)), "max": _ms(max(latencies, default=None))},
@@ -294,6 +317,10 @@ def format_report(r: dict) -> str:
         "peak RSS MiB: " + ", ".join(f"{k} {v}" for k, v in r["rss_peak_mib"].items()),
         "phases s: " + ", ".join(f"{k} {v}" for k, v in r["phases_s"].items()) + f"; wall time {r['wall_s']} s",
     ]
+    if r["redis_restart"]:
+        lines.append(f"Redis killed at the submitter's tick {r['redis_restart']['at_tick']} (its run "
+                     f"{'had ended' if r['redis_restart']['run_done_before'] else 'in flight'}), back after "
+                     f"{r['phases_s'].get('redis_restart')} s")
     if r["logs_with_traceback"]:
         lines.append(f"a traceback in the logs of: {', '.join(r['logs_with_traceback'])}")
     lines += [f"problem: {p}" for p in r["problems"]]
@@ -320,6 +347,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=CONNECT_BATCH, help="spectators connecting at once")
     parser.add_argument("--keep-logs", action="store_true", help="keep the logs' folder also after a clean run")
     parser.add_argument("--json-out", help="also write the JSON report to this file")
+    parser.add_argument("--redis-restart", type=float, metavar="S", help="kill Redis mid-run, start it S s later")
+    parser.add_argument("--no-persist", dest="persist", action="store_false",
+                        help="Redis without its append-only file (a restart comes back empty)")
     args = parser.parse_args(argv)
 
     def terminated(signum, frame):
@@ -328,7 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report = run_scale_load(args.spectators, args.webs, args.workers, args.preset, args.real, args.single,
                                 args.eventlet, args.pace, args.hold, args.late, run_timeout_s=args.timeout,
-                                connect_batch=args.batch, keep_logs=args.keep_logs)
+                                connect_batch=args.batch, keep_logs=args.keep_logs,
+                                redis_restart_s=args.redis_restart, persist=args.persist)
     except ScaleError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -8,7 +8,9 @@
 #
 # Settings (environment): PY (.venv/bin/python), REDIS_PORT (6390), PORTS ("5001 5002 5003", spaces or commas),
 # WORKERS (2), BACKEND (model, or sim for the simulator), DATA (data/), HOST (127.0.0.1), ASYNC_MODE (threading or
-# eventlet), LOG_DIR (a new temporary folder): each process writes its log there.
+# eventlet), LOG_DIR (a new temporary folder): each process writes its log there, REDIS_PERSIST (yes: Redis keeps
+# an append-only file in LOG_DIR, fsync on every write, so a Redis restart keeps the queue and every run's state;
+# no: a restarted Redis comes back empty and only the running runs are written back by their engine workers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -20,6 +22,7 @@ DATA=${DATA:-data}
 HOST=${HOST:-127.0.0.1}
 ASYNC_MODE=${ASYNC_MODE:-threading}
 READY_TIMEOUT_S=${READY_TIMEOUT_S:-180}
+REDIS_PERSIST=${REDIS_PERSIST:-yes}
 
 REDIS_SERVER=$(command -v redis-server || true)
 if [ -z "$REDIS_SERVER" ]; then
@@ -99,14 +102,16 @@ if redis_ping; then
   exit 1
 fi
 echo "logs: $LOG_DIR"
-start redis "$REDIS_SERVER" --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$LOG_DIR"
+PERSIST_ARGS=(--appendonly no)
+[ "$REDIS_PERSIST" = yes ] && PERSIST_ARGS=(--appendonly yes --appendfsync always)
+start redis "$REDIS_SERVER" --port "$REDIS_PORT" --bind 127.0.0.1 --save "" "${PERSIST_ARGS[@]}" --dir "$LOG_DIR"
 for _ in $(seq 100); do
   redis_ping && break
   name=$(died) && fail "$name"
   sleep 0.1
 done
 redis_ping || fail redis
-echo "redis-server on port $REDIS_PORT"
+echo "redis-server on port $REDIS_PORT (persistence: $REDIS_PERSIST)"
 
 for i in $(seq "$WORKERS"); do
   start "worker$i" "$PY" -m app.engine_worker --message-queue "$MQ" "${BACKEND_ARGS[@]}" --data "$DATA"

@@ -100,12 +100,14 @@ def _redis_ping(port: int) -> bool:
 
 
 def start_processes(procs: Processes, *, webs: int, workers: int, single: bool, real: bool, eventlet: bool,
-                    data_dir: Path, python: str, ready_timeout_s: float, pace: float = 1.0) -> dict:
-    """Start redis, the engine workers and the webs (or the one single-process server); wait until all are ready.
-    Returns {"urls": [...], "redis_url": str | None}."""
+                    data_dir: Path, python: str, ready_timeout_s: float, pace: float = 1.0,
+                    persist: bool = True) -> dict:
+    """Start redis (`persist`: with an append-only file, fsync always, as `make scale`), the engine workers and the
+    webs (or the one single-process server); wait until all are ready. Returns {"urls": [...], "redis_url": str |
+    None, "redis_cmd": [...] | None}."""
     web_mode = ["--async-mode", "eventlet"] if eventlet else []
     sim = [] if real else ["--backend", "sim", "--pace", f"{pace:g}"]
-    urls, redis_url = [], None
+    urls, redis_url, redis_cmd = [], None, None
     if single:
         port = free_port()
         procs.start("web1", [python, "-m", "app", *sim, "--port", str(port), "--data", str(data_dir), *web_mode])
@@ -116,8 +118,9 @@ def start_processes(procs: Processes, *, webs: int, workers: int, single: bool, 
             raise ScaleError("redis-server is not installed; run scripts/need_redis.sh, or: "
                              "sudo apt-get install -y redis-server")
         redis_port = free_port()
-        procs.start("redis", [redis, "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",
-                              "--appendonly", "no", "--dir", str(procs.log_dir)])
+        redis_cmd = [redis, "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--dir", str(procs.log_dir),
+                     *(["--appendonly", "yes", "--appendfsync", "always"] if persist else ["--appendonly", "no"])]
+        procs.start("redis", redis_cmd)
         _wait(lambda: _redis_ping(redis_port), procs, 20, "redis-server did not answer PING")
         redis_url = f"redis://127.0.0.1:{redis_port}/0"
         for i in range(1, workers + 1):
@@ -137,7 +140,21 @@ def start_processes(procs: Processes, *, webs: int, workers: int, single: bool, 
         return all((health.get(u) or {}).get("ready") for u in urls)
     _wait(all_ready, procs, ready_timeout_s,
           lambda: f"not every web process was ready; last /healthz answers: {json.dumps(health)}")
-    return {"urls": urls, "redis_url": redis_url}
+    return {"urls": urls, "redis_url": redis_url, "redis_cmd": redis_cmd}
+
+
+def kill_redis(procs: Processes) -> None:
+    """Kill redis-server (-9) and wait until it is gone (`start_redis_again` brings it back)."""
+    procs.procs["redis"].kill()
+    procs.procs["redis"].wait()
+
+
+def start_redis_again(procs: Processes, redis_cmd: list[str]) -> None:
+    """Start redis-server with its first command (the same data, if it had persistence); back once it answers PING.
+    Call it on the thread that started the rest: a child dies with the thread that started it (_die_with_parent)."""
+    procs.start("redis", redis_cmd)
+    port = int(redis_cmd[redis_cmd.index("--port") + 1])
+    _wait(lambda: _redis_ping(port), procs, 20, "redis-server did not answer PING after its restart")
 
 
 def _wait(ok, procs: Processes, timeout: float, what) -> None:

@@ -221,7 +221,9 @@ def test_the_page_is_served_while_the_model_loads_and_model_status_reports_progr
     assert statuses[-1]["ready"] is True and statuses[-1]["device"] == "cpu" and statuses[-1]["error"] is None
     progress = [s["progress"] for s in statuses]
     assert progress == sorted(progress) and progress[-1] == 1.0
-    assert http.get("/healthz").get_json() | {"queued": 0} == {
+    health = http.get("/healthz").get_json()
+    assert health.pop("storage")["ok"] is True
+    assert health | {"queued": 0} == {
         "status": "ok", "ready": True, "model": statuses[-1]["model"], "device": "cpu", "progress": 1.0, "queued": 0}
     run_id = submit(probe)
     assert probe.wait_for("run_finished", run_id)["metrics"]["static"]["tokens"] == 5

@@ -41,8 +41,9 @@ class Book(Protocol):
         """The next queued job, now running (None after about `timeout` s with none), and the new queue positions."""
     def wake(self) -> None:
         """Something for the engine worker to do now (a live request, a stop): end a `take` that waits."""
-    def publish(self, job: Job, event: str, payload: dict) -> Send:
-        """Log an event of `job`'s room and return it numbered with its `seq`."""
+    def publish(self, job: Job, event: str, payload: dict) -> Send | None:
+        """Log an event of `job`'s room and return it numbered with its `seq` (None: logged later, then delivered
+        from the log; only a book whose store may be away does that)."""
     def set_progress(self, job: Job, fraction: float) -> None: ...
     def stop_reason(self, job: Job) -> str | None:
         """Why a running job must stop now (its submitter cancelled it, nobody watched it), or None."""

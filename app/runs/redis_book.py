@@ -12,7 +12,9 @@ Same questions and answers as `app.runs.memory_book.MemoryBook` (app.runs.book.B
                                  the engine worker ids, token-count questions and answers
 
 A web process whose heartbeat lapsed (kill -9) no longer counts as watching; a dead engine worker's taken runs
-end with `run_error` at the next housekeeping. Web-side calls turn a Redis failure into `Rejected("unavailable")`.
+end with `run_error` at the next housekeeping. Neither verdict is given for a while after Redis restarted or was
+unreachable (`quiet`): heartbeats and watcher counts need a beat or two to come back, and a run watched all along
+must not be cancelled because Redis forgot who watched it (docs/scale-out.md). Web-side calls turn a Redis failure into `Rejected("unavailable")`.
 This module knows Redis and jobs, nothing of sockets or torch.
 """
 import functools
@@ -53,6 +55,9 @@ class RedisBook:
         self.max_queued, self.grace_s = max_queued, grace_s
         self.class_cap = class_cap     # queued student runs one class may hold (app.runs.queue_order)
         self.watching: dict[str, set[str]] = {}  # this web process's socket id -> the runs it counts as watching
+        self.trust_from = 0.0    # monotonic time from which "nobody watches" and "that worker died" may be said
+        self.redis_id: str | None = None   # the Redis server's run_id at the last beat (another: it restarted)
+        self.down = False        # the last beat failed
 
     # -- the model and the processes ---------------------------------------------------------------
     @web_side
@@ -72,10 +77,28 @@ class RedisBook:
                 **{k: best[k] for k in ("progress", "message", "model")}}
 
     def beat_worker(self, status: dict) -> None:
-        self.r.pipeline().set(P + "worker:" + self.me, json.dumps(status), ex=ALIVE_S).sadd(P + "workers", self.me).execute()
+        self._beat(self.r.pipeline().set(P + "worker:" + self.me, json.dumps(status), ex=ALIVE_S).sadd(P + "workers", self.me))
 
     def beat_web(self) -> None:
-        self.r.set(P + "web:" + self.me, "1", ex=ALIVE_S)
+        self._beat(self.r.pipeline().set(P + "web:" + self.me, "1", ex=ALIVE_S))
+
+    def _beat(self, pipe) -> None:
+        """Renew a heartbeat; after Redis was unreachable or restarted (its run_id changed), be `quiet` a while."""
+        try:
+            redis_id = pipe.info("server").execute()[-1]["run_id"]
+        except redis.RedisError:
+            self.down = True
+            raise
+        if self.down or (self.redis_id is not None and redis_id != self.redis_id):
+            log.warning("Redis %s: no run is taken for orphaned, nor a worker for dead, for %.0f s",
+                        "is reachable again" if self.down else "restarted", self.grace_s + 2 * HEARTBEAT_S)
+            self.trust_from = time.monotonic() + self.grace_s + 2 * HEARTBEAT_S
+        self.redis_id, self.down = redis_id, False
+
+    @property
+    def quiet(self) -> bool:
+        """Whether Redis came back too recently to say that nobody watches a run or that a worker died."""
+        return time.monotonic() < self.trust_from
 
     # -- asked by web handlers ---------------------------------------------------------------------
     @web_side
@@ -203,7 +226,7 @@ class RedisBook:
             if self._orphaned(run_id) and self.r.lrem(P + "queue", 1, run_id):
                 job, moved = self._job(run_id), True
                 sends += self._end(job, RunStatus.CANCELLED, "its submitter left and nobody watched it")
-        for worker in self.r.smembers(P + "workers"):
+        for worker in () if self.quiet else self.r.smembers(P + "workers"):
             if self.r.exists(P + "worker:" + worker):
                 continue
             for run_id in self.r.lrange(P + "taken:" + worker, 0, -1):
@@ -238,6 +261,8 @@ class RedisBook:
 
     def _orphaned(self, run_id: str) -> bool:
         """Whether no live web process has watched `run_id` for the grace period (starts the period if none does)."""
+        if self.quiet:
+            return False
         counts = self.r.hgetall(P + "watchers:" + run_id)
         if any(int(n) > 0 and self.r.exists(P + "web:" + web) for web, n in counts.items()):
             self.r.hdel(P + "job:" + run_id, "orphaned_at")
@@ -248,9 +273,10 @@ class RedisBook:
     def _job(self, run_id: str) -> Job:
         return Job.from_dict(json.loads(self.r.hget(P + "job:" + run_id, "job")))
 
-    def _log(self, run_id: str) -> list[tuple[str, dict]]:
-        log = (json.loads(item) for item in self.r.lrange(P + "log:" + run_id, 0, -1))
-        return [(event, {**payload, "seq": i + 1}) for i, (event, payload) in enumerate(log)]
+    def _log(self, run_id: str, after: int = 0) -> list[tuple[str, dict]]:
+        """The run's logged events after the first `after`, each with its `seq`."""
+        log = (json.loads(item) for item in self.r.lrange(P + "log:" + run_id, after, -1))
+        return [(event, {**payload, "seq": after + i + 1}) for i, (event, payload) in enumerate(log)]
 
     def _positions(self) -> list[Send]:
         queued = self.queued_jobs()

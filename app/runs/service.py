@@ -50,11 +50,15 @@ class Runs:
             return {"status": "error", "ready": False, "redis": "unreachable", "error": r.message}, 503
         body = {"status": "error" if s["error"] else "ok", "ready": s["ready"], "model": s["model"],
                 "device": s["device"], "progress": s["progress"], "queued": queued}
+        delivering = getattr(self.server.manager, "delivering", lambda: True)()  # app.runs.fanout.RedisFanout
         if self.redis is not None:
-            body.update(redis="ok", workers=s.get("workers", 0))
+            body.update(redis="ok", workers=s.get("workers", 0), delivery="ok" if delivering else "catching up")
+        body["storage"] = self.store.health()   # a store that fails is said, though runs still run
+        if not body["storage"]["ok"] and body["status"] == "ok":
+            body["status"] = "degraded"
         if s["error"]:
             body["error"] = s["error"]
-        return body, 503 if s["error"] else 200
+        return body, 503 if s["error"] or not delivering else 200
 
     # -- submit, watch, cancel, leave ----------------------------------------------------------------
     def submit(self, sid: str, kind: str, request: dict, lanes: list[str], workload=None) -> Job:
@@ -82,8 +86,12 @@ class Runs:
     def watch(self, sid: str, run_id: str) -> None:
         """Join a live run or sweep (backlog, then live), or replay a finished run from the store."""
         fanout = self.server.manager
-        if fanout.join(self.server, sid, run_id, lambda: self.book.watch(sid, run_id)) is not None:
-            return
+        try:
+            if fanout.join(self.server, sid, run_id, lambda: self.book.watch(sid, run_id)) is not None:
+                return
+        except Rejected as r:   # Redis unreachable: a stored run replays from the store all the same
+            if r.code != "unavailable" or not self._read_store(self.store.has, run_id):
+                raise
         stored = self._read_store(self.store.load, run_id)
         if stored is None:
             raise Rejected("not_found", f"no run with id {run_id!r}", field="run_id", run_id=run_id)
@@ -105,11 +113,19 @@ class Runs:
     # -- reads for HTTP ------------------------------------------------------------------------------
     def knows(self, run_id: str) -> bool:
         """Whether a page for `run_id` has something to show: a run (not a sweep) in the book or in the store."""
-        return self.book.knows(run_id) or self._read_store(self.store.has, run_id)
+        try:
+            if self.book.knows(run_id):
+                return True
+        except Rejected:        # Redis unreachable: what the store holds is still known
+            pass
+        return self._read_store(self.store.has, run_id)
 
     def stored_run(self, run_id: str) -> dict | None:
         """A finished run as `/api/runs/<id>` serves it: from the store, or from the book if the store failed it."""
-        kept = self.book.finished_log(run_id)
+        try:
+            kept = self.book.finished_log(run_id)
+        except Rejected:        # Redis unreachable: the store answers alone
+            kept = None
         if kept is not None:
             job, events = kept
             started = next(p for e, p in events if e == Event.RUN_STARTED)

@@ -8,7 +8,9 @@ out as a `StoreError` with one line saying what went wrong: the caller reports i
 This module knows JSON, SQL and a Redis client, nothing of the engine or of sockets.
 """
 import json
+import shutil
 import sqlite3
+import tempfile
 import time
 import zlib
 from contextlib import closing
@@ -29,6 +31,10 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS runs (
 )"""
 
 
+MIN_FREE_MB = 64   # less free space than this under the store's folder and it is reported as failing
+CHECK_S = 60       # how often `health` writes a probe file again (free space is read at every call)
+
+
 class StoreError(Exception):
     """The store could not save or read a run; the message is one line a person can act on."""
 
@@ -36,6 +42,38 @@ class StoreError(Exception):
 class RunStore:
     def __init__(self, path: str | Path):
         self.path = Path(path)
+
+    _probed: tuple[float, str | None] | None = None   # (monotonic time, the write probe's error) of the last probe
+
+    def health(self) -> dict:
+        """Whether a run saved now would be stored: the folder writable (probed every CHECK_S), the database open
+        for writing, MIN_FREE_MB free. At start (app.web.factory) and on /healthz."""
+        if self._probed is None or time.monotonic() - self._probed[0] > CHECK_S:
+            self._probed = (time.monotonic(), self._probe())
+        error, free_mb = self._probed[1], None
+        if error is None:
+            free_mb = shutil.disk_usage(self.path.parent).free // 2 ** 20
+            if free_mb < MIN_FREE_MB:
+                error = f"only {free_mb} MB free under {self.path.parent} (runs need at least {MIN_FREE_MB} MB)"
+        return {"kind": "sqlite", "path": str(self.path), "ok": error is None, "free_mb": free_mb, "error": error}
+
+    def _probe(self) -> str | None:
+        try:
+            with tempfile.TemporaryFile(dir=self.path.parent if self.path.parent.is_dir() else None) as f:
+                f.write(b"probe")
+                f.flush()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with closing(sqlite3.connect(self.path, timeout=0.2)) as conn:  # never waits long for a saving worker
+                conn.execute(SCHEMA)
+                conn.execute("BEGIN IMMEDIATE")   # takes the write lock: fails on a read-only file or folder
+                conn.rollback()
+        except sqlite3.OperationalError as e:
+            if "locked" in str(e):
+                return None                   # someone holds the write lock: it is writable
+            return f"runs cannot be saved to {self.path}: {type(e).__name__}: {e}"
+        except (OSError, sqlite3.Error) as e:
+            return f"runs cannot be saved to {self.path}: {type(e).__name__}: {e}"
+        return None
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -88,6 +126,9 @@ class RedisRunStore:
 
     def __init__(self, client):
         self.r = client  # a redis.Redis whose responses are bytes (compressed values)
+
+    def health(self) -> dict:
+        return {"kind": "redis", "ok": True, "error": None}   # Redis's own health is /healthz's `redis`
 
     def _key(self, run_id: str) -> str:
         return f"batch-lanes:stored:{run_id}"

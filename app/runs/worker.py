@@ -6,7 +6,8 @@ the run book decides (queue, watchers, who must stop) and numbers every event; t
 hands the book's answers to `emit`. Every job kind (a run, app.runs.steps; a sweep, app.runs.sweeps) goes
 through the same loop: until it is done, check whether it must stop, give the live lane a step
 (app.runs.live_driver), take the kind's next step. Forward passes go through `offload` (app.asyncmode). An
-exception inside a job ends that job with `run_error`; the loop takes the next.
+exception inside a job ends that job with `run_error`; the loop takes the next. Nothing a job or its book raises
+ends the loop: over Redis, the book (app.runs.worker_book) keeps a running job's events while Redis is away.
 This module knows the engine's public API and the book's, nothing of HTTP, sockets or Redis.
 """
 import logging
@@ -129,15 +130,21 @@ class EngineWorker:
             try:
                 self.step_live()
                 job, sends = self.book.take(timeout=0 if self.live.has_work() else 0.5)
-                self.emit(sends + self.book.housekeeping())
             except Exception as e:  # a shared book (Redis) unreachable: say so, keep trying until it is back
                 log.warning("run queue unreachable, retrying in 1 s: %s: %s", type(e).__name__, e)
                 self.sleep(1.0)
                 continue
-            if job is not None and not self._stopping.is_set():
-                self._execute(job)
-            elif job is not None:
-                self.emit(self.book.end(job, RunStatus.CANCELLED, "the server is stopping"))
+            try:
+                self.emit(sends + self.book.housekeeping())
+            except Exception as e:  # the job taken is not dropped for that: the next turn does the chores
+                log.warning("housekeeping skipped: %s: %s", type(e).__name__, e)
+            try:
+                if job is not None and not self._stopping.is_set():
+                    self._execute(job)
+                elif job is not None:
+                    self.emit(self.book.end(job, RunStatus.CANCELLED, "the server is stopping"))
+            except Exception:  # even a job that could not be ended (its book unreachable) must not stop the worker
+                log.exception("run %s could not be ended; taking the next", job.run_id)
 
     def _load_model(self) -> bool:
         load, t0, sent = ModelLoad(*self.model_args, self.limits.max_slots), time.perf_counter(), None
@@ -162,7 +169,9 @@ class EngineWorker:
         return "the server is stopping" if self._stopping.is_set() else self.book.stop_reason(job)
 
     def publish(self, job: Job, event: str, payload: dict) -> None:
-        self.emit([self.book.publish(job, event, payload)])
+        send = self.book.publish(job, event, payload)
+        if send is not None:  # None: the book keeps it until its log takes it (Redis away: app.runs.worker_book)
+            self.emit([send])
 
     # -- one job ---------------------------------------------------------------------------------------
     def _execute(self, job: Job) -> None:

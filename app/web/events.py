@@ -208,9 +208,9 @@ def on_unwatch_live(*args):
 
 @socketio.on(UNREADABLE)
 def on_unreadable(*args):
-    log.info("unreadable message refused")
-    emit(Event.RUN_ERROR, error_payload("the message could not be read: it is not JSON, nests too deep or holds a "
-                                        "number longer than 100 digits", "message"))
+    """A frame app.web.frames ignored (and logged, at one line): its sender is told why."""
+    why = args[0] if args and isinstance(args[0], str) else "it is not a message this server reads"
+    emit(Event.RUN_ERROR, error_payload(f"the message could not be read: {why}", "message"))
 
 
 @socketio.on_error_default

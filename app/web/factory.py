@@ -20,16 +20,17 @@ from flask import Flask
 
 from ..live.gateway import LiveGateway
 from ..live.prom import LiveMetrics
-from ..protocol import WirePacket
-from ..runs.fanout import LocalFanout, RedisFanout, deliver
+from ..runs.fanout import CATCH_UP_S, LocalFanout, RedisFanout, deliver
 from ..runs.memory_book import MemoryBook
-from ..runs.redis_book import HEARTBEAT_S, RedisBook
+from ..runs.redis_book import HEARTBEAT_S
+from ..runs.web_book import WebBook
 from ..runs.redis_link import CHANNEL, connect_redis, every
 from ..runs.service import Runs
 from ..runs.store import open_store
 from ..settings import DEFAULTS, ROOT
-from . import class_events, events, openai_api, references, routes, serving  # noqa: F401  (they register handlers on `socketio`)
+from . import bodies, class_events, events, openai_api, references, routes, serving  # noqa: F401  (they register handlers on `socketio`)
 from .extensions import socketio
+from .frames import CheckedPacket
 from .ratelimit import RateLimiter, RedisRateLimiter
 
 log = logging.getLogger("batch_lanes")
@@ -52,20 +53,30 @@ def create_app(config: dict | None = None, engine=None) -> Flask:
 
     # Same-origin only: no cors_allowed_origins, so engine.io accepts just this host's own pages.
     socketio.init_app(app, async_mode=app.config["ASYNC_MODE"], client_manager=manager,
-                      max_http_buffer_size=app.config["MAX_MESSAGE_BYTES"], serializer=WirePacket,
+                      max_http_buffer_size=app.config["MAX_MESSAGE_BYTES"], serializer=CheckedPacket,
                       logger=False, engineio_logger=False)
     server = socketio.server
     app.register_blueprint(routes.bp)
     app.register_blueprint(references.bp)  # reference runs (app/web/references.py)
     app.register_blueprint(serving.bp)     # /health, /version, /tokenize, /detokenize, /v1/models/{id}
+    bodies.register(app)   # a JSON body too deep or holding a lone surrogate: a 400 naming where
     store = open_store(app.config, url)
     app.extensions["store"] = store
+    _check_storage(app, store)
     if client is None:
         _one_process(app, server, store, engine)
     else:
         _web_process(app, server, store, client)
     class_events.init_app(app)
     return app
+
+
+def _check_storage(app: Flask, store) -> None:
+    """Say at start if runs cannot be saved (a read-only or full --data), and on every page (_model_status.html)."""
+    health = store.health()
+    if not health["ok"]:
+        log.error("storage: %s; runs will run, but their links will not survive a restart", health["error"])
+    app.context_processor(lambda: {"storage": store.health()})
 
 
 def _one_process(app: Flask, server, store, engine) -> None:
@@ -91,8 +102,9 @@ def _one_process(app: Flask, server, store, engine) -> None:
 
 def _web_process(app: Flask, server, store, client: redis.Redis) -> None:
     config = app.config
-    book = RedisBook(client, f"web-{uuid.uuid4().hex[:8]}", config["MAX_QUEUED_RUNS"], config["CANCEL_GRACE_S"],
-                     config["MAX_CLASS_QUEUED"])
+    book = WebBook(client, f"web-{uuid.uuid4().hex[:8]}", config["MAX_QUEUED_RUNS"], config["CANCEL_GRACE_S"],
+                   config["MAX_CLASS_QUEUED"])
+    server.manager.read_log = book.log_after   # the fan-out fills what pub/sub dropped from the runs' logs
     app.register_blueprint(openai_api.unavailable_bp)
     app.extensions.update(book=book, worker=None, live=None, metrics=None,
                           runs=Runs(book, store, server, config["LIMITS"], redis_client=client),
@@ -100,13 +112,15 @@ def _web_process(app: Flask, server, store, client: redis.Redis) -> None:
                                        "watch": RedisRateLimiter(client, "watch", config["WATCHES_PER_MINUTE"])})
     book.beat_web()
     server.start_background_task(_keep_house, book, server)
+    server.start_background_task(every, CATCH_UP_S, server.manager.catch_up, server.sleep, "delivery from the run logs")
     log.info("web process %s on the run queue at %s", book.me, config["MESSAGE_QUEUE"])
 
 
-def _keep_house(book: RedisBook, server) -> None:
+def _keep_house(book: WebBook, server) -> None:
     """A web process's chores, every HEARTBEAT_S: say it is alive (its sockets' watches count while it is),
-    cancel queued runs nobody watches, end the runs of engine workers that died."""
+    count its watchers again (Redis may have restarted empty), cancel queued runs nobody watches, end the runs of
+    engine workers that died."""
     def chores() -> None:
         book.beat_web()
-        deliver(server, book.housekeeping())
+        deliver(server, book.recount() + book.housekeeping())
     every(HEARTBEAT_S, chores, server.sleep, "housekeeping")

@@ -24,6 +24,7 @@ from ..asyncmode import client_socket
 from ..live.gateway import Unavailable
 from .openai_body import ChoiceBody, Choices
 from .openai_params import INT64, BadParam, Params, check, prompts
+from .bodies import json_body
 from .openai_stream import error, sse, whole
 
 bp = Blueprint("openai_api", __name__, url_prefix="/v1")
@@ -133,7 +134,7 @@ def completions():
 
 
 def _serve(kind: str):
-    body = request.get_json(silent=True)
+    body = json_body(request)   # BadBody (too deep, a lone surrogate): a 400 (app.web.bodies)
     if not isinstance(body, dict):
         return error(400, "the body must be a JSON object", None, "invalid_json")
     try:

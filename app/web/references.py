@@ -16,6 +16,7 @@ from flask import Blueprint, current_app, jsonify, request
 from ..protocol import RUN_ID
 from ..runs.references import ReferenceBook
 from ..runs.store import StoreError
+from .bodies import json_body
 from .routes import load_presets
 
 bp = Blueprint("references", __name__)
@@ -47,7 +48,7 @@ def references():
 
 @bp.post("/api/references/<preset>")
 def record(preset: str):
-    body = request.get_json(silent=True)
+    body = json_body(request)   # too deep or a lone surrogate: a 400 (app.web.bodies)
     run_id = body.get("run_id") if isinstance(body, dict) else None
     if not isinstance(run_id, str) or RUN_ID.fullmatch(run_id) is None:
         return _error(400, "run_id: give the id of a finished run of this preset", "run_id")

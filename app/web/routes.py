@@ -27,6 +27,7 @@ from ..protocol import RUN_ID, Rejected
 from ..settings import ROOT, SERVER_LIMITS
 from . import serving
 from .class_routes import qr_response
+from .bodies import json_body
 
 bp = Blueprint("routes", __name__)
 PRESET_ORDER = ("mixed", "same", "one-long")
@@ -91,7 +92,7 @@ def compare_page(first: str, second: str):
 def tokens():
     """{"prompts": [str, ...]} -> {"tokens": [chat-templated prompt tokens of each]}: the editor's live count, with
     the server's own tokenizer (the simulator's estimate when it runs without a model)."""
-    body = request.get_json(silent=True)
+    body = json_body(request)
     limits = current_app.config["LIMITS"]
     prompts = body.get("prompts") if isinstance(body, dict) else None
     if not isinstance(prompts, list) or len(prompts) > limits.max_requests or not all(
@@ -206,7 +207,7 @@ def limits():
 @bp.post("/api/generate")
 def generate():
     """The requests a `generate` spec draws (engine.arrivals), for the editor to show and edit; 400 names the field."""
-    spec = request.get_json(silent=True)
+    spec = json_body(request)
     try:
         return jsonify({"requests": generate_requests(spec, current_app.config["LIMITS"])})
     except WorkloadError as e:

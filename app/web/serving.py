@@ -19,6 +19,7 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from .openai_api import BadParam, chat_messages  # the chat's checks, one definition
+from .bodies import json_body
 from .openai_stream import error
 
 bp = Blueprint("serving", __name__)
@@ -65,7 +66,7 @@ def model(model_id: str):
 
 
 def _body() -> dict:
-    body = request.get_json(silent=True)
+    body = json_body(request)   # too deep or a lone surrogate: a 400 (app.web.bodies)
     return body if isinstance(body, dict) else None
 
 

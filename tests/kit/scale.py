@@ -35,8 +35,9 @@ def redis_server_binary() -> str:
 
 
 class Deployment:
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, persist: bool = False):
         self.folder = folder
+        self.persist = persist   # Redis with an append-only file (fsync always): its data survives a restart
         self.data = folder / "data"
         self.redis_port = free_port()
         self.url = f"redis://127.0.0.1:{self.redis_port}/0"
@@ -51,8 +52,10 @@ class Deployment:
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
     def start_redis(self) -> None:
+        persistence = ["--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.folder)] if self.persist \
+            else ["--appendonly", "no"]
         self.redis_proc = self._spawn("redis", [redis_server_binary(), "--port", str(self.redis_port), "--bind",
-                                                "127.0.0.1", "--save", "", "--appendonly", "no"])
+                                                "127.0.0.1", "--save", "", *persistence])
         deadline = time.monotonic() + 20
         while True:
             try:
@@ -61,6 +64,13 @@ class Deployment:
             except redis.ConnectionError:
                 assert time.monotonic() < deadline, _tail(self.folder / "redis.log")
                 time.sleep(0.05)
+
+    def restart_redis(self, down_s: float) -> None:
+        """Kill Redis (-9), leave it down `down_s` seconds, start it again on the same port (empty unless `persist`)."""
+        self.redis_proc.kill()
+        self.redis_proc.wait()
+        time.sleep(down_s)
+        self.start_redis()
 
     def start_worker(self, *args: str) -> subprocess.Popen:
         proc = self._spawn(f"worker{len(self.workers)}", [sys.executable, "-m", "app.engine_worker", "--message-queue",
@@ -116,8 +126,9 @@ class Deployment:
 
 
 @contextmanager
-def deployment(folder: Path, webs: int = 2, workers: int = 2, worker_args: tuple = SIM, web_args: tuple = ()):
-    d = Deployment(folder)
+def deployment(folder: Path, webs: int = 2, workers: int = 2, worker_args: tuple = SIM, web_args: tuple = (),
+               persist: bool = False):
+    d = Deployment(folder, persist)
     try:
         d.start_redis()
         for _ in range(workers):
