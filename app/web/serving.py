@@ -18,8 +18,8 @@ from importlib.metadata import PackageNotFoundError, version
 from flask import Blueprint, Response, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from .openai_api import BadParam, chat_messages  # the chat's checks, one definition
 from .bodies import json_body
+from .openai_api import BadParam, chat_messages  # the chat's checks, one definition
 from .openai_stream import error
 
 bp = Blueprint("serving", __name__)
