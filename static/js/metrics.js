@@ -149,21 +149,27 @@ export function stepShape(record, progress) {
   return `${record.forward}|${rows}|${tokens}`;
 }
 
-/**
- * How much steps of the same shape varied in time (engine/metrics.py step_time_spread): each such step's distance
- * from its shape's median ms as a share of that median, the 90th percentile of those; null when no shape repeats.
- */
-export function stepTimeSpread(records) {
+/** The records that computed something, grouped by their shape (stepShape), in run order: shape -> records. */
+export function stepsByShape(records) {
   const progress = new Map();
   const byShape = new Map();
   for (const r of records) {
     const shape = stepShape(r, progress);
     if (shape === null) continue;
     if (!byShape.has(shape)) byShape.set(shape, []);
-    byShape.get(shape).push(r.ms);
+    byShape.get(shape).push(r);
   }
+  return byShape;
+}
+
+/**
+ * How much steps of the same shape varied in time (engine/metrics.py step_time_spread): each such step's distance
+ * from its shape's median ms as a share of that median, the 90th percentile of those; null when no shape repeats.
+ */
+export function stepTimeSpread(records) {
   const deviations = [];
-  for (const times of byShape.values()) {
+  for (const steps of stepsByShape(records).values()) {
+    const times = steps.map((r) => r.ms);
     const middle = percentile(times, 50);
     if (times.length > 1 && middle > 0) for (const t of times) deviations.push(Math.abs(t - middle) / middle);
   }

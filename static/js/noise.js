@@ -6,7 +6,7 @@
  * run says it has no noise. `worstStep` names the one step that strayed most from the steps of its shape: a single
  * outlier a percentile hides. Pure: returns strings and a tone, which the page writes with textContent.
  */
-import { percentile, stepShape } from "./metrics.js";
+import { percentile, stepsByShape } from "./metrics.js";
 
 export const NOISY = 0.25;  // a spread above this is a warning: two runs of one mix may rank the lanes differently
 
@@ -32,16 +32,8 @@ export function runSimulated(metrics) {
  * rows and tokens): {step, ms, median, ratio}, or null when no shape repeats.
  */
 export function worstStep(records) {
-  const progress = new Map();
-  const byShape = new Map();
-  for (const r of records) {
-    const shape = stepShape(r, progress);
-    if (shape === null) continue;
-    if (!byShape.has(shape)) byShape.set(shape, []);
-    byShape.get(shape).push(r);
-  }
   let worst = null;
-  for (const steps of byShape.values()) {
+  for (const steps of stepsByShape(records).values()) {
     if (steps.length < 2) continue;
     const median = percentile(steps.map((r) => r.ms), 50);
     for (const r of steps) {
