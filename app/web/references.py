@@ -24,7 +24,7 @@ SAME = ("id", "max_new_tokens", "arrival", "arrival_ms")  # with the prompt: wha
 
 def _requests(workload: dict) -> list[dict]:
     """What a run of a preset shares with it: each request's id, tokens, arrival and prompt up to its whitespace (the
-    page's one-line prompt field turns a preset's newlines into nothing)."""
+    page's editor keeps a prompt's newlines now, but runs stored before it did had lost them)."""
     return [{**{k: q.get(k) for k in SAME}, "prompt": "".join(str(q.get("prompt", "")).split())}
             for q in workload.get("requests", [])]
 
