@@ -56,7 +56,8 @@ const dom = {
 const serverEvents = [];
 const inputs = [];
 const push = (action) => inputs.push(action);
-const references = createReferences($("references"), { runPreset: (name) => push({ type: "preset", name }) });
+const references = createReferences($("references"), { runPreset: (name) => push({ type: "preset", name }),
+  member: () => ({ role: klass.role, credentials: klass.credentials() }) });
 const reducedMotion = matchMedia("(prefers-reduced-motion: reduce)");
 
 let state = createState();
