@@ -136,6 +136,7 @@ def test_in_a_class_only_the_teacher_records_a_reference_and_a_student_never_see
         student.click('button[data-preset="same"]')
         student.wait_for_function("() => window.__lanes.own && window.__lanes.status === 'finished'", timeout=120_000)
         assert student.is_hidden("#record-reference")
+        assert student.url == f"{paced}/c/{code}"                 # a reload still joins the class
         teacher.click('button[data-preset="same"]')
         teacher.wait_for_function("() => window.__lanes.own && window.__lanes.mix === 'same' "
                                   "&& window.__lanes.status === 'finished'", timeout=120_000)
