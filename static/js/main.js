@@ -74,6 +74,7 @@ let shownLayout = null;
 let frameKey = [];
 let canvasSize = "";
 let resizes = 0;
+let refitFrom = null;  // presenter mode: the budget the last layout had when the text above it outgrew it
 const missingRun = document.body.dataset.missingRun || "";  // /runs/<an id the server does not know>
 const classPage = Boolean(document.body.dataset.classCode);  // /c/<code>: its address stays the class's link
 
@@ -330,7 +331,8 @@ function render() {
   const whole = pb.clock === "steps" ? domain.steps : domain.ms;
   const full = revealed ? whole : revealSpan(shown, whole, pb.clock, false);
   shownAxis = { full, ...viewOf(ui.zoom, pb.clock, full) };
-  const layout = layoutOf(derived, shownAxis, ui.present && derived.lanes.length ? presenterBudget(dom.wrap, dom.stage) : null);
+  const budget = ui.present && derived.lanes.length ? presenterBudget(dom.wrap, dom.stage) : null;
+  const layout = layoutOf(derived, shownAxis, budget);
   shownLayout = layout;
   dom.canvas.hidden = !derived.lanes.length;
   dom.empty.hidden = Boolean(derived.lanes.length);
@@ -362,6 +364,10 @@ function render() {
   panels.refresh(derived, scene, shown, limit, { clock: pb.clock, view: ui.view, reveal: ui.reveal, requestLane: ui.requestLane });
   syncPresent(dom, { present: ui.present, turn: layout.turn, derived, seen: revealed && shown >= limit - 1e-9 });
   exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas: dom.canvas, revealed, axis: shownAxis, labels });
+  // the text above the lanes (the lesson, the totals at the reveal) may have grown: lay out again to fit, once per change
+  const fits = budget === null ? null : presenterBudget(dom.wrap, dom.stage);
+  if (fits !== budget && fits !== refitFrom) push({ type: Input.RESIZE });
+  refitFrom = fits !== budget ? budget : null;
 }
 
 let lastTime = performance.now();
