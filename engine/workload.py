@@ -153,6 +153,16 @@ def parse_lanes(raw, defaults: EngineConfig, limits: Limits, timed: bool = False
     return tuple(specs)
 
 
+def _arrival(value, field: str, latest: int) -> int:
+    """A step arrival: the field counts steps from 0, the page and its tables from 1, so a refusal says both."""
+    if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= latest:
+        why = (f"arrival {value} (step {value + 1}) is past the last step {latest + 1}" if value > latest
+               else "arrival 0 is step 1, the first")
+        raise WorkloadError(field, f"must be from 0 to {latest}, got {value}: {why} (arrival counts steps from 0, "
+                                   f"the page counts them from 1)")
+    return check_int(value, field, 0, latest)
+
+
 def _requests(raw, limits: Limits) -> tuple[RequestSpec, ...]:
     if not isinstance(raw, list):
         raise WorkloadError("requests", "must be a list of request objects")
@@ -183,7 +193,7 @@ def _requests(raw, limits: Limits) -> tuple[RequestSpec, ...]:
             prompt=check_str(r["prompt"], f"{where}.prompt", limits.max_prompt_chars),
             max_new_tokens=check_int(r["max_new_tokens"], f"{where}.max_new_tokens", 1, limits.max_new_tokens),
             ignore_eos=ignore_eos,
-            arrival=0 if timed else check_int(r.get("arrival", 0), f"{where}.arrival", 0, limits.max_arrival),
+            arrival=0 if timed else _arrival(r.get("arrival", 0), f"{where}.arrival", limits.max_arrival),
             arrival_ms=float(check_number(r.get("arrival_ms", 0), f"{where}.arrival_ms", 0, limits.max_arrival_ms))
             if timed else None,
             priority=check_int(r.get("priority", 0), f"{where}.priority", -1000, 1000),

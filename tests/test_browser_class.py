@@ -119,3 +119,33 @@ def test_a_class_link_without_an_open_class_says_so(browser, paced):
         assert all("404" in p for p in context.problems)           # only the page's own status
     finally:
         context.close()
+
+
+def test_in_a_class_only_the_teacher_records_a_reference_and_a_student_never_sees_the_button(browser, paced):
+    contexts = [watched_context(browser, **VIEW) for _ in range(2)]
+    try:
+        teacher, student = (watched_page(c) for c in contexts)
+        ready(teacher, paced)
+        teacher.click("#btn-class")
+        teacher.wait_for_function("() => window.__class.role === 'teacher'")
+        code = klass(teacher, "code")
+        ready(student, f"{paced}/c/{code}")
+        student.wait_for_function("() => window.__class.role === 'student'")
+        teacher.check("#class-allow")                             # even a student who may submit records nothing
+        student.wait_for_selector('button[data-preset="same"]', state="visible")
+        student.click('button[data-preset="same"]')
+        student.wait_for_function("() => window.__lanes.own && window.__lanes.status === 'finished'", timeout=120_000)
+        assert student.is_hidden("#record-reference")
+        assert student.url == f"{paced}/c/{code}"                 # a reload still joins the class
+        teacher.click('button[data-preset="same"]')
+        teacher.wait_for_function("() => window.__lanes.own && window.__lanes.mix === 'same' "
+                                  "&& window.__lanes.status === 'finished'", timeout=120_000)
+        assert teacher.is_visible("#record-reference")
+        teacher.click("#record-reference")                        # a live run, kept once it finishes
+        teacher.wait_for_function("() => /Kept as the reference run of/.test("
+                                  "document.getElementById('reference-mark').textContent)", timeout=180_000)
+        assert "same" in teacher.evaluate("() => fetch('/api/references').then((r) => r.json())")["references"]
+        assert [p for c in contexts for p in c.problems] == []
+    finally:
+        for c in contexts:
+            c.close()

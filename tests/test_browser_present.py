@@ -226,3 +226,20 @@ def test_predict_then_reveal_shows_nothing_the_playhead_has_not_reached(context,
     assert lanes(tab, "metricsCheck") == "ok" and "identical" in tab.inner_text("#metrics-check")
     assert "15 vs 9 steps" in tab.inner_text("#lesson")
     assert context.problems == []
+
+
+def test_present_after_the_reveal_of_three_lanes_still_fits_when_the_totals_and_the_lesson_grow(context, tab, server):
+    """memory-pressure's three lanes: at the reveal its totals wrap to two lines and its lesson grows; the lanes
+    made room for them (the playback controls used to drop below the fold until a resize)."""
+    run_preset(tab, server, "memory-pressure")
+    tab.keyboard.press("r")
+    tab.wait_for_function("() => window.__lanes.reveal")
+    tab.keyboard.press("p")
+    tab.wait_for_function("() => window.__lanes.present")
+    before = box(tab, "#present-totals")["height"]
+    to_end(tab)
+    tab.wait_for_function("() => window.__lanes.revealed && document.querySelector('#present-totals').dataset.shown === 'true'")
+    assert box(tab, "#present-totals")["height"] > before          # the three totals take two lines at 1280 px
+    tab.wait_for_function("() => document.documentElement.scrollHeight <= innerHeight", timeout=10_000)
+    assert_presenter_fits(tab, 2)
+    assert context.problems == []

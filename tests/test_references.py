@@ -4,6 +4,10 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
+
+from app.protocol import Rejected
+from app.runs.classes import Classes
 from app.runs.references import ReferenceBook
 from engine.engine import Engine
 
@@ -67,3 +71,52 @@ def test_a_run_of_a_preset_whose_prompt_lost_its_newlines_in_the_editor_is_still
     run_id = probe.wait_for("run_queued")["run_id"]
     probe.wait_for("run_finished", run_id, timeout=60)
     assert app.test_client().post("/api/references/long-prompt", json={"run_id": run_id}).status_code == 200
+
+
+def test_while_a_class_is_open_only_its_teacher_may_record_and_a_student_is_told_why(make_app, connect):
+    app = make_app(engine=Engine(None))
+    run_id = finished_run(app, connect, "same")
+    teacher = connect(app)
+    teacher.emit("class_open", {})
+    state = teacher.wait_for("class_state")
+    http = app.test_client()
+    for body in ({"run_id": run_id}, {"run_id": run_id, "class": state["code"]},
+                 {"run_id": run_id, "class": state["code"], "token": "x" * 32}):
+        answer = http.post("/api/references/same", json=body)   # nobody's page, a student's, a guessed token
+        assert (answer.status_code, answer.get_json()["field"]) == (403, "token"), body
+        assert "only its teacher may record a reference run" in answer.get_json()["error"]
+    student = http.post("/api/references/same", json={"run_id": run_id, "class": state["code"]}).get_json()
+    assert student["error"].startswith(f"class {state['code']} is open")
+    assert http.get("/api/references").get_json() == {"references": {}}
+    mine = {"run_id": run_id, "class": state["code"], "token": state["token"]}
+    assert http.post("/api/references/same", json=mine).status_code == 200
+    teacher.emit("class_close", {"code": state["code"], "token": state["token"]})
+    teacher.wait_for("class_closed")
+    assert http.post("/api/references/same", json={"run_id": run_id}).status_code == 200  # no class: as before
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+def classes(request, tmp_path):
+    if request.param == "memory":
+        yield Classes(grace_s=60, max_classes=4, max_students=8)
+        return
+    from app.runs.redis_classes import RedisClasses
+    from app.runs.redis_link import connect_redis
+    from tests.kit.scale import Deployment
+
+    d = Deployment(tmp_path)
+    d.start_redis()
+    try:
+        yield RedisClasses(connect_redis(d.url), grace_s=60, max_classes=4, max_students=8)
+    finally:
+        d.stop()
+
+
+def test_the_record_rule_of_classes_in_memory_and_in_redis(classes):
+    classes.may_record(None, None)                       # no class open: anyone
+    state = classes.open("sid-teacher", [])[0].payload
+    classes.may_record(state["code"].lower(), state["token"])   # its teacher (the code in any case)
+    for code, token in ((None, None), (state["code"], None), (state["code"], "x" * 32), ("ZZZZZ", state["token"])):
+        with pytest.raises(Rejected, match="only its teacher may record") as refused:
+            classes.may_record(code, token)
+        assert refused.value.field == "token"

@@ -164,6 +164,19 @@ class Classes:
                     sends.append(self._teacher_send(klass, queued, only_if_changed=True))
             return sends
 
+    def may_record(self, code: str | None, token: str | None) -> None:
+        """Whether a page may record a preset's reference run: anyone while no class is open; while one is, only a
+        teacher of an open class (its code and token). `Rejected` naming why otherwise."""
+        with self._locked():
+            if not self.classes:
+                return
+            klass = self.classes.get(code.upper()) if isinstance(code, str) else None
+            if klass is not None and isinstance(token, str) and secrets.compare_digest(token, klass.token):
+                return
+            which = f"class {klass.code} is open" if klass is not None else "a class is open on this server"
+            raise Rejected("forbidden", f"{which}: only its teacher may record a reference run (a student's page "
+                                        f"only plays them)", field="token")
+
     def __len__(self) -> int:
         return len(self.classes)
 

@@ -1,19 +1,21 @@
 """HTTP for reference runs (app/runs/references.py): which preset has one, and recording one.
 
     GET  /api/references             {"references": {preset: {"run_id", "recorded_at"}}}
-    POST /api/references/<preset>    {"run_id"}: make that stored run the preset's reference (the page sends it when
-                                     the run it started with "Record reference" has finished and been stored)
+    POST /api/references/<preset>    {"run_id", "class"?, "token"?}: make that stored run the preset's reference (the
+                                     page sends it when the run it started with "Record reference" has finished and
+                                     been stored); while a class is open, only its teacher may (its code and token)
 
 A run is accepted as a preset's reference only if it is in the run store (so it replays after a restart) and is a
 run of that preset: its mix's name and requests (ids, prompts up to whitespace, token counts, arrivals) are the
 preset's. Errors are
-400/404 naming the field, 503 when the store cannot be read or written.
+400/404 naming the field, 403 for anyone but a teacher while a class is open, 503 when the store (or the
+classes' Redis) cannot be read or written.
 """
 from pathlib import Path
 
 from flask import Blueprint, current_app, jsonify, request
 
-from ..protocol import RUN_ID
+from ..protocol import RUN_ID, Rejected
 from ..runs.references import ReferenceBook
 from ..runs.store import StoreError
 from .bodies import json_body
@@ -25,7 +27,7 @@ SAME = ("id", "max_new_tokens", "arrival", "arrival_ms")  # with the prompt: wha
 
 def _requests(workload: dict) -> list[dict]:
     """What a run of a preset shares with it: each request's id, tokens, arrival and prompt up to its whitespace (the
-    page's one-line prompt field turns a preset's newlines into nothing)."""
+    page's editor keeps a prompt's newlines now, but runs stored before it did had lost them)."""
     return [{**{k: q.get(k) for k in SAME}, "prompt": "".join(str(q.get("prompt", "")).split())}
             for q in workload.get("requests", [])]
 
@@ -55,6 +57,10 @@ def record(preset: str):
     wanted = next((p for p in load_presets() if p["name"] == preset), None)
     if wanted is None:
         return _error(404, f"no preset named {preset[:40]!r}", "preset")
+    try:
+        current_app.extensions["classes"].may_record(body.get("class"), body.get("token"))
+    except Rejected as r:
+        return _error(503 if r.code == "unavailable" else 403, r.message, r.field)
     try:
         run = current_app.extensions["store"].load(run_id)
         if run is None:

@@ -122,6 +122,14 @@ export function createClass(root, { send, code: pageCode = "", missing = "" }) {
       }
       return null;
     },
+    /** What a request only a class's teacher may make carries: {class, token} on the teacher's page, {class} on a
+     * student's, {} outside a class (the server refuses all but the teacher while a class is open). */
+    credentials() {
+      if (info.role === "teacher" && token()) return { class: info.code, token: token() };
+      return info.role === "student" ? { class: info.code } : {};
+    },
+    /** "teacher", "student" or null (not in a class). */
+    get role() { return info.role; },
     /** What tests read (window.__class). */
     get info() { return { ...info }; },
   };

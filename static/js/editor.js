@@ -9,7 +9,7 @@
  */
 import { createArrivalPanel } from "./arrivalpanel.js";
 import { el } from "./dom.js";
-import { checkInt, checkKvBudget, checkNumber, checkText, errorSlot, field, hasField, numberInput, select, showFieldErrors, textInput } from "./fields.js";
+import { checkInt, checkKvBudget, checkNumber, checkText, errorSlot, field, hasField, numberInput, select, showFieldErrors, textArea, textInput } from "./fields.js";
 import { createLaneList } from "./laneeditor.js";
 import { DEFAULT_ORDER, ORDERS, isOrder } from "./policies.js";
 import { StopReason } from "./vocab.js";
@@ -84,7 +84,7 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
     arrival.dataset.key = "arrival";
     const cells = [
       field(`requests[${i}].id`, "id", textInput(q.id ?? `R${i + 1}`)),
-      field(`requests[${i}].prompt`, "prompt", textInput(q.prompt ?? "")),
+      field(`requests[${i}].prompt`, "prompt", textArea(q.prompt ?? "")),  // its newlines kept
       field(`requests[${i}].max_new_tokens`, "tokens", numberInput(q.max_new_tokens ?? 4, 1, limits.max_new_tokens)),
       field(`requests[${i}].ignore_eos`, "stop", stop),
       field(`requests[${i}].${timed ? "arrival_ms" : "arrival"}`, timed ? "arrival ms" : "arrival step", arrival),

@@ -29,6 +29,13 @@ export function textInput(value, placeholder = "") {
   return el("input", { type: "text", value: value ?? "", placeholder });
 }
 
+/** A text area for text whose line breaks matter (a prompt): an `<input>` would drop a preset's newlines, so an
+ * edited-unchanged preset would run other tokens. As tall as its lines (1 to `maxRows`); no `maxLength` either. */
+export function textArea(value, maxRows = 4) {
+  const text = value ?? "";
+  return el("textarea", { value: text, rows: Math.min(maxRows, Math.max(1, text.split("\n").length)), spellcheck: false });
+}
+
 export function select(values, value) {
   const node = el("select", {}, values.map(([v, text]) => el("option", { value: v, text })));
   node.value = value;

@@ -16,17 +16,18 @@ import { placeLegendKeys } from "./legendkeys.js";
 import { decodeHash, encodeMix, writeUrl } from "./mixurl.js";
 import { isTimed } from "./metrics.js";
 import { narrate, startLine } from "./narration.js";
-import { holdHeight, renderMetrics, renderRequests, renderTooltip, rowNote, setText, tooltipParts } from "./panels.js";
+import { holdHeight, setText } from "./panels.js";
+import { createPanelView } from "./panelview.js";
 import * as playback from "./playback.js";
 import { TURN, bindPresent, syncPresent } from "./present.js";
 import { exposeProbe } from "./probe.js";
 import { draw } from "./renderer.js";
-import { allRevealed, laneRevealed, maskScene, revealSpan } from "./reveal.js";
+import { allRevealed, maskScene, revealSpan } from "./reveal.js";
 import { buildScene, deriveRun, laneRows, legendFlags, nextDomain } from "./scene.js";
 import { createClass } from "./class.js";
 import { createShare } from "./share.js";
 import { connect } from "./socket.js";
-import { hovered, placeTooltip, placeZoomBand, presenterBudget, sizeCanvas } from "./stage.js";
+import { hovered, placeZoomBand, presenterBudget, sizeCanvas } from "./stage.js";
 import { Action, applyEvent, createState, isLive, liveOwnRun, nextSend } from "./state.js";
 import { ConnectionEvent, RunStatus, ServerEvent } from "./vocab.js";
 import { renderPresets, renderStatus } from "./status.js";
@@ -56,7 +57,8 @@ const dom = {
 const serverEvents = [];
 const inputs = [];
 const push = (action) => inputs.push(action);
-const references = createReferences($("references"), { runPreset: (name) => push({ type: "preset", name }) });
+const references = createReferences($("references"), { runPreset: (name) => push({ type: "preset", name }),
+  member: () => ({ role: klass.role, credentials: klass.credentials() }) });
 const reducedMotion = matchMedia("(prefers-reduced-motion: reduce)");
 
 let state = createState();
@@ -70,16 +72,17 @@ let domain = null;
 let shownAxis = { full: 1, from: 0, span: 1 };  // the x-axis the last frame drew (before and after any zoom)
 let shownLayout = null;
 let frameKey = [];
-let panelKey = [];
 let canvasSize = "";
 let resizes = 0;
-let tooltipKey = "";
+let refitFrom = null;  // presenter mode: the budget the last layout had when the text above it outgrew it
 const missingRun = document.body.dataset.missingRun || "";  // /runs/<an id the server does not know>
+const classPage = Boolean(document.body.dataset.classCode);  // /c/<code>: its address stays the class's link
 
 const socket = connect(serverEvents);
 const editor = createEditor($("editor"), { onChange: () => push({ type: "mix-changed" }), onRun: () => push({ type: "run" }),
   onGenerate: (spec) => push({ type: "generate", spec }) });
 dom.runMix = $("run-mix");
+const panels = createPanelView(dom);  // the tables and the tooltip, rebuilt when what they show changed
 bindControls(dom, push);
 bindPresent(dom, push);  // presenter mode's lane pager
 dom.presetButtons.addEventListener("click", (e) => {
@@ -163,10 +166,10 @@ function onServer(event) {
     ui = { ...ui, requestLane: null, link: null, intro: false };
     if (!run.own) {  // a shared link or a replay: show its mix in the editor
       editor.load(run.workload);
-      if (!document.body.dataset.classCode) writeUrl(location.pathname, encodeMix({ workload: run.workload }));
+      if (!classPage) writeUrl(location.pathname, encodeMix({ workload: run.workload }));
     }
     // the address replays this run (a student's stays the class's link, which follows the teacher)
-    if (!document.body.dataset.classCode) writeUrl(`/runs/${encodeURIComponent(run.id)}`, location.hash.slice(1));
+    if (!classPage) writeUrl(`/runs/${encodeURIComponent(run.id)}`, location.hash.slice(1));
     ui = { ...ui, zoom: null };
   }
   if (event.type === ServerEvent.RUN_ERROR && !state.next && !state.pending) ui = { ...ui, link: null };
@@ -219,14 +222,14 @@ function onInput(a, derived) {
       if (!preset) break;
       editor.load(preset, preset.generate);
       ui = { ...ui, preset: preset.name, intro: false, link: null };
-      writeUrl("/", `preset=${encodeURIComponent(preset.name)}`);
+      if (!classPage) writeUrl("/", `preset=${encodeURIComponent(preset.name)}`);
       want();
       break;
     }
     case "mix-changed": {
       const { workload, generate } = editor.read();
       ui = { ...ui, preset: null, intro: false, link: null };
-      writeUrl("/", encodeMix({ workload, generate }));
+      if (!classPage) writeUrl("/", encodeMix({ workload, generate }));
       break;
     }
     case "generate": generate(a.spec); break;
@@ -328,7 +331,8 @@ function render() {
   const whole = pb.clock === "steps" ? domain.steps : domain.ms;
   const full = revealed ? whole : revealSpan(shown, whole, pb.clock, false);
   shownAxis = { full, ...viewOf(ui.zoom, pb.clock, full) };
-  const layout = layoutOf(derived, shownAxis, ui.present && derived.lanes.length ? presenterBudget(dom.wrap, dom.stage) : null);
+  const budget = ui.present && derived.lanes.length ? presenterBudget(dom.wrap, dom.stage) : null;
+  const layout = layoutOf(derived, shownAxis, budget);
   shownLayout = layout;
   dom.canvas.hidden = !derived.lanes.length;
   dom.empty.hidden = Boolean(derived.lanes.length);
@@ -343,7 +347,7 @@ function render() {
   placeZoomBand(dom.zoomBand, ui.drag, layout);
   dom.canvas.style.cursor = ui.drag || (ui.hover && ui.hover.y < layout.axis.h) ? "ew-resize" : "";  // drag the axis to zoom
   dom.tooltip.hidden = !hover;
-  if (hover) showTooltip(hover, layout, derived);
+  if (hover) panels.tooltip(hover, ui.hover, layout, derived, ui.view);
   const narration = (!derived.lanes.length && startLine({ missingRun, linkMix: ui.link, ready: state.model.ready }))
     || narrate(scene.lanes.map((l) => ({ name: l.name, policy: l.policy, records: l.records, step: l.step,
       gap: l.gap, arrivals: l.timeline.arrivals, metrics: l.metrics })), pb.clock, shown, streaming, derived.timed, !revealed);
@@ -357,43 +361,13 @@ function render() {
   references.update({ presetName: ui.preset, run: state.run, ready: state.connected && state.model.ready });
   share.update(state.run && state.run.workload ? state.run.id : null);
   for (const button of Object.values(dom.exports)) button.disabled = !derived.lanes.length;
-  refreshPanels(derived, scene, shown, limit);
+  panels.refresh(derived, scene, shown, limit, { clock: pb.clock, view: ui.view, reveal: ui.reveal, requestLane: ui.requestLane });
   syncPresent(dom, { present: ui.present, turn: layout.turn, derived, seen: revealed && shown >= limit - 1e-9 });
   exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas: dom.canvas, revealed, axis: shownAxis, labels });
-}
-
-/** The tooltip of what the pointer (or a tap) is over; rebuilt and placed only when that or the pointer changes. */
-function showTooltip(hover, layout, derived) {
-  const { hit } = hover;
-  const key = [hover.lane.name, hit.kind, hit.step, hit.row, hit.gap && hit.gap.step, (hit.marks || []).map((m) => m.id).join(),
-    ui.view, derived.run && derived.run.id, ui.hover.x, ui.hover.y, layout.width, layout.height].join("|");
-  if (key === tooltipKey) return;
-  tooltipKey = key;
-  renderTooltip(dom.tooltip, tooltipParts(hover.lane, hit, ui.view, derived.run.workload));
-  placeTooltip(dom.tooltip, ui.hover, layout);
-}
-
-function refreshPanels(derived, scene, shown, limit) {
-  const lanes = derived.lanes.map((l) => l.name);
-  const lane = lanes.includes(ui.requestLane) ? ui.requestLane : lanes[lanes.length - 1];
-  const current = scene.lanes.find((l) => l.name === lane);
-  // the playhead is "at the end" when every lane shows its last step so far: the table is then the run's numbers
-  const atEnd = scene.lanes.every((l) => l.step >= l.records.length) && shown >= limit - 1e-9;
-  const at = atEnd ? null : pb.clock === "steps" ? `step ${Math.ceil(shown - 1e-9)}` : `${(shown / 1000).toFixed(2)} s`;
-  const hidden = Object.fromEntries(scene.lanes.map((l) => [l.name, Boolean(ui.reveal && !laneRevealed(l))]));
-  const key = [derived.run, derived.check, lane, scene.lanes.map((l) => l.step).join(), at, Object.values(hidden).join()];
-  if (key.every((k, i) => k === panelKey[i])) return;
-  panelKey = key;
-  const metrics = Object.fromEntries(scene.lanes.map((l) => [l.name, l.metrics]));
-  const notes = Object.fromEntries(scene.lanes.map((l) => [l.name, hidden[l.name] ? "predict first" : rowNote(l)]));
-  renderMetrics(dom.metricsTable, dom.metricsCheck, metrics, notes, derived.check, at, hidden,
-    legendFlags(derived, { view: ui.view, clock: pb.clock }).speculative);
-  if (dom.requestLane.options.length !== lanes.length || [...dom.requestLane.options].some((o, i) => o.value !== lanes[i])) {
-    dom.requestLane.replaceChildren(...lanes.map((name) => new Option(name, name)));
-  }
-  if (lane) dom.requestLane.value = lane;
-  if (current) renderRequests(dom.requestRows, derived.run.workload, current.records, derived.metrics[lane], current.step, ui.reveal);
-  else dom.requestRows.replaceChildren();
+  // the text above the lanes (the lesson, the totals at the reveal) may have grown: lay out again to fit, once per change
+  const fits = budget === null ? null : presenterBudget(dom.wrap, dom.stage);
+  if (fits !== budget && fits !== refitFrom) push({ type: Input.RESIZE });
+  refitFrom = fits !== budget ? budget : null;
 }
 
 let lastTime = performance.now();

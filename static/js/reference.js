@@ -24,8 +24,11 @@ function setText(node, text) {
   if (node.textContent !== text) node.textContent = text;
 }
 
-/** The reference controls in `container`; `runPreset(name)` starts a live run of a preset as its button does. */
-export function createReferences(container, { runPreset, fetchImpl = (...a) => fetch(...a) }) {
+/** The reference controls in `container`; `runPreset(name)` starts a live run of a preset as its button does;
+ * `member()` is the class this page is in ({role, credentials}: class.js), since while a class is open only its
+ * teacher records (a student's page shows no Record button; the server refuses anyone else). */
+export function createReferences(container, { runPreset, member = () => ({ role: null, credentials: {} }),
+  fetchImpl = (...a) => fetch(...a) }) {
   let refs = {};
   let recording = null;  // {preset, before: the run id on screen when Record was pressed}
   let note = "";
@@ -47,7 +50,7 @@ export function createReferences(container, { runPreset, fetchImpl = (...a) => f
   async function keep(name, runId) {
     try {
       const answer = await fetchImpl(`/api/references/${encodeURIComponent(name)}`, {
-        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ run_id: runId }) });
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ run_id: runId, ...member().credentials }) });
       const body = await answer.json();
       if (!answer.ok) note = `The reference was not kept: ${body.error || answer.status}`;
       else {
@@ -81,6 +84,7 @@ export function createReferences(container, { runPreset, fetchImpl = (...a) => f
         note = "Recording stopped: the run did not finish, so no reference was kept.";
       }
     }
+    record.hidden = member().role === "student";
     record.disabled = !preset || !ready || Boolean(recording);
     setText(record, preset && refs[preset] ? "Record reference again" : "Record reference");
     const ref = preset ? refs[preset] : null;

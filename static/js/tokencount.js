@@ -48,7 +48,8 @@ export function createTokenCount(root, fetcher = window.fetch.bind(window)) {
   }
 
   root.addEventListener("input", (e) => {
-    if (!(e.target instanceof HTMLInputElement) || !e.target.matches(PROMPT)) return;
+    const typed = e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement;  // a prompt is a textarea
+    if (!typed || !e.target.matches(PROMPT)) return;
     edited.add(e.target);
     clearTimeout(timer);
     timer = setTimeout(count, DEBOUNCE_MS);
