@@ -212,6 +212,26 @@ def test_closing_the_class_or_the_teacher_staying_away_tells_the_students(make_a
     assert "the teacher left" in student2.wait_for("class_closed", timeout=10)["message"]
 
 
+def test_a_stored_run_the_teachers_page_shows_is_the_one_its_students_watch(make_app, connect):
+    app = make_app({"WATCHES_PER_MINUTE": 1000}, engine=Engine(None))
+    earlier = connect(app)                                   # a finished, stored run: a reference run, say
+    run_id = submit(earlier)["run_id"]
+    earlier.wait_for("run_finished", run_id)
+    teacher, state = open_class(connect, app)
+    code, token = state["code"], state["token"]
+    student = join(connect, app, code)
+    assert student.named("class_state")[-1]["run_id"] is None
+    teacher.emit("class_show", {"code": code, "token": token, "run_id": run_id})
+    wait_until(lambda: student.named("class_state")[-1]["run_id"] == run_id)
+    student.emit("watch", {"run_id": run_id})                # as the student's page does on that class_state
+    assert student.wait_for("run_finished", run_id)["metrics"] == earlier.named("run_finished", run_id)[-1]["metrics"]
+    student.emit("class_show", {"code": code, "token": "x" * 32, "run_id": run_id})
+    assert student.wait_for("run_error")["code"] == "forbidden"
+    teacher.emit("class_show", {"code": code, "token": token, "run_id": "nosuchrun"})
+    refused = teacher.wait_for("run_error")
+    assert refused["code"] == "not_found" and refused["field"] == "run_id"
+
+
 def test_without_a_class_a_submit_is_queued_as_before(make_app, connect):
     app = make_app(engine=Engine(None))
     probe = connect(app)

@@ -135,6 +135,7 @@ def test_in_a_class_only_the_teacher_records_a_reference_and_a_student_never_see
         student.wait_for_selector('button[data-preset="same"]', state="visible")
         student.click('button[data-preset="same"]')
         student.wait_for_function("() => window.__lanes.own && window.__lanes.status === 'finished'", timeout=120_000)
+        own = student.evaluate("() => window.__lanes.runId")
         assert student.is_hidden("#record-reference")
         assert student.url == f"{paced}/c/{code}"                 # a reload still joins the class
         teacher.click('button[data-preset="same"]')
@@ -145,6 +146,11 @@ def test_in_a_class_only_the_teacher_records_a_reference_and_a_student_never_see
         teacher.wait_for_function("() => /Kept as the reference run of/.test("
                                   "document.getElementById('reference-mark').textContent)", timeout=180_000)
         assert "same" in teacher.evaluate("() => fetch('/api/references').then((r) => r.json())")["references"]
+        student.wait_for_function("() => !window.__lanes.own")                 # it followed the teacher's runs
+        teacher.goto(f"{paced}/runs/{own}")      # a stored run's page, as "Play the reference run" opens one
+        teacher.wait_for_function("() => window.__class && window.__class.role === 'teacher'")
+        student.wait_for_function("(id) => window.__lanes.runId === id && window.__lanes.status === 'finished'",
+                                  arg=own)                                    # the class sees what the teacher shows
         assert [p for c in contexts for p in c.problems] == []
     finally:
         for c in contexts:

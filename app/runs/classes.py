@@ -107,6 +107,16 @@ class Classes:
             return [self._student_send(klass), self._teacher_send(klass, queued)]
 
     @_sends
+    def show(self, sid: str, code: str, token: str, run_id: str) -> list:
+        """The teacher's page shows a stored run (a reference run, a replay): the students watch it too."""
+        with self._locked():
+            klass = self._teacher_of(sid, code, token)
+            if klass.run_id == run_id:
+                return []
+            klass.run_id = run_id
+            return [self._student_send(klass)]
+
+    @_sends
     def close(self, sid: str, code: str, token: str) -> list:
         with self._locked():
             return self._close(self._teacher_of(sid, code, token), "the teacher closed the class")

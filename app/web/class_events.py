@@ -3,6 +3,8 @@
     class_open {} -> class_state (the teacher's: with its token)      class_close {code, token} -> class_closed
     class_join {code, token?} -> class_state (a student's; the teacher's with its token)
     class_allow {code, token, allow} -> class_state to the teacher and to every student
+    class_show {code, token, run_id} -> class_state to every student: the run the teacher's page shows (a stored
+        run: a reference run, a replay), which students' pages then watch too
 
 A refusal is one `run_error` naming the field. Submits need nothing new: a class member's `submit` is tagged
 with its class and role by the runs (app.runs.service). While classes are open a background task ends those
@@ -14,7 +16,7 @@ import threading
 from flask import Flask, current_app, request
 from flask_socketio import emit
 
-from ..protocol import Event, Rejected
+from ..protocol import RUN_ID, Event, Rejected
 from ..runs.classes import Classes
 from ..runs.redis_classes import classes_for
 from ..runs.fanout import deliver
@@ -101,6 +103,19 @@ def on_class_allow(*args):
         data = _check(args, "class_allow", {"code", "token", "allow"})
         return classes.allow(request.sid, data["code"], data["token"], data["allow"], queued)
     _answer(allow)
+
+
+@socketio.on("class_show")
+def on_class_show(*args):
+    def show(classes, queued):
+        data = _check(args, "class_show", {"code", "token", "run_id"})
+        run_id = data["run_id"]
+        if not isinstance(run_id, str) or RUN_ID.fullmatch(run_id) is None:
+            raise Rejected("invalid", "run_id must be a run's id", field="run_id")
+        if not current_app.extensions["runs"].knows(run_id):
+            raise Rejected("not_found", f"no run with id {run_id!r}", field="run_id", run_id=run_id)
+        return classes.show(request.sid, data["code"], data["token"], run_id)
+    _answer(show)
 
 
 @socketio.on("class_close")

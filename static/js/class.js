@@ -96,6 +96,15 @@ export function createClass(root, { send, code: pageCode = "", missing = "" }) {
   }
   render();
 
+  let shown = null;  // the run this page shows (its last run_started)
+  /** A teacher's page showing a run its class does not (a stored run: a reference replay) has its students watch
+   * it too; a run the teacher submitted is the class's run already. */
+  function showToStudents() {
+    if (info.role === "teacher" && shown && shown !== info.run_id && token()) {
+      send(ClientEvent.CLASS_SHOW, { code: info.code, token: token(), run_id: shown });
+    }
+  }
+
   return {
     /** The socket (re)connected: rejoin the class this page is in (a reload of the teacher's page too). */
     connected() {
@@ -106,11 +115,17 @@ export function createClass(root, { send, code: pageCode = "", missing = "" }) {
     /** A class event (or a refusal about one); returns the id of a run to watch (the teacher's new run), or null. */
     onEvent(event) {
       const p = event.payload || {};
+      if (event.type === ServerEvent.RUN_STARTED && p.run_id) {
+        shown = p.run_id;   // the run on this page's screen, which a teacher's page shows its students too
+        showToStudents();
+        return null;
+      }
       if (event.type === ServerEvent.CLASS_STATE) {
         const follow = p.role === "student" && p.run_id && p.run_id !== info.run_id ? p.run_id : null;
         if (p.role === "teacher") store({ code: p.code, token: p.token });
         info = { ...info, ...p, ended: null };
         render();
+        showToStudents();
         return follow;
       }
       if (event.type === ServerEvent.CLASS_CLOSED || (event.type === ServerEvent.RUN_ERROR && !p.run_id

@@ -140,10 +140,12 @@ function sendWhatIsNext() {
   }
 }
 
-/** A class's events: a student's page follows the teacher's new run (unless its own run is live). */
+/** A class's events: a student's page follows the teacher's new run or the stored run the teacher shows (unless its own
+ * run is live); a teacher's page tells the class which run it shows (class.js). */
 function onClass(event) {
   if (event.type === ConnectionEvent.CONNECTED) klass.connected();
-  if (![ServerEvent.CLASS_STATE, ServerEvent.CLASS_CLOSED, ServerEvent.RUN_ERROR].includes(event.type)) return;
+  const about = [ServerEvent.CLASS_STATE, ServerEvent.CLASS_CLOSED, ServerEvent.RUN_ERROR, ServerEvent.RUN_STARTED];
+  if (!about.includes(event.type)) return;
   const follow = klass.onEvent(event);
   if (follow && !liveOwnRun(state)) {
     state = applyEvent(state, { type: Action.WATCHING, payload: { run_id: follow } });

@@ -74,6 +74,7 @@ export const ClientEvent = Object.freeze({
   CLASS_JOIN: "class_join",    // join a class by its code (with the teacher's token: as its teacher)
   CLASS_ALLOW: "class_allow",  // the teacher allows (or stops) students' own submits
   CLASS_CLOSE: "class_close",  // the teacher ends the class
+  CLASS_SHOW: "class_show",    // the teacher's page shows a stored run (a reference run): its students watch it too
 });
 
 /** The socket event the Live view sends (app/events.py): join the `live` room, answered by live_snapshot. */
