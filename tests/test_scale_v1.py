@@ -1,0 +1,127 @@
+"""The OpenAI endpoint in a scale-out deployment over a real Redis: two web processes, two engine workers on the
+simulator (each step taking its simulated time), every request served by a worker's live lane (app.live.remote,
+app.runs.live_link): answered through either web process, routed to the worker with the fewest in flight,
+cancelled on the worker when its client leaves, ended with an error event and [DONE] when its worker dies."""
+import json
+import os
+import signal
+import socket
+import threading
+import time
+
+import openai
+import pytest
+import requests
+
+from app.live.remote import INFLIGHT, WORKERS, alive_key
+from tests.kit.scale import deployment
+
+pytestmark = pytest.mark.redis
+LONG = {"model": "simulator", "messages": [{"role": "user", "content": "Count slowly."}], "max_tokens": 250, "ignore_eos": True, "stream": True}
+
+
+def wait_until(check, timeout: float = 30, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        assert time.monotonic() < deadline, f"{what} not reached in {timeout} s"
+        time.sleep(0.05)
+    return value
+
+
+def beats(d) -> dict[str, dict]:
+    r = d.redis()
+    return {w: json.loads(b) for w in r.smembers(WORKERS) if (b := r.get(alive_key(w)))}
+
+
+def running(d) -> dict[str, int]:
+    return {w: b["running"] for w, b in beats(d).items()}
+
+
+def worker_name(proc) -> str:
+    return f"worker-{socket.gethostname()}-{proc.pid}"
+
+
+class SseReader:
+    """A streamed chat request (its role chunk comes at once) read on a thread: its `data:` lines as they come."""
+
+    def __init__(self, url: str, body: dict):
+        self.response = requests.post(url + "/v1/chat/completions", json=body, stream=True, timeout=60)
+        assert self.response.status_code == 200, self.response.text
+        self.lines: list[str] = []
+        self.ended_at: float | None = None
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        try:
+            for line in self.response.iter_lines(decode_unicode=True):
+                if line.startswith("data: "):
+                    self.lines.append(line[6:])
+        except requests.RequestException:
+            pass
+        self.ended_at = time.monotonic()
+
+    def chunks(self) -> list[dict]:
+        return [json.loads(x) for x in self.lines if x != "[DONE]"]
+
+
+@pytest.fixture(scope="module")
+def d(tmp_path_factory):
+    with deployment(tmp_path_factory.mktemp("v1scale"), webs=2, workers=2) as d:
+        wait_until(lambda: sum(b["ready"] for b in beats(d).values()) == 2, what="two live lanes ready")
+        yield d
+
+
+def test_both_web_processes_answer_streamed_and_whole_requests(d):
+    for url, _ in d.webs:
+        client = openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=30)
+        whole = client.completions.create(model="simulator", prompt="Hello", max_tokens=5,
+                                          extra_body={"ignore_eos": True})
+        assert whole.choices[0].finish_reason == "length" and whole.usage.completion_tokens == 5
+        chunks = list(client.chat.completions.create(model="simulator", messages=[{"role": "user", "content": "Hi"}],
+                                                     max_tokens=4, stream=True, stream_options={"include_usage": True},
+                                                     extra_body={"ignore_eos": True}))
+        assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
+        assert chunks[-1].usage.completion_tokens == 4
+        tokens = requests.post(url + "/tokenize", json={"prompt": "Hello there"}, timeout=10).json()
+        assert tokens["count"] == len(tokens["tokens"]) > 0
+
+
+def test_requests_spread_over_both_workers_and_a_disconnect_cancels_on_the_worker(d):
+    streams = [SseReader(d.webs[i % 2][0], LONG) for i in range(4)]
+    try:
+        assert wait_until(lambda: running(d) if sorted(running(d).values()) == [2, 2] else None,
+                          what="two requests on each worker")
+        assert sorted(int(v) for v in d.redis().hgetall(INFLIGHT).values()) == [2, 2]
+    finally:
+        for s in streams:
+            s.response.close()   # the clients leave mid-stream
+    wait_until(lambda: set(running(d).values()) == {0}, timeout=10, what="both lanes emptied by the cancels")
+    wait_until(lambda: {int(v) for v in d.redis().hgetall(INFLIGHT).values()} <= {0}, timeout=10,
+               what="nothing in flight")
+
+
+def test_a_worker_killed_mid_stream_ends_its_streams_with_an_error_and_done(tmp_path):
+    with deployment(tmp_path, webs=2, workers=2) as d:
+        wait_until(lambda: sum(b["ready"] for b in beats(d).values()) == 2, what="two live lanes ready")
+        body = {**LONG, "max_tokens": 120}
+        streams = [SseReader(d.webs[i][0], body) for i in range(2)]
+        wait_until(lambda: sorted(running(d).values()) == [1, 1], what="one request on each worker")
+        first = min(worker_name(p) for p in d.workers)      # the first stream went to it (ties go by name)
+        victim = next(p for p in d.workers if worker_name(p) == first)
+        os.kill(victim.pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        streams[0].thread.join(timeout=15)
+        assert streams[0].ended_at is not None, "the dead worker's stream did not end"
+        assert streams[0].ended_at - killed_at < 8
+        assert streams[0].lines[-1] == "[DONE]"
+        assert "error" in json.loads(streams[0].lines[-2]), streams[0].lines[-3:]
+        streams[1].thread.join(timeout=30)
+        assert streams[1].lines[-1] == "[DONE]"
+        assert [c["choices"][0]["finish_reason"] for c in streams[1].chunks()][-1] == "length"
+        for url, _ in d.webs:   # the next requests go to the survivor
+            r = requests.post(url + "/v1/completions", json={"prompt": "Hi", "max_tokens": 3, "ignore_eos": True},
+                              timeout=30)
+            assert r.status_code == 200, r.text
+            assert r.json()["usage"]["completion_tokens"] == 3
+        assert list(beats(d)) == [w for w in map(worker_name, d.workers) if w != first]
