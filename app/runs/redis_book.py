@@ -194,7 +194,8 @@ class RedisBook:
 
     # -- asked by engine workers ---------------------------------------------------------------------
     def take(self, timeout: float) -> tuple[Job | None, list[Send]]:
-        run_id = self.r.blmove(P + "queue", P + "taken:" + self.me, max(1, round(timeout)), "LEFT", "RIGHT")
+        queue, taken = P + "queue", P + "taken:" + self.me   # timeout 0 (the live lane has work): no wait at all
+        run_id = self.r.blmove(queue, taken, max(1, round(timeout)), "LEFT", "RIGHT") if timeout else self.r.lmove(queue, taken)
         if run_id is None:
             return None, []
         fields = self.r.hgetall(P + "job:" + run_id)
