@@ -23,6 +23,7 @@ import socketio
 
 from .cli import add_engine_args, config_from_args
 from .live.gateway import LiveGateway
+from .live.prom import LiveMetrics
 from .live.remote import BEAT_S
 from .protocol import Send
 from .runs.fanout import deliver
@@ -78,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     engine = Engine(None, config["LIMITS"]) if config["BACKEND"] == "sim" else None
     worker = EngineWorker(book, lambda sends: deliver(emitter, sends), store, config, engine)
 
-    live = LiveGateway(worker.live, config["LIVE_MAX_WAITING"])   # its /metrics: none here (docs/scale-out.md)
+    metrics = LiveMetrics(config["METRICS_PREFIX"], config["LIMITS"].max_prompt_tokens + config["LIMITS"].max_new_tokens)
+    live = LiveGateway(worker.live, config["LIVE_MAX_WAITING"], metrics)   # the web processes' /metrics sum them
     worker.on_live_step = lambda record: [Send(s.event, {**s.payload, "worker": me}, s.to) for s in live.after_step(record)]
     link = LiveLink(client, me, worker.live, live)
 

@@ -12,6 +12,7 @@ import time
 import openai
 import pytest
 import requests
+from prometheus_client.parser import text_string_to_metric_families
 
 from app.live.remote import INFLIGHT, WORKERS, alive_key
 from app.runs.redis_book import P
@@ -39,6 +40,13 @@ def running(d) -> dict[str, int]:
     return {w: b["running"] for w, b in beats(d).items()}
 
 
+def scrape(url: str) -> dict[str, float]:
+    """A web process's /metrics as {name{label values}: value}, model_name left out."""
+    text = requests.get(url + "/metrics", timeout=10).text
+    return {s.name + "{" + ",".join(v for k, v in s.labels.items() if k != "model_name") + "}": s.value
+            for f in text_string_to_metric_families(text) for s in f.samples}
+
+
 def worker_name(proc) -> str:
     return f"worker-{socket.gethostname()}-{proc.pid}"
 
@@ -59,7 +67,7 @@ class SseReader:
             for line in self.response.iter_lines(decode_unicode=True):
                 if line.startswith("data: "):
                     self.lines.append(line[6:])
-        except requests.RequestException:
+        except (requests.RequestException, AttributeError):   # closed by the test (urllib3 drops its file)
             pass
         self.ended_at = time.monotonic()
 
@@ -87,6 +95,13 @@ def test_both_web_processes_answer_streamed_and_whole_requests(d):
         assert chunks[-1].usage.completion_tokens == 4
         tokens = requests.post(url + "/tokenize", json={"prompt": "Hello there"}, timeout=10).json()
         assert tokens["count"] == len(tokens["tokens"]) > 0
+    # /metrics on either web process: the workers' live lanes summed (each beat carries its worker's numbers)
+    wait_until(lambda: all(scrape(url).get("batch_lanes:request_success_total{length}") == 4 for url, _ in d.webs),
+               timeout=10, what="four served requests on both web processes' /metrics")
+    for url, _ in d.webs:
+        m = scrape(url)
+        assert m["batch_lanes:generation_tokens_total{}"] == 2 * (5 + 4)
+        assert m["batch_lanes:num_requests_running{}"] == 0 and m["batch_lanes:e2e_request_latency_seconds_count{}"] == 4
 
 
 def test_requests_spread_over_both_workers_and_a_disconnect_cancels_on_the_worker(d):

@@ -9,6 +9,7 @@ slots, load) come from each worker's beat and whose tokenizing is a call answere
     batch-lanes:live:workers          set of engine workers offering a live lane
     batch-lanes:live:<w>:alive        JSON {ready, model, row_len, vocab_size, slots, traits, running, waiting, ...},
                                       lapsing ALIVE_S after the worker's last beat (its streams then end with an error)
+    batch-lanes:live:<w>:metrics      its live lane's /metrics text, written with the beat (app.live.remote_metrics)
     batch-lanes:live:<w>:in           list of JSON commands for worker w: open, cancel, call
     batch-lanes:live:inflight         hash worker -> requests in flight (a web process adds at routing, the worker
                                       subtracts at the request's end)
@@ -43,6 +44,10 @@ def inbox(worker: str) -> str:
 
 def alive_key(worker: str) -> str:
     return f"{P}{worker}:alive"
+
+
+def metrics_key(worker: str) -> str:
+    return f"{P}{worker}:metrics"
 
 
 def out_key(rid: str) -> str:

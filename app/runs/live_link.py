@@ -5,7 +5,7 @@ commands web processes push to this worker's inbox: `open` a request on the work
 strings, text deltas and logprobs worked out here, as in one process), `cancel` one whose client left, `call` a
 tokenizing method of the live driver. Each request's events go to its Redis list as the stepping thread puts
 them; its end (done, error or cancel) takes it off the worker's in-flight count. A beat every BEAT_S says the
-lane is alive and what it holds; a worker that stops beating for ALIVE_S is dead to the web processes.
+lane is alive and what it holds (and its /metrics text); a worker that stops beating for ALIVE_S is dead to the web processes.
 This module knows redis-py, the live gateway and driver, nothing of HTTP.
 """
 import json
@@ -15,7 +15,7 @@ import threading
 import redis
 
 from ..live.gateway import LiveGateway, Unavailable
-from ..live.remote import ALIVE_S, INFLIGHT, KEEP_S, WORKERS, alive_key, inbox, out_key
+from ..live.remote import ALIVE_S, INFLIGHT, KEEP_S, WORKERS, alive_key, inbox, metrics_key, out_key
 
 log = logging.getLogger("batch_lanes.live_link")
 CALLS = ("encode_chat", "encode_text", "tokenize", "detokenize", "decode", "token_texts")
@@ -50,11 +50,13 @@ class LiveLink:
                 "row_len": self.driver.row_len() if ready else None,
                 "vocab_size": self.driver.vocab_size() if ready else None,
                 "slots": self.driver.slots() if ready else 0, "traits": self.driver.traits() if ready else None}
-        self.r.pipeline().set(alive_key(self.me), json.dumps(info), px=int(ALIVE_S * 1000)).sadd(WORKERS, self.me) \
-            .execute()
+        pipe = self.r.pipeline().set(alive_key(self.me), json.dumps(info), px=int(ALIVE_S * 1000))
+        if self.gateway.metrics is not None:
+            pipe.set(metrics_key(self.me), self.gateway.metrics.exposition().decode(), px=int(ALIVE_S * 1000))
+        pipe.sadd(WORKERS, self.me).execute()
 
     def leave(self) -> None:
-        self.r.pipeline().delete(alive_key(self.me)).srem(WORKERS, self.me).hdel(INFLIGHT, self.me).execute()
+        self.r.pipeline().delete(alive_key(self.me), metrics_key(self.me)).srem(WORKERS, self.me).hdel(INFLIGHT, self.me).execute()
 
     def serve_one(self, timeout: float = 1.0) -> None:
         """Take the next command from this worker's inbox (waiting up to `timeout` s) and do it."""
