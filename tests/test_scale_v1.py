@@ -125,6 +125,11 @@ def test_a_worker_killed_mid_stream_ends_its_streams_with_an_error_and_done(tmp_
         streams = [SseReader(d.webs[i][0], body) for i in range(2)]
         wait_until(lambda: sorted(running(d).values()) == [1, 1], what="one request on each worker")
         first = min(worker_name(p) for p in d.workers)      # the first stream went to it (ties go by name)
+        answers = []   # a non-streamed request, on the same worker (a tie again)
+        whole = threading.Thread(target=lambda: answers.append(requests.post(
+            d.webs[0][0] + "/v1/completions", json={"prompt": "Hi", "max_tokens": 120, "ignore_eos": True}, timeout=60)))
+        whole.start()
+        wait_until(lambda: running(d).get(first) == 2, what="the non-streamed request on the first worker")
         victim = next(p for p in d.workers if worker_name(p) == first)
         os.kill(victim.pid, signal.SIGKILL)
         killed_at = time.monotonic()
@@ -133,6 +138,8 @@ def test_a_worker_killed_mid_stream_ends_its_streams_with_an_error_and_done(tmp_
         print(f"the dead worker's stream ended {streams[0].ended_at - killed_at:.1f} s after the kill")
         assert streams[0].lines[-1] == "[DONE]"
         assert "error" in json.loads(streams[0].lines[-2]), streams[0].lines[-3:]
+        whole.join(timeout=20)
+        assert answers[0].status_code == 500 and answers[0].json()["error"]["code"] == "engine_error", answers[0].text
         streams[1].thread.join(timeout=60)
         assert streams[1].lines[-1] == "[DONE]", (running(d), d.logs())
         assert [c["choices"][0]["finish_reason"] for c in streams[1].chunks()][-1] == "length"
