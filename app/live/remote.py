@@ -128,13 +128,14 @@ class RemoteLane:
         raise ValueError("JSON output (response_format) is served by a single-process server only: a compiled "
                          "grammar does not cross Redis")
 
-    def call(self, method: str, *args):
-        """`method(*args)` on a ready worker's live driver; None if none is ready, ValueError as the worker raised it."""
+    def call(self, method: str, *args, worker: str | None = None):
+        """`method(*args)` on a ready worker's live driver (`worker`'s if given and ready); None if none is ready,
+        ValueError as the worker raised it."""
         ready = self.ready_workers()
         if not ready:
             return None
         reply = f"{P}reply:{uuid.uuid4().hex}"
-        self.r.rpush(inbox(next(iter(ready))), json.dumps({"op": "call", "method": method, "args": args,
+        self.r.rpush(inbox(worker if worker in ready else next(iter(ready))), json.dumps({"op": "call", "method": method, "args": args,
                                                            "reply": reply}))
         got = self.r.blpop([reply], timeout=CALL_TIMEOUT_S)
         if got is None:
@@ -270,9 +271,16 @@ class RemoteGateway:
         threading.Thread(target=stream.pump, name=f"live {rid[:8]}", daemon=True).start()
         return stream
 
-    def snapshot(self) -> dict:
-        """What a Live view opens with here: each worker's live lane as its beat tells it (steps arrive as they go)."""
-        workers = self.lane.workers()
-        return {"ready": any(b["ready"] for b in workers.values()), "model": self.lane.model(),
-                "slots": None, "traits": None, "now_ms": None, "started_at": None, "records": [], "requests": [],
-                "workers": [{"worker": n, **b} for n, b in workers.items()]}
+    def snapshot(self, worker: str | None = None) -> dict:
+        """What a Live view opens with here: one engine worker's live lane (`worker`, else the first ready one by
+        name) as that worker's gateway has it, with `worker` naming it and `workers` listing every live lane (its
+        steps then arrive tagged with their worker: the page keeps those of the lane it shows)."""
+        beats = self.lane.workers()
+        workers = [{"worker": n, "ready": b["ready"], "running": b["running"], "waiting": b["waiting"]}
+                   for n, b in beats.items()]
+        ready = [n for n, b in beats.items() if b["ready"]]
+        if not ready:
+            return {"ready": False, "model": self.lane.model(), "slots": None, "traits": None, "now_ms": None,
+                    "started_at": None, "records": [], "requests": [], "worker": None, "workers": workers}
+        shown = worker if worker in ready else ready[0]
+        return {**self.lane.call("snapshot", worker=shown), "worker": shown, "workers": workers}

@@ -3,7 +3,7 @@
 The web side is app.live.remote (its docstring lists the keys). Here, on a thread of its own, the link takes the
 commands web processes push to this worker's inbox: `open` a request on the worker's own LiveGateway (stop
 strings, text deltas and logprobs worked out here, as in one process), `cancel` one whose client left, `call` a
-tokenizing method of the live driver. Each request's events go to its Redis list as the stepping thread puts
+tokenizing method of the live driver (or the gateway's snapshot, for a Live view). Each request's events go to its Redis list as the stepping thread puts
 them; its end (done, error or cancel) takes it off the worker's in-flight count. A beat every BEAT_S says the
 lane is alive and what it holds (and its /metrics text); a worker that stops beating for ALIVE_S is dead to the web processes.
 This module knows redis-py, the live gateway and driver, nothing of HTTP.
@@ -109,7 +109,9 @@ class LiveLink:
             log.warning("in-flight count not lowered: %s", e)
 
     def _call(self, c: dict) -> None:
-        if c["method"] not in CALLS:
+        if c["method"] == "snapshot":   # what a Live view on a web process opens with, for this worker's lane
+            answer = {"ok": self.gateway.snapshot()}
+        elif c["method"] not in CALLS:
             answer = {"error": f"no such call: {c['method']}"}
         else:
             try:
