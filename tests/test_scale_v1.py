@@ -95,6 +95,11 @@ def test_both_web_processes_answer_streamed_and_whole_requests(d):
         assert chunks[-1].usage.completion_tokens == 4
         tokens = requests.post(url + "/tokenize", json={"prompt": "Hello there"}, timeout=10).json()
         assert tokens["count"] == len(tokens["tokens"]) > 0
+    names = sorted(beats(d))
+    for url, _ in d.webs:   # the Live view's snapshot: one worker's lane (the first by default), every worker named
+        first = requests.get(url + "/api/live", timeout=10).json()
+        assert first["worker"] == names[0] and [w["worker"] for w in first["workers"]] == names
+        assert first["ready"] and first["slots"] == 8 and len(first["requests"]) >= 1
     # /metrics on either web process: the workers' live lanes summed (each beat carries its worker's numbers)
     wait_until(lambda: all(scrape(url).get("batch_lanes:request_success_total{length}") == 4 for url, _ in d.webs),
                timeout=10, what="four served requests on both web processes' /metrics")
