@@ -171,3 +171,21 @@ def test_a_worker_with_live_work_takes_from_the_run_queue_without_blocking(tmp_p
         assert stats["cmdstat_lmove"]["calls"] == 2 and "cmdstat_blmove" not in stats
     finally:
         d.stop()
+
+
+@pytest.mark.model
+def test_the_real_model_answers_through_a_web_process_with_text_and_logprobs(tmp_path):
+    with deployment(tmp_path, webs=1, workers=1, worker_args=()) as d:
+        wait_until(lambda: any(b["ready"] for b in beats(d).values()), timeout=300, what="the live lane ready")
+        client = openai.OpenAI(base_url=d.webs[0][0] + "/v1", api_key="none", max_retries=0, timeout=120)
+        model = client.models.list().data[0].id
+        ask = dict(model=model, prompt="The capital of France is", max_tokens=8, temperature=0, logprobs=2)
+        whole = client.completions.create(**ask)
+        streamed = list(client.completions.create(**ask, stream=True))
+        text = "".join(c.choices[0].text for c in streamed if c.choices)
+        assert whole.choices[0].text == text and text.strip()
+        lp = whole.choices[0].logprobs
+        assert len(lp.tokens) == whole.usage.completion_tokens == 8
+        assert all(p <= 0 for p in lp.token_logprobs) and all(len(t) >= 1 for t in lp.top_logprobs)
+        echoed = client.completions.create(**{**ask, "max_tokens": 1}, echo=True)
+        assert echoed.choices[0].logprobs.token_logprobs[0] is None   # the first prompt token has no logprob
