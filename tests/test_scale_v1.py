@@ -100,6 +100,8 @@ def test_both_web_processes_answer_streamed_and_whole_requests(d):
         first = requests.get(url + "/api/live", timeout=10).json()
         assert first["worker"] == names[0] and [w["worker"] for w in first["workers"]] == names
         assert first["ready"] and first["slots"] == 8 and len(first["requests"]) >= 1
+        capture = requests.get(url + "/api/live/capture?last=2", timeout=10).json()
+        assert len(capture["requests"]) == 2   # the first worker's finished requests, as a workload
     # /metrics on either web process: the workers' live lanes summed (each beat carries its worker's numbers)
     wait_until(lambda: all(scrape(url).get("batch_lanes:request_success_total{length}") == 4 for url, _ in d.webs),
                timeout=10, what="four served requests on both web processes' /metrics")

@@ -17,6 +17,7 @@ slots, load) come from each worker's beat and whose tokenizing is a call answere
 
 The worker side is app.runs.live_link. This module knows redis-py and the stream events, nothing of HTTP or torch.
 """
+import dataclasses
 import json
 import logging
 import queue
@@ -270,6 +271,12 @@ class RemoteGateway:
         stream = RemoteStream(self.r, worker, rid, index, events)
         threading.Thread(target=stream.pump, name=f"live {rid[:8]}", daemon=True).start()
         return stream
+
+    def capture(self, spec) -> dict:
+        """The Live view's capture (app.live.capture.CaptureSpec) of the first ready worker's finished requests: one
+        lane's, as the Live view opens on it (each lane has its own clock)."""
+        self.ready_lane()
+        return self.lane.call("capture", dataclasses.asdict(spec))
 
     def snapshot(self, worker: str | None = None) -> dict:
         """What a Live view opens with here: one engine worker's live lane (`worker`, else the first ready one by

@@ -14,6 +14,7 @@ import threading
 
 import redis
 
+from ..live.capture import CaptureSpec
 from ..live.gateway import LiveGateway, Unavailable
 from ..live.remote import ALIVE_S, INFLIGHT, KEEP_S, WORKERS, alive_key, inbox, metrics_key, out_key
 
@@ -111,6 +112,8 @@ class LiveLink:
     def _call(self, c: dict) -> None:
         if c["method"] == "snapshot":   # what a Live view on a web process opens with, for this worker's lane
             answer = {"ok": self.gateway.snapshot()}
+        elif c["method"] == "capture":  # the Live view's capture of this worker's finished requests
+            answer = {"ok": self.gateway.capture(CaptureSpec(**c["args"][0]))}
         elif c["method"] not in CALLS:
             answer = {"error": f"no such call: {c['method']}"}
         else:
