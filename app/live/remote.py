@@ -251,7 +251,8 @@ class RemoteGateway:
         if not ready:
             raise Unavailable(503, "model_loading", f"the model is not ready: {self.lane.not_ready_reason()}")
         inflight = self.r.hgetall(INFLIGHT)
-        worker = min(ready, key=lambda w: (int(inflight.get(w, 0)), w))
+        # max(0, ...): a count Redis lost (a restart) while requests ran is lowered below zero at their ends
+        worker = min(ready, key=lambda w: (max(0, int(inflight.get(w, 0))), w))
         if ready[worker]["waiting"] >= self.max_waiting:
             raise Unavailable(429, "queue_full", f"{ready[worker]['waiting']} requests are waiting for the live lane "
                               f"of the least busy engine worker, the limit is {self.max_waiting}; retry in a moment")
