@@ -191,3 +191,29 @@ def test_the_real_model_answers_through_a_web_process_with_text_and_logprobs(tmp
         assert all(p <= 0 for p in lp.token_logprobs) and all(len(t) >= 1 for t in lp.top_logprobs)
         echoed = client.completions.create(**{**ask, "max_tokens": 1}, echo=True)
         assert echoed.choices[0].logprobs.token_logprobs[0] is None   # the first prompt token has no logprob
+
+
+@pytest.mark.browser
+def test_the_live_view_on_a_web_process_shows_each_workers_lane_by_its_picker(tmp_path):
+    from tests.kit.browser import ARTIFACTS, chromium, watched_context, watched_page
+    with deployment(tmp_path, webs=1, workers=2) as d, chromium() as browser:
+        wait_until(lambda: sum(b["ready"] for b in beats(d).values()) == 2, what="two live lanes ready")
+        names = sorted(beats(d))
+        page = watched_page(watched_context(browser, viewport={"width": 1280, "height": 900}))
+        page.goto(f"{d.webs[0][0]}/live")
+        page.wait_for_function("() => window.__live && window.__live.lane && window.__live.lane.ready")
+        assert page.evaluate("() => [...document.querySelectorAll('#live-worker option')].map((o) => o.value)") == names
+        assert page.evaluate("() => window.__live.lane.worker") == names[0]
+        streams = [SseReader(d.webs[0][0], {**LONG, "max_tokens": 40,
+                                            "messages": [{"role": "user", "content": f"prompt {i}"}]}) for i in range(2)]
+        page.wait_for_function("() => window.__live.requests.some((q) => q.prompt === 'prompt 0')")
+        assert all(q["prompt"] != "prompt 1" for q in page.evaluate("() => window.__live.requests"))  # the other lane's
+        page.select_option("#live-worker", names[1])
+        page.wait_for_function(f"() => window.__live.lane.worker === {names[1]!r}")
+        page.wait_for_function("() => window.__live.requests.some((q) => q.prompt === 'prompt 1')")
+        assert all(q["prompt"] != "prompt 0" for q in page.evaluate("() => window.__live.requests"))
+        page.wait_for_function("() => window.__live.stepsDrawn > 0")
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "scale-live-worker.png"))
+        for s in streams:
+            s.thread.join(timeout=60)
