@@ -123,6 +123,15 @@ def test_requests_spread_over_both_workers_and_a_disconnect_cancels_on_the_worke
     wait_until(lambda: set(running(d).values()) == {0}, timeout=10, what="both lanes emptied by the cancels")
     wait_until(lambda: {int(v) for v in d.redis().hgetall(INFLIGHT).values()} <= {0}, timeout=10,
                what="nothing in flight")
+    # a non-streamed client that leaves: its request leaves the worker too
+    host, port = d.webs[1][0].removeprefix("http://").split(":")
+    body = json.dumps({"prompt": "Count slowly.", "max_tokens": 250, "ignore_eos": True}).encode()
+    conn = socket.create_connection((host, int(port)))
+    conn.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    wait_until(lambda: sum(running(d).values()) == 1, what="the non-streamed request running")
+    conn.close()
+    wait_until(lambda: sum(running(d).values()) == 0, timeout=10, what="the non-streamed request cancelled")
 
 
 def test_a_worker_killed_mid_stream_ends_its_streams_with_an_error_and_done(tmp_path):
