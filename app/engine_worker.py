@@ -5,7 +5,8 @@ It owns one model on one device, takes runs from the Redis run queue that the we
 --message-queue ...`) fill, and emits every event to the run's room through Redis, where each web process
 delivers it to its own sockets. Several workers (one per device or machine) share the queue. Beside the
 loop, two threads: a heartbeat (every 2 s; a worker that stops beating for 10 s is dead and its running run
-ends with `run_error`) and the answers to token-count questions from the page's editor. Give every process of
+ends with `run_error`) and the answers to token-count questions from the page's editor. Its live lane serves
+the web processes' OpenAI endpoint through Redis (app.runs.live_link, two threads more: its beat and its inbox). Give every process of
 a deployment the same `--limit` flags and the same store. This module is wiring (the second kind of process,
 beside `python -m app`); the loop is app.runs.worker.
 """
@@ -21,7 +22,12 @@ import redis
 import socketio
 
 from .cli import add_engine_args, config_from_args
+from .live.gateway import LiveGateway
+from .live.prom import LiveMetrics
+from .live.remote import BEAT_S
+from .protocol import Send
 from .runs.fanout import deliver
+from .runs.live_link import LiveLink
 from .runs.redis_book import HEARTBEAT_S
 from .runs.redis_link import CHANNEL, QueueUnreachable, connect_redis, every
 from .runs.store import open_store
@@ -73,7 +79,14 @@ def main(argv: list[str] | None = None) -> int:
     engine = Engine(None, config["LIMITS"]) if config["BACKEND"] == "sim" else None
     worker = EngineWorker(book, lambda sends: deliver(emitter, sends), store, config, engine)
 
+    metrics = LiveMetrics(config["METRICS_PREFIX"], config["LIMITS"].max_prompt_tokens + config["LIMITS"].max_new_tokens)
+    live = LiveGateway(worker.live, config["LIVE_MAX_WAITING"], metrics)   # the web processes' /metrics sum them
+    worker.on_live_step = lambda record: [Send(s.event, {**s.payload, "worker": me}, s.to) for s in live.after_step(record)]
+    link = LiveLink(client, me, worker.live, live)
+
     _every(HEARTBEAT_S, lambda: book.beat_worker(worker.status), stop, "heartbeat")
+    _every(BEAT_S, link.beat, stop, "live beat")
+    _every(0.0, link.serve_one, stop, "live link")
     _every(0.0, lambda: book.serve_token_counts(lambda prompts: count_prompt_tokens(worker.engine, prompts))
            if worker.ready else stop.wait(0.5), stop, "token counts")
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -87,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     worker.stop()
     try:  # leave at once rather than when the heartbeat lapses
         client.srem("batch-lanes:workers", me)
+        link.leave()
         client.delete(f"batch-lanes:worker:{me}")
     except redis.RedisError as e:
         log.warning("Redis unreachable at exit (the heartbeat lapses by itself): %s", e)

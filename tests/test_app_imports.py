@@ -80,4 +80,4 @@ def test_a_web_process_serves_its_routes_without_torch(redis_url, tmp_path):
         REPORT])
     out = run_python(code)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[:2] == ["[200, 200, 200, 200, 501, 501, 200]", "[]"], out.stdout + out.stderr
+    assert out.stdout.split("\n")[:2] == ["[200, 200, 200, 200, 200, 503, 200]", "[]"], out.stdout + out.stderr

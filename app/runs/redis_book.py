@@ -194,7 +194,8 @@ class RedisBook:
 
     # -- asked by engine workers ---------------------------------------------------------------------
     def take(self, timeout: float) -> tuple[Job | None, list[Send]]:
-        run_id = self.r.blmove(P + "queue", P + "taken:" + self.me, max(1, round(timeout)), "LEFT", "RIGHT")
+        queue, taken = P + "queue", P + "taken:" + self.me   # timeout 0 (the live lane has work): no wait at all
+        run_id = self.r.blmove(queue, taken, max(0.05, timeout), "LEFT", "RIGHT") if timeout else self.r.lmove(queue, taken)
         if run_id is None:
             return None, []
         fields = self.r.hgetall(P + "job:" + run_id)
@@ -205,7 +206,7 @@ class RedisBook:
         return Job.from_dict(json.loads(fields["job"])), self._positions()
 
     def wake(self) -> None:
-        """Nothing: a `take` waits in BLMOVE for at most a second and then looks again."""
+        """Nothing: a `take` waits in BLMOVE for at most its timeout (fractional seconds) and then looks again."""
 
     def publish(self, job: Job, event: str, payload: dict) -> Send:
         seq = self.r.rpush(P + "log:" + job.run_id, json.dumps([str(event), payload]))

@@ -129,7 +129,8 @@ class EngineWorker:
         while not self._stopping.is_set():
             try:
                 self.step_live()
-                job, sends = self.book.take(timeout=0 if self.live.has_work() else 0.5)
+                # idle: a short wait, so a live request arriving through Redis (app.runs.live_link) waits <= 0.1 s
+                job, sends = self.book.take(timeout=0 if self.live.has_work() else 0.1)
             except Exception as e:  # a shared book (Redis) unreachable: say so, keep trying until it is back
                 log.warning("run queue unreachable, retrying in 1 s: %s: %s", type(e).__name__, e)
                 self.sleep(1.0)

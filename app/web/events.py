@@ -198,7 +198,8 @@ def on_watch_live(*args):
         emit(Event.RUN_ERROR, error_payload("live traffic is served by a single-process server", code="unavailable"))
         return
     join_room(LIVE_ROOM)
-    emit(Event.LIVE_SNAPSHOT, live.snapshot())
+    worker = args[0].get("worker") if args and isinstance(args[0], dict) else None  # scale-out: which worker's lane
+    emit(Event.LIVE_SNAPSHOT, live.snapshot(worker) if isinstance(worker, str) and len(worker) <= 200 else live.snapshot())
 
 
 @socketio.on("unwatch_live")

@@ -20,6 +20,8 @@ from flask import Flask
 
 from ..live.gateway import LiveGateway
 from ..live.prom import LiveMetrics
+from ..live.remote import RemoteGateway
+from ..live.remote_metrics import RemoteMetrics
 from ..runs.fanout import CATCH_UP_S, LocalFanout, RedisFanout, deliver
 from ..runs.memory_book import MemoryBook
 from ..runs.redis_book import HEARTBEAT_S
@@ -105,8 +107,9 @@ def _web_process(app: Flask, server, store, client: redis.Redis) -> None:
     book = WebBook(client, f"web-{uuid.uuid4().hex[:8]}", config["MAX_QUEUED_RUNS"], config["CANCEL_GRACE_S"],
                    config["MAX_CLASS_QUEUED"])
     server.manager.read_log = book.log_after   # the fan-out fills what pub/sub dropped from the runs' logs
-    app.register_blueprint(openai_api.unavailable_bp)
-    app.extensions.update(book=book, worker=None, live=None, metrics=None,
+    app.register_blueprint(openai_api.bp)   # served by the engine workers' live lanes (app.live.remote)
+    live = RemoteGateway(config["MESSAGE_QUEUE"], config["LIVE_MAX_WAITING"])
+    app.extensions.update(book=book, worker=None, live=live, metrics=RemoteMetrics(live.lane),
                           runs=Runs(book, store, server, config["LIMITS"], redis_client=client),
                           rate_limits={"submit": RedisRateLimiter(client, "submit", config["SUBMITS_PER_MINUTE"]),
                                        "watch": RedisRateLimiter(client, "watch", config["WATCHES_PER_MINUTE"])})

@@ -170,12 +170,3 @@ def _serve(kind: str):
         return response
     return whole(streams, kind, head, bodies, sock)
 
-
-unavailable_bp = Blueprint("openai_api_elsewhere", __name__, url_prefix="/v1")
-
-
-@unavailable_bp.route("/<path:rest>", methods=["GET", "POST"])
-def elsewhere(rest: str):
-    """A web process over Redis has no engine: the OpenAI endpoint is a single process's (for now)."""
-    return error(501, "the OpenAI endpoint is served by a single-process server (python -m app without "
-                      "--message-queue); this is a web process of a scale-out deployment", None, "not_served_here")

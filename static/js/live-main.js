@@ -23,6 +23,7 @@ const dom = {
   wrap: $("canvas-wrap"), canvas: $("lanes"), status: $("live-status"), follow: $("btn-follow"), empty: $("empty"),
   envLine: $("env-line"), curlLine: $("curl-line"), figures: $("figures"), rows: $("request-rows"),
   n: $("capture-n"), by: $("capture-by"), seconds: $("capture-s"), compress: $("capture-compress"), download: $("capture-download"), open: $("capture-open"), captureNote: $("capture-note"),
+  workerPick: $("worker-pick"), worker: $("live-worker"),
   modelStatus: $("model-status"), modelText: $("model-text"), modelProgress: $("model-progress"),
 };
 const NOTHING = "No finished requests yet: nothing to capture. Send some traffic first (see above).";
@@ -54,11 +55,25 @@ dom.download.addEventListener("click", (e) => {
   push({ type: "nothing" });
 });
 new ResizeObserver(() => push({ type: "resize" })).observe(dom.wrap);
+dom.worker.addEventListener("change", () => push({ type: "worker", worker: dom.worker.value }));
+
+const shownWorker = () => (state.lane && state.lane.worker) || null;
 
 function onServer(event) {
   state = applyLiveEvent(state, event);
-  if (event.type === ConnectionEvent.CONNECTED) socket.watch();  // the first join, or a rejoin after a reconnect
+  if (event.type === ConnectionEvent.CONNECTED) socket.watch(shownWorker());  // the first join, or a rejoin
   if (event.type === ServerEvent.MODEL_STATUS && needsWatch(state)) socket.watch();  // the lane opened with the model
+}
+
+/** Scale-out: the engine workers' lanes to pick from (hidden in one process, where the snapshot names none). */
+function renderWorkers() {
+  const workers = (state.lane && state.lane.workers) || [];
+  dom.workerPick.hidden = workers.length === 0;
+  const names = workers.map((w) => w.worker);
+  if (names.join("\n") !== [...dom.worker.options].map((o) => o.value).join("\n")) {
+    dom.worker.replaceChildren(...names.map((n) => Object.assign(document.createElement("option"), { value: n, textContent: n })));
+  }
+  if (shownWorker()) dom.worker.value = shownWorker();
 }
 
 /** Finished requests a capture can hold (the server's rule: finished, not cancelled, some tokens). */
@@ -98,6 +113,7 @@ function onInput(a, perfNow) {
       ui = { ...ui, opening: false };
       say(a.message, "error");
       break;
+    case "worker": socket.watch(a.worker); break;   // its snapshot replaces the lane shown
     case "resize": resizes += 1; break;
     default: break;
   }
@@ -109,6 +125,7 @@ function renderPanels(shown, following) {
   const s = shown.state;
   const figures = liveFigures(s, shown.now);
   renderModel(dom, state.model);
+  renderWorkers();
   const pausedAt = following ? null : clockText(shown.now ?? 0, s.lane ? s.lane.startedAt : null);
   const [line, tone] = laneLine(state, figures, pausedAt);
   setText(dom.status, line);

@@ -18,6 +18,7 @@ export function connectLive(queue) {
   socket.on("disconnect", (reason) => put(ConnectionEvent.DISCONNECTED, { reason }));
   socket.on("connect_error", (err) => put(ConnectionEvent.DISCONNECTED, { reason: String(err && err.message || err) }));
   return {
-    watch() { socket.emit(LiveClientEvent.WATCH_LIVE); },
+    /** Watch the live lane (in scale-out: `worker`'s, or the first engine worker's when null). */
+    watch(worker = null) { if (worker) socket.emit(LiveClientEvent.WATCH_LIVE, { worker }); else socket.emit(LiveClientEvent.WATCH_LIVE); },
   };
 }

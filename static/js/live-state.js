@@ -3,7 +3,8 @@
  * queued socket event in and returns a new object. It holds the live lane's recent step records (by step
  * number, the last minute and a bit of the lane clock), a summary per recent request (as the server sends
  * them), the model's status and the anchor of the lane clock: the lane time an event carried and when it
- * arrived on the page's clock (`performance.now()`), from which `laneNow` extrapolates. It knows the
+ * arrived on the page's clock (`performance.now()`), from which `laneNow` extrapolates. On a web process of a
+ * scale-out deployment it shows one engine worker's lane (`lane.worker`) and drops the steps of the others. It knows the
  * live_snapshot / live_step payloads (app/live.py) and nothing of the canvas or the DOM.
  */
 import { ConnectionEvent, ServerEvent } from "./vocab.js";
@@ -69,18 +70,21 @@ function mergeRequests(requests, incoming) {
 }
 
 function applySnapshot(state, s, at) {
+  // worker/workers: a web process of a scale-out deployment shows one engine worker's lane of several (else null, [])
   const lane = { ready: Boolean(s.ready), model: s.model || "", slots: s.slots || 0, traits: s.traits || null,
-    startedAt: s.started_at };
+    startedAt: s.started_at, worker: s.worker || null, workers: s.workers || [] };
   if (!lane.ready) return { ...state, lane, error: null };
-  const restarted = state.lane && state.lane.ready && Math.abs(lane.startedAt - state.lane.startedAt) > RESTARTED_S;
+  const restarted = state.lane && state.lane.ready && (Math.abs(lane.startedAt - state.lane.startedAt) > RESTARTED_S
+    || lane.worker !== state.lane.worker);
   const base = restarted ? { ...state, records: [], requests: [], clock: null } : state;
   return { ...base, lane, error: null, clock: anchor(base, s.now_ms, at),
     records: mergeRecords(base.records, s.records || []), requests: mergeRequests(base.requests, s.requests || []) };
 }
 
-function applyStep(state, { record, requests }, at) {
+function applyStep(state, { record, requests, worker }, at) {
+  if (worker && state.lane && state.lane.worker && worker !== state.lane.worker) return state;  // another worker's lane
   const lane = state.lane || { ready: true, model: state.model.model, slots: record.slots.length, traits: null,
-    startedAt: null };
+    startedAt: null, worker: worker || null, workers: [] };
   return { ...state, lane, clock: anchor(state, endOf(record), at), records: mergeRecords(state.records, [record]),
     requests: mergeRequests(state.requests, requests || []) };
 }
