@@ -195,7 +195,7 @@ def on_watch_live(*args):
     """Join the Live view's room: the live lane as it is now, then every step (a page drops steps it already has)."""
     live = current_app.extensions.get("live")
     if live is None:
-        emit(Event.RUN_ERROR, error_payload("live traffic is served by a single-process server", code="unavailable"))
+        emit(Event.RUN_ERROR, error_payload("this process has no live lane", code="unavailable"))
         return
     join_room(LIVE_ROOM)
     worker = args[0].get("worker") if args and isinstance(args[0], dict) else None  # scale-out: which worker's lane

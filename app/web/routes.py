@@ -123,8 +123,7 @@ def live_page():
 def _live():
     live = current_app.extensions.get("live")
     if live is None:
-        raise Rejected("unavailable", "live traffic is served by a single-process server (python -m app without "
-                                      "--message-queue)")
+        raise Rejected("unavailable", "this process has no live lane")
     return live
 
 
@@ -164,7 +163,7 @@ def metrics():
     """The live lane's numbers in Prometheus's text format (app.live.prom)."""
     m = current_app.extensions.get("metrics")
     if m is None:
-        return _error(501, "metrics are served by a single-process server")
+        return _error(501, "this process has no live lane to measure")
     return Response(m.exposition(), headers={"Content-Type": m.content_type})
 
 

@@ -34,7 +34,8 @@ def _version() -> str:
 
 
 def _lane():
-    """The live lane's handle, or None where this process has none (a web process of a scale-out deployment)."""
+    """The live lane's handle: this process's engine worker's, or on a web process of a scale-out deployment the
+    engine workers' over Redis (app.live.remote); None only for an app built without one."""
     live = current_app.extensions.get("live")
     return live.lane if live is not None else None
 
@@ -71,8 +72,7 @@ def _body() -> dict:
 
 
 def _not_served():
-    return error(501, "tokenizing is served by a single-process server (python -m app without --message-queue)", None,
-                 "not_served_here")
+    return error(501, "this process has no live lane to tokenize with", None, "not_served_here")
 
 
 @bp.post("/tokenize")
