@@ -81,23 +81,29 @@ def fresh_answer(url: str) -> openai.types.Completion:
     return client(url, timeout=20).completions.create(model="simulator", prompt="fresh", max_tokens=4)
 
 
-@pytest.mark.slow
-def test_thirty_timed_out_non_streamed_clients_free_the_lane_and_a_fresh_request_is_answered(sim):
-    before = scrape(sim)
-    impatient = client(sim, timeout=0.5)
+def thirty_who_give_up(ask) -> list[openai.APITimeoutError]:
+    """`ask(i)` for i = 0..29 at once, each on its own thread: the timeouts they raised."""
     failures = []
 
-    def ask(i: int) -> None:
+    def one(i: int) -> None:
         try:
-            impatient.completions.create(model="simulator", prompt=f"abandoned {i}", max_tokens=256,
-                                         extra_body={"ignore_eos": True})
+            ask(i)
         except openai.APITimeoutError as e:
             failures.append(e)
-    threads = [threading.Thread(target=ask, args=(i,)) for i in range(30)]
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(30)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(60)
+    return failures
+
+
+@pytest.mark.slow
+def test_thirty_timed_out_non_streamed_clients_free_the_lane_and_a_fresh_request_is_answered(sim):
+    before = scrape(sim)
+    impatient = client(sim, timeout=0.5)
+    failures = thirty_who_give_up(lambda i: impatient.completions.create(
+        model="simulator", prompt=f"abandoned {i}", max_tokens=256, extra_body={"ignore_eos": True}))
     assert len(failures) == 30                              # every client gave up after 0.5 s
     after = wait_idle(sim)                                  # the lane let them all go
     assert after["batch_lanes:request_success_total{abort}"] - before["batch_lanes:request_success_total{abort}"] == 30
@@ -258,19 +264,10 @@ def real(tmp_path_factory):
 def test_thirty_timed_out_non_streamed_clients_free_the_real_models_lane(real):
     c = client(real)
     model = c.models.list().data[0].id
-    impatient, failures = client(real, timeout=0.5), []
-
-    def ask(i: int) -> None:
-        try:
-            impatient.chat.completions.create(model=model, messages=[{"role": "user", "content": f"Story {i}"}],
-                                              max_tokens=256, extra_body={"ignore_eos": True})
-        except openai.APITimeoutError as e:
-            failures.append(e)
-    threads = [threading.Thread(target=ask, args=(i,)) for i in range(30)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    impatient = client(real, timeout=0.5)
+    failures = thirty_who_give_up(lambda i: impatient.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": f"Story {i}"}], max_tokens=256,
+        extra_body={"ignore_eos": True}))
     assert len(failures) == 30
     after = wait_idle(real, timeout=60)
     assert after["batch_lanes:request_success_total{abort}"] >= 30

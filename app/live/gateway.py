@@ -54,6 +54,14 @@ def visible_text(full: str, stops: tuple[str, ...], finished: bool) -> tuple[str
     return full[:len(full) - hold], False
 
 
+def next_event(events: queue.Queue, timeout: float):
+    """A stream's next event from its queue, or None after `timeout` seconds (every live stream reads this way)."""
+    try:
+        return events.get(timeout=timeout)
+    except queue.Empty:
+        return None
+
+
 class LiveStream:
     """One API request on the live lane: what the HTTP handler reads, as ("prompt", entries) once (a request that
     asked for prompt logprobs), ("text", delta, entries, tokens so far), then ("done", finish, usage, entries) or
@@ -109,10 +117,7 @@ class LiveStream:
 
     def read(self, timeout: float):
         """The next event, or None after `timeout` seconds."""
-        try:
-            return self.events.get(timeout=timeout)
-        except queue.Empty:
-            return None
+        return next_event(self.events, timeout)
 
     def close(self) -> None:
         """The client is gone (or has all it wanted): drop the request if it still runs."""

@@ -26,7 +26,7 @@ import uuid
 
 import redis
 
-from .gateway import Unavailable
+from .gateway import Unavailable, next_event
 
 log = logging.getLogger("batch_lanes.live")
 P = "batch-lanes:live:"
@@ -209,10 +209,7 @@ class RemoteStream:
             pass  # it expires by itself (KEEP_S)
 
     def read(self, timeout: float):
-        try:
-            return self.events.get(timeout=timeout)
-        except queue.Empty:
-            return None
+        return next_event(self.events, timeout)
 
     def close(self) -> None:
         """The client is gone (or has all it wanted): the worker drops the request if it still runs."""

@@ -11,6 +11,7 @@ of HTTP or validation.
 """
 import queue
 
+from ..live.gateway import next_event
 from .openai_params import Params
 
 
@@ -24,10 +25,7 @@ class Choices:
 
     def read(self, timeout: float):
         """(choice index, event) or None after `timeout` seconds."""
-        try:
-            return self.events.get(timeout=timeout)
-        except queue.Empty:
-            return None
+        return next_event(self.events, timeout)
 
     def close(self) -> None:
         for stream in self.streams:
