@@ -4,6 +4,7 @@
         [--backend model|sim] [--slots N] [--max-wait N] [--model PATH] [--json] [--trace FILE]
     python -m engine generate --n 16 --rate 4 [--burstiness 1] [--seed 0] [--output-tokens 8,16,32] > mix.json
     python -m engine sweep demos/poisson.json --rates 1,2,4,8 [--lanes ...] [--slo-ttft-ms N] [--slo-tpot-ms N]
+    python -m engine trace FILE --window START:END --time-scale X --length-scale Y [--limit N] [--seed S] > mix.json
 
 `run` and `sweep` take the same lane and backend flags from one parser (`LANE_OPTIONS`, `BACKEND_OPTIONS`) and
 turn them into the workload's options in one place (`workload_options`). The sweep's library (re-timing,
@@ -20,6 +21,7 @@ from .engine import Engine
 from .metric_table import format_value, text_columns
 from .metrics import run_metrics
 from .model import ModelLoadError
+from .trace_cli import add_trace_parser, trace_command
 from .sweep import at_rate, check_rates, format_sweep, run_sweep
 from .workload import CLI_LIMITS, WorkloadError, load_workload, parse_workload, read_json
 
@@ -91,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--slo-ttft-ms", type=float, help="goodput: a request is good if its TTFT is at most this")
     sweep.add_argument("--slo-tpot-ms", type=float, help="goodput: ... and its TPOT at most this")
     sweep.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    add_trace_parser(sub, LANES_HELP)
     return parser
 
 
@@ -142,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
             return generate(args)
         if args.command == "sweep":
             return sweep(args)
+        if args.command == "trace":
+            return trace_command(args, CLI_LIMITS, parse_lanes_arg, parse_workload)
         workload = load_workload(args.workload, CLI_LIMITS, **workload_options(args))
         engine = make_engine(args, workload)
         run = engine.start(engine.prepare(workload))

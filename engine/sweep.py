@@ -16,13 +16,17 @@ from .arrivals import retime
 from .limits import Limits, WorkloadError, check_number
 from .metric_table import format_value, text_columns
 from .metrics import lane_metrics
+from .trace import trace_at_rate
 from .workload import parse_workload
 
 MAX_RATES = 12
 
 
 def at_rate(obj: dict, rate: float, burstiness: float | None = None) -> dict:
-    """The workload object `obj` with its arrivals drawn at `rate` requests per second."""
+    """The workload object `obj` with its arrivals drawn at `rate` requests per second (a trace slice: compressed or
+    stretched in time to that rate, its own burstiness kept)."""
+    if "trace" in obj:
+        return trace_at_rate(obj, rate, burstiness)
     if "generate" in obj and isinstance(obj["generate"], dict):
         gen = {**obj["generate"], "rate": rate}
         if burstiness is not None:

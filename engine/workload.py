@@ -23,6 +23,7 @@ from .limits import CLI_LIMITS, Limits, WorkloadError, check_int, check_number, 
 from .policies import POLICIES, options_only_for
 from .request import RequestSpec
 from .speculative import SpeculativeConfig
+from .trace import expand_trace
 
 __all__ = ["Workload", "parse_workload", "parse_lanes", "load_workload", "Limits", "CLI_LIMITS", "WorkloadError"]
 
@@ -30,7 +31,7 @@ REQUEST_KEYS = {"id", "prompt", "max_new_tokens", "ignore_eos", "arrival", "arri
 OPTION_KEYS = {f.name for f in fields(EngineConfig)} - {"slots"}
 LANE_KEYS = {"name", "policy", "slots"} | OPTION_KEYS
 # "claims": a preset's lesson claims, for the page to check against the run (static/js/claims.js); the engine ignores them
-WORKLOAD_KEYS = {"name", "description", "claims", "clock", "slots", "lanes", "requests", "generate", "policy"} | OPTION_KEYS
+WORKLOAD_KEYS = {"name", "description", "claims", "clock", "slots", "lanes", "requests", "generate", "policy", "trace"} | OPTION_KEYS
 CLOCKS = ("ms", "steps")  # the clocks a page can show a run on
 DEFAULT_LANES = ("static", "continuous")
 
@@ -207,6 +208,8 @@ def parse_workload(obj, limits: Limits = Limits(), slots: int | None = None, lan
     if not isinstance(obj, dict):
         raise WorkloadError("workload", f"must be an object, got {type(obj).__name__}")
     reject_unknown(obj, WORKLOAD_KEYS, "")
+    if "trace" in obj:  # a slice of a production trace (engine/trace.py): its requests and block size
+        obj = expand_trace(obj, limits)
     name = check_str(obj.get("name", "untitled"), "name", limits.max_name_chars)
     description = check_str(obj.get("description", ""), "description", limits.max_description_chars, allow_empty=True)
     clock = obj.get("clock")
