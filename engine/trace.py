@@ -99,8 +99,7 @@ def read_trace(path: str | Path) -> tuple[TraceRow, ...]:
 def shipped_slice(name) -> Path:
     """A slice shipped in demos/traces/, by its file name (a workload's `trace.file`)."""
     if not isinstance(name, str) or not SLICE_NAME.fullmatch(name) or not (SLICES / name).is_file():
-        names = ", ".join(sorted(p.name for p in SLICES.glob("*.*") if SLICE_NAME.fullmatch(p.name)))
-        raise WorkloadError("trace.file", f"must name a trace shipped in demos/traces/: {names}")
+        raise WorkloadError("trace.file", f"must name a trace shipped in demos/traces/: {', '.join(shipped_names())}")
     return SLICES / name
 
 
@@ -215,6 +214,18 @@ def trace_workload(rows, spec: TraceSpec, limits: Limits = Limits()) -> dict:
     if mooncake:
         obj["kv_block_size"] = block_size_of(spec)
     return obj
+
+
+def shipped_names() -> list[str]:
+    """The slices shipped in demos/traces/, by file name."""
+    return sorted(p.name for p in SLICES.glob("*.*") if SLICE_NAME.fullmatch(p.name))
+
+
+def shipped_trace(spec, limits: Limits) -> dict:
+    """`POST /api/generate {"trace": {...}}`: a shipped slice's requests, and its name, description and (Mooncake)
+    kv_block_size for the editor to keep."""
+    made = trace_workload(read_trace(shipped_slice(check_spec(spec).file)), check_spec(spec), limits)
+    return {"requests": made.pop("requests"), "workload": made}
 
 
 def expand_trace(obj: dict, limits: Limits) -> dict:

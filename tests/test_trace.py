@@ -180,3 +180,20 @@ def test_the_cli_sweeps_a_trace_workload(tmp_path):
         "file": AZURE.name, "window": "0:60", "time_scale": 1, "length_scale": 0.03, "output_scale": 0.1}}))
     out = json.loads(cli("sweep", str(path), "--backend", "sim", "--rates", "1,4", "--json"))
     assert [p["offered_rate"] for p in out["points"]] == pytest.approx([1.0, 4.0])
+
+
+def test_the_editor_replays_a_shipped_slice_through_api_generate_and_a_bad_field_is_a_400_naming_it(make_app):
+    client = make_app({"LIVE_SLOTS": 1}, engine=Engine(None)).test_client()
+    assert client.get("/api/limits").get_json()["traces"] == ["azure-code-burst.csv", "mooncake-conversation.jsonl"]
+    trace = {"file": MOONCAKE.name, "window": "0:6", "time_scale": 2, "length_scale": 0.0625, "limit": 10}
+    body = client.post("/api/generate", json={"trace": trace}).get_json()
+    assert body["requests"] == make(time_scale=2, limit=10, limits=Limits())["requests"]
+    assert body["workload"]["kv_block_size"] == 32 and "(the first 10)" in body["workload"]["description"]
+    for change, where in (({"file": "../demos/mixed.json"}, "trace.file"), ({"length_scale": 0.01}, "trace.length_scale"),
+                          ({"limit": 0}, "trace.limit")):
+        r = client.post("/api/generate", json={"trace": {**trace, **change}})
+        assert r.status_code == 400 and r.get_json()["field"] == where
+    presets = {p["name"]: p for p in client.get("/api/presets").get_json()["presets"]}
+    mooncake = presets["mooncake-conversation"]
+    assert mooncake["kv_block_size"] == 32 and len(mooncake["requests"]) == 19 and mooncake["claims"]
+    assert len(presets["azure-code-burst"]["requests"]) == 31

@@ -19,6 +19,7 @@ from engine.arrivals import generate_requests
 from engine.config import EngineConfig
 from engine.limits import CLI_LIMITS, WorkloadError
 from engine.policies import POLICIES
+from engine.trace import shipped_names, shipped_trace
 from engine.workload import parse_workload
 
 from ..live.capture import capture_spec
@@ -200,14 +201,17 @@ def limits():
     server = {name: current_app.config[key] for name, key in SERVER_LIMITS.items()}
     # the smallest kv_budget EngineConfig takes is one block of the default kv_block_size: the editor refuses less
     return jsonify({**asdict(current_app.config["LIMITS"]), "lanes": list(POLICIES), "policies": list(ORDERS), **server,
-                    "min_kv_budget": EngineConfig.kv_block_size})
+                    "min_kv_budget": EngineConfig.kv_block_size, "traces": shipped_names()})
 
 
 @bp.post("/api/generate")
 def generate():
-    """The requests a `generate` spec draws (engine.arrivals), for the editor to show and edit; 400 names the field."""
+    """The requests a `generate` spec draws (engine.arrivals), or `{"trace": {...}}` a shipped trace slice replays
+    (engine.trace), for the editor to show and edit; 400 names the field."""
     spec = json_body(request)
     try:
+        if isinstance(spec, dict) and "trace" in spec:
+            return jsonify(shipped_trace(spec["trace"], current_app.config["LIMITS"]))
         return jsonify({"requests": generate_requests(spec, current_app.config["LIMITS"])})
     except WorkloadError as e:
         return jsonify({"error": str(e), "field": e.field}), 400

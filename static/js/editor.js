@@ -11,6 +11,7 @@ import { createArrivalPanel } from "./arrivalpanel.js";
 import { el } from "./dom.js";
 import { checkInt, checkKvBudget, checkNumber, checkText, errorSlot, field, hasField, numberInput, select, showFieldErrors, textArea, textInput } from "./fields.js";
 import { createLaneList } from "./laneeditor.js";
+import { createTracePanel } from "./tracepanel.js";
 import { DEFAULT_ORDER, ORDERS, isOrder } from "./policies.js";
 import { StopReason } from "./vocab.js";
 
@@ -39,6 +40,8 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
   const arrivalsBox = el("fieldset", { className: "group arrivals" }, [el("legend", { text: "Arrivals" })]);
   const process = el("details", { className: "process", id: "arrival-process" }, [
     el("summary", { text: "Arrival process: generate the requests" })]);
+  const traceBox = el("details", { className: "process", id: "trace-replay" }, [
+    el("summary", { text: "Production trace: replay a slice of Azure's or Mooncake's traffic" })]);
 
   root.append(
     el("div", { className: "editor-options" }, [el("span", { className: "group-label", text: "Defaults for every lane" }),
@@ -60,7 +63,13 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
     el("label", {}, [unit.steps, document.createTextNode(" in steps")]),
     el("label", {}, [unit.ms, document.createTextNode(" in milliseconds")])]),
   el("span", { className: "note", text: "steps: the first step a request may join, on every lane, counted from 1 as the lanes and the requests table count them; ms: when it arrives on each lane's clock" }),
-  process);
+  process, traceBox);
+  const traces = createTracePanel(traceBox, { onTrace: () => {
+    const errors = [];
+    const spec = traces.read(errors);
+    showErrors(errors);
+    if (!errors.length) onGenerate({ trace: spec });
+  } });
   const panel = createArrivalPanel(process, { onGenerate: () => {
     const errors = [];
     const spec = panel.read(errors);
@@ -204,8 +213,13 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
     showErrors([]);
   }
 
-  /** Requests drawn by /api/generate replace the rows (arrivals in ms), editable as any others. */
-  function fillRequests(requests) {
+  /** Requests drawn by /api/generate replace the rows (arrivals in ms), editable as any others. A trace's `made`
+   * (name, description, Mooncake's kv_block_size) is kept with them. */
+  function fillRequests(requests, made = null) {
+    if (made) {
+      kept = { ...kept, kv_block_size: made.kv_block_size };
+      if (made.kv_block_size === undefined) delete kept.kv_block_size;
+    }
     rows.replaceChildren();
     timed = true;
     requests.forEach(addRow);
@@ -213,6 +227,7 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
     addButton.disabled = rows.children.length >= limits.max_requests;
     showErrors([]);
     changed();
+    if (made) meta = { name: String(made.name || "trace"), description: String(made.description || "") };
   }
 
   function setLimits(next) {
@@ -222,6 +237,7 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
     addButton.disabled = rows.children.length >= limits.max_requests;
     lanes.setLimits(limits);
     panel.setLimits(limits);
+    traces.setLimits(limits);
   }
 
   root.addEventListener("input", (event) => { if (!event.target.closest(".process")) changed(); });

@@ -236,7 +236,7 @@ function onInput(a, derived) {
     }
     case "generate": generate(a.spec); break;
     case "generated":
-      if (a.requests) editor.fillRequests(a.requests);
+      if (a.requests) editor.fillRequests(a.requests, a.workload);
       else editor.showErrors([{ field: a.field || "generate", message: a.message }]);
       break;
     case "run":  // the button sits in the editor, below the lanes: bring the lanes into view to watch the run
@@ -313,9 +313,9 @@ function layoutOf(derived, axis, maxHeight) {
 /** Ask the server for the requests an arrival process draws; the answer comes back through the input queue. */
 function generate(spec) {
   fetch("/api/generate", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(spec) })
-    .then((r) => r.json().then((body) => push(r.ok ? { type: "generated", requests: body.requests || [] }
+    .then((r) => r.json().then((body) => push(r.ok ? { type: "generated", requests: body.requests || [], workload: body.workload || null }
       : { type: "generated", field: body.field, message: String(body.error || "could not generate") })))
-    .catch(() => push({ type: "generated", field: "generate", message: "could not reach the server" }));
+    .catch(() => push({ type: "generated", field: spec.trace ? "trace" : "generate", message: "could not reach the server" }));
 }
 
 function render() {
