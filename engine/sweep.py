@@ -6,7 +6,8 @@ and report what `vllm bench serve` reports, under the same names, for each (rate
 
 A workload with a `generate` section is generated again at each rate (same seed, so the same prompts
 and lengths); any other workload keeps its requests and draws their arrivals at each rate (Poisson, or
-Gamma with `--burstiness`). Every point is an ordinary run, so its lanes can be opened and replayed.
+Gamma with `--burstiness`); a workload with a `trace` section replays its slice compressed or stretched in time to
+each rate (engine/trace.py), its own burstiness kept. Every point is an ordinary run, so its lanes can be opened and replayed.
 Numbers come from `metrics.lane_metrics`, i.e. from the step records. It knows nothing of flags or sockets:
 cli.py parses a sweep's command line (and prints `format_sweep`), app/ streams one.
 """

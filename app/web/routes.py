@@ -176,7 +176,7 @@ def healthz():
 
 def load_presets() -> list[dict]:
     """The demos as checked, normalised workloads (lanes and options spelled out as a submit gives them back); a
-    generated demo also keeps its `generate` spec, for the editor's arrival-process fields."""
+    generated demo also keeps its `generate` spec, for the editor's arrival-process fields; a trace demo its `trace`."""
     files = sorted((ROOT / "demos").glob("*.json"),
                    key=lambda p: (PRESET_ORDER.index(p.stem) if p.stem in PRESET_ORDER else len(PRESET_ORDER), p.stem))
     presets = []
@@ -185,6 +185,8 @@ def load_presets() -> list[dict]:
         preset = parse_workload(obj, CLI_LIMITS).to_dict()
         if "generate" in obj:
             preset["generate"] = obj["generate"]
+        if "trace" in obj:  # a trace slice (engine/trace.py), which a sweep replays at each rate
+            preset["trace"] = obj["trace"]
         if "claims" in obj:  # the lesson's claims, checked against the run by the page (static/js/claims.js)
             preset["claims"] = obj["claims"]
         presets.append(preset)

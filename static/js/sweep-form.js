@@ -48,6 +48,7 @@ export function createSweepForm(dom) {
 
   const current = () => sources.find((s) => s.key === dom.source.value) || null;
   const generated = (src) => Boolean(src && src.workload.generate && typeof src.workload.generate === "object");
+  const traced = (src) => Boolean(src && src.workload.trace && typeof src.workload.trace === "object");  // a trace slice
 
   function renderSources(selected) {
     dom.source.replaceChildren(...sources.map((s) => new Option(s.label, s.key)));
@@ -71,7 +72,9 @@ export function createSweepForm(dom) {
     if (gen && gen.burstiness !== undefined) dom.burstiness.value = String(gen.burstiness);
     const how = gen ? "The sweep draws the mix again at each rate: same seed, so the same prompts and lengths, new arrival times."
       : `The sweep keeps this mix's ${requests} requests (prompts and lengths) and draws new arrival times at each rate.`;
-    dom.sourceNote.textContent = src ? how : "";
+    dom.burstiness.disabled = traced(src);  // a trace keeps its own burstiness
+    dom.sourceNote.textContent = !src ? "" : traced(src) ? "The sweep replays this trace slice at each rate: its "
+      + "arrival gaps compressed or stretched to the rate, its burstiness and requests kept." : how;
     dom.sourceNote.title = src ? src.description : "";
   }
 
@@ -119,14 +122,14 @@ export function createSweepForm(dom) {
     }
     const n = generated(src) ? number(dom.n, "generate.n", errors, { integer: true }) : null;
     if (generated(src) && n === null && !errors.length) errors.push({ field: "generate.n", message: "generate.n: how many requests per rate?" });
-    const burstiness = number(dom.burstiness, "burstiness", errors);
+    const burstiness = traced(src) ? null : number(dom.burstiness, "burstiness", errors);
     const sloTtft = number(dom.sloTtft, "slo_ttft_ms", errors);
     const sloTpot = number(dom.sloTpot, "slo_tpot_ms", errors);
     const lanes = [...dom.laneChecks.querySelectorAll("input[data-lane]")].filter((c) => c.checked)
       .map((c) => src.lanes[Number(c.dataset.lane)]);
     if (!lanes.length) errors.push({ field: "lanes", message: "lanes: tick at least one lane" });
     const { requests, generate, ...rest } = src.workload;
-    const workload = generated(src) ? { ...rest, generate: { ...generate, n } } : { ...rest, requests };
+    const workload = generated(src) ? { ...rest, generate: { ...generate, n } } : traced(src) ? rest : { ...rest, requests };
     const payload = { workload, rates, lanes, backend: dom.backend.value };
     if (burstiness !== null) payload.burstiness = burstiness;
     if (sloTtft !== null) payload.slo_ttft_ms = sloTtft;
