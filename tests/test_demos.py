@@ -104,7 +104,8 @@ def test_speculative_demos_show_where_prompt_lookup_pays_and_where_it_does_not(s
 # The clock each demo's lesson speaks in: a demo about waits, stalls or step times is read on the milliseconds clock,
 # one about step counts on the steps clock. The page switches to it when the preset is chosen (issue 20: after
 # `mixed`, `long-prompt` opened on steps though its lesson speaks of milliseconds).
-CLOCKS = {"arrivals": "ms", "azure-code-burst": "ms", "mooncake-conversation": "ms", "poisson": "ms", "long-prompt": "ms", "slots": "ms", "spec-chat": "ms",
+CLOCKS = {"arrivals": "ms", "poisson": "ms", "long-prompt": "ms", "slots": "ms", "spec-chat": "ms",
+          "azure-code-burst": "ms", "mooncake-conversation": "ms",
           "mixed": "steps", "same": "steps", "one-long": "steps", "priorities": "steps", "sjf": "steps",
           "memory-pressure": "steps", "shared-instructions": "steps", "spec-quote": "steps"}
 
