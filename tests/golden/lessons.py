@@ -1,6 +1,7 @@
-"""Write tests/golden/lessons.json: simulated runs of the `arrivals` and `long-prompt` presets with injected step-time
-noise (engine.sim.SimNoise), for tests/js/lessons.test.mjs, which checks that each preset's lesson, as the page
-writes it (static/js/lesson.js, claims.js), is true of the run it describes. Seeded noise, and noise forced each
+"""Write tests/golden/lessons.json: simulated runs of the `arrivals` and `long-prompt` presets (and of the trace presets
+`azure-code-burst` and `mooncake-conversation`) with injected step-time noise (engine.sim.SimNoise), for
+tests/js/lessons.test.mjs, which checks that each preset's lesson, as the page writes it (static/js/lesson.js,
+claims.js), is true of the run it describes. Seeded noise, and noise forced each
 way: a continuous lane slowed until it finishes after static and dynamic; a chunk step inflated past the
 whole-prompt step; LONG's chunks made so quick that its first token comes sooner.
 
@@ -37,6 +38,8 @@ def variants() -> list[tuple[str, str, SimNoise | None]]:
         ("long-prompt", "LONG's chunks x0.1", SimNoise(2, SPREAD, {("chunked 64", c): 0.1 for c in range(5, 13)})),
         ("long-prompt", "the whole-prompt step x0.2", SimNoise(3, SPREAD, {("continuous", 5): 0.2})),
     ]
+    for preset in ("azure-code-burst", "mooncake-conversation"):  # replayed traces (engine/trace.py)
+        out += [(preset, "no noise", None), (preset, "seed 1", SimNoise(1, SPREAD))]
     return out
 
 

@@ -16,12 +16,14 @@ const PATH = process.env.LESSON_RUNS || new URL("../golden/lessons.json", import
 const RUNS = JSON.parse(readFileSync(PATH, "utf8"));
 const demo = (name) => JSON.parse(readFileSync(new URL(`../../demos/${name}.json`, import.meta.url), "utf8"));
 const CLAIMS = { arrivals: demo("arrivals").claims, "long-prompt": demo("long-prompt").claims };  // as /api/presets sends them
+const TRACE_CLAIMS = { "azure-code-burst": demo("azure-code-burst").claims,  // the replayed traces' (docs/traces.md)
+  "mooncake-conversation": demo("mooncake-conversation").claims };
 
 function lessonOf(stored, id) {
   const records = Object.fromEntries(Object.entries(stored.records).map(([lane, recs]) => [lane, recs.map((r) => ({ ...r, lane }))]));
   const run = { id, status: "finished", workload: stored.workload, lanes: stored.lanes, records,
     done: Object.fromEntries(stored.lanes.map((l) => [l, true])), promptTokens: stored.prompt_tokens, t: 0 };
-  return { text: fillLesson(stored.description, stored.preset, deriveRun(run), CLAIMS[stored.preset]), records };
+  return { text: fillLesson(stored.description, stored.preset, deriveRun(run), CLAIMS[stored.preset] || TRACE_CLAIMS[stored.preset]), records };
 }
 
 const wall = (recs) => recs.reduce((end, r) => Math.max(end, r.start_ms + r.ms), 0);
@@ -65,6 +67,24 @@ for (const [id, stored] of Object.entries(RUNS)) {
         assert.ok(text.includes(ms0(tc)) && text.includes(ms0(Math.min(ts, td))), `${id}: the TTFTs are stated:\n${text}`);
         if (tc >= Math.min(ts, td)) assert.ok(text.includes("no better than"), `${id}:\n${text}`);
       }
+    } else if (stored.preset === "azure-code-burst") {
+      const [c, s] = ["continuous", "static"].map((l) => wall(records[l]));
+      claim(text, "so it finishes no later", c <= s, [`finished at ${secs(c)}`, `static (${secs(s)}`], id);
+      const [tc, ts] = ["continuous", "static"].map((l) => m[l].mean_ttft_ms);
+      const far = tc <= ts / 2;  // as arrivals: "far" at most half; between, "sooner" with both TTFTs
+      saw("and its first tokens come far sooner", far);
+      assert.ok(text.includes("and its first tokens come far sooner") === far, `${id}:\n${text}`);
+      if (!far) assert.ok(text.includes(ms0(tc)) && text.includes(ms0(ts)), `${id}: the TTFTs are stated:\n${text}`);
+      const whole = records.continuous.find((r) => r.slots.some((c) => c.request === "T26" && c.prefill)).ms;
+      claim(text, "so no step stalls for long", longest(records["chunked 64"]) < whole, [ms0(whole)], id);
+      assert.ok(text.includes(`T1's prompt: ${stored.prompt_tokens.T1} tokens`), `${id}:\n${text}`);
+    } else if (stored.preset === "mooncake-conversation") {
+      const [p, c] = ["prefix cache", "continuous"].map((l) => wall(records[l]));
+      claim(text, "so it finishes no later", p <= c, [`finished at ${secs(p)}`, `continuous (${secs(c)}`], id);
+      const [mp, mc] = [m["prefix cache"], m.continuous];
+      assert.ok(text.includes(`found ${mp.prefix_cache_hit_rate.toFixed(2)} of prompt tokens`), `${id}:\n${text}`);
+      assert.ok(text.includes(`computes ${mp.prompt_tokens_computed} prompt tokens, not ${mc.prompt_tokens_computed}`), `${id}`);
+      assert.ok(mp.prefix_cache_hit_rate > 0.05 && !mc.prefix_cache_hit_rate, id);
     } else {
       const chunk = longest(records["chunked 64"]);
       const whole = records.continuous.find((r) => r.slots.some((c) => c.request === "LONG" && c.prefill)).ms;  // its one prefill step
