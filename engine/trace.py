@@ -185,8 +185,8 @@ def trace_workload(rows, spec: TraceSpec, limits: Limits = Limits()) -> dict:
     if not picked:
         raise WorkloadError("trace.window", f"no request of {Path(spec.file).name} arrives in seconds {window}")
     if len(picked) > limits.max_requests:
-        raise WorkloadError("trace.limit", f"seconds {window} hold {len(picked)} requests, the limit is {limits.max_requests}: "
-                                           f"set limit or narrow the window")
+        raise WorkloadError("trace.limit", f"seconds {window} hold {len(picked)} requests, the limit is "
+                                           f"{limits.max_requests}: set limit or narrow the window")
     rate = native_rate(picked)
     time_scale = spec.time_scale if spec.rate is None else (rate / spec.rate if rate else 1.0)
     cap, mooncake = max_prompt_tokens(limits), picked[0].hash_ids is not None
@@ -224,7 +224,8 @@ def shipped_names() -> list[str]:
 def shipped_trace(spec, limits: Limits) -> dict:
     """`POST /api/generate {"trace": {...}}`: a shipped slice's requests, and its name, description and (Mooncake)
     kv_block_size for the editor to keep."""
-    made = trace_workload(read_trace(shipped_slice(check_spec(spec).file)), check_spec(spec), limits)
+    checked = check_spec(spec)
+    made = trace_workload(read_trace(shipped_slice(checked.file)), checked, limits)
     return {"requests": made.pop("requests"), "workload": made}
 
 
