@@ -117,3 +117,20 @@ def test_a_seeded_sampled_sibling_writes_what_the_same_seed_writes_alone(tiny):
         alone = run_lanes(tiny, [{**ask, "seed": 40 + i - 1}], slots=1, lanes=("continuous",))
         assert got[f"R3·{i}"] == alone.lanes["continuous"].scheduler.requests[0].output_ids, i
     assert len({tuple(v) for k, v in got.items() if k != "R1"}) == 3   # three seeds, three different samples
+
+
+def test_siblings_share_their_prompts_full_blocks_by_reference_and_copy_the_last_one():
+    engine = Engine(None)
+    wl = engine.prepare(parse_workload({"slots": 4, "requests": [
+        {"id": "R3", "prompt": "word " * 30, "max_new_tokens": 6, "n": 3}]}))   # 67 prompt tokens: 4 full blocks
+    lane = engine.start(wl, ["continuous"]).lanes["continuous"]
+    lane.step()                                    # the leader R3·1 computes the prompt
+    lane.step()                                    # its siblings fork it, each recomputing the prompt's last token
+    blocks = lane.scheduler.blocks
+    tables = [blocks.tables[f"R3·{i}"] for i in (1, 2, 3)]
+    full = len(wl.requests[0].prompt_ids) // blocks.block_size
+    assert full == 4 and tables[0][:full] == tables[1][:full] == tables[2][:full]
+    assert [blocks.refs[b] for b in tables[0][:full]] == [3] * full          # refcount n
+    lasts = {t[full] for t in tables}
+    assert len(lasts) == 3 and all(blocks.refs[b] == 1 for b in lasts)        # copy-on-write: one last block each
+    assert blocks.num_used == full + 3                                        # 7 blocks, not 3 x 5
