@@ -131,7 +131,7 @@ class Lane:
             admitted=tuple(r.id for r in out.admitted),
             finished=tuple(r.id for r in s.requests if r.finish_step == out.step),
             returned=tuple(r.id for r in facts.returned),
-            preempted=tuple(r.id for r in out.preempted.values()),
+            preempted=tuple(r.id for r in out.preempted.values() if r not in out.swapped),  # recomputed later
             kv_used=facts.kv_used, kv_capacity=self.kv_capacity,
             kv_blocks_used=facts.kv_blocks_used, kv_blocks_total=s.blocks.num_blocks or 0,
             kv_blocks_cached=facts.kv_blocks_cached,

@@ -76,7 +76,8 @@ class StepRecord:
     admitted: tuple[str, ...] = ()      # took a slot this step
     finished: tuple[str, ...] = ()      # wrote their last token this step
     returned: tuple[str, ...] = ()      # their responses went back to the client this step
-    preempted: tuple[str, ...] = ()     # evicted this step (back to the waiting queue)
+    preempted: tuple[str, ...] = ()     # evicted this step (back to the waiting queue, recomputed later; a swapped-out
+                                        # request is not here: its cell is SWAPPED and kv_swapped counts its blocks)
     kv_used: int = 0                    # KV tokens held by the slots once this step computed (before any leave)
     kv_capacity: int = 0                # KV tokens the lane may hold
     kv_blocks_used: int = 0             # blocks of `kv_block_size` tokens held at the same moment
