@@ -147,4 +147,10 @@ class Lane:
         changed, self.last_cached = cached != self.last_cached, cached
         tokens = {r.id: r.num_cached for r in self.scheduler.requests if r.id in blocks.tables}
         return {"kv_tables": tables, "kv_dropped": dropped, "kv_swapped": swapped, "kv_tokens": tokens,
-                "kv_cached": cached if changed else None}
+                "kv_cached": cached if changed else None, "kv_pool": None if self.records else self.kv_pool()}
+
+    def kv_pool(self) -> dict:
+        """The lane's KV memory: the bytes its runner's K/V tensors take, its pool of blocks, how it allocates."""
+        b, config = self.scheduler.blocks, self.scheduler.config
+        return {"kv_bytes": getattr(self.runner, "kv_bytes", 0), "num_blocks": b.num_blocks, "block_size": b.block_size,
+                "host_blocks": b.host_blocks, "kv_allocation": config.kv_allocation, "preemption": config.preemption}

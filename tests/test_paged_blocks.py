@@ -237,3 +237,17 @@ def test_a_lane_pool_is_its_budget_or_what_its_requests_need():
     assert budget.scheduler.blocks.num_blocks == 7 and budget.runner.num_blocks == 7
     assert free.scheduler.blocks.num_blocks == 3 * blocks_for(60 + 20, 16)  # every slot its longest request
     assert budget.runner.kv_bytes == 7 * 16 * 30 * 2 * 3 * 64 * 4
+    run.run_to_end()
+    first, later = budget.records[0].to_dict(), budget.records[1].to_dict()
+    assert first["kv_pool"] == {"kv_bytes": budget.runner.kv_bytes, "num_blocks": 7, "block_size": 16,
+                                "host_blocks": 0, "kv_allocation": "paged", "preemption": "recompute"}
+    assert "kv_pool" not in later  # on the first record only: stored runs stay small
+
+
+def test_a_step_record_writes_the_memory_map_only_where_it_changed():
+    run = run_checked(start([req("R0", 3, prompt=40), req("R1", 3, prompt=40, arrival=1)], ["continuous"], slots=2))
+    dicts = [r.to_dict() for r in run.lanes["continuous"].records]
+    assert dicts[0]["kv_tables"] == {"R0": [0, 1, 2]} and dicts[0]["kv_tokens"] == {"R0": 40}
+    assert "kv_dropped" not in dicts[0] and "kv_swapped" not in dicts[0] and "copy_ms" not in dicts[0]
+    assert "kv_tables" not in dicts[2] or "R0" not in dicts[2]["kv_tables"]  # R0's table did not change
+    assert any("R0" in d.get("kv_dropped", ()) for d in dicts)
