@@ -1,6 +1,7 @@
 """Parallel sampling, request side: a workload request's `n` expands into n siblings (ids `R3·i`, group `R3`, seeds
 seed + i - 1), every bad `n` refused naming the field, the siblings run on every lane (simulator) and write what
-the request alone writes (the tiny Llama: greedy, and seeded sampling through the engine's own sampler)."""
+the request alone writes (the real model, marked model: greedy = solo generate(), and seeded sampling through the
+engine's own sampler = the same seed alone); their full prompt blocks are shared by reference (simulator)."""
 import pytest
 
 from engine import Engine, Limits, WorkloadError, parse_workload
@@ -99,22 +100,24 @@ def test_siblings_run_to_the_end_on_every_lane_under_their_own_ids(lane):
     assert all(r.num_tokens == 4 for r in run.lanes[lane].scheduler.requests)
 
 
-def test_greedy_siblings_each_write_what_the_request_writes_alone(tiny):
+@pytest.mark.model
+def test_greedy_siblings_each_write_what_the_request_writes_alone(smol):
     requests = [req("R1", max_new_tokens=6), {"id": "R3", "prompt": "Tell me a fact.", "max_new_tokens": 9, "n": 3}]
-    run = run_lanes(tiny, requests, slots=4, lanes=("static", "continuous"))
-    alone = solo_generate(tiny, run.workload.requests[1].prompt_ids, 9)
+    run = run_lanes(smol, requests, slots=4, lanes=("static", "continuous"))
+    alone = solo_generate(smol, run.workload.requests[1].prompt_ids, 9)
     for name, lane in run.lanes.items():
         got = {r.id: r.output_ids for r in lane.scheduler.requests}
         assert got["R3·1"] == got["R3·2"] == got["R3·3"] == alone, name
 
 
-def test_a_seeded_sampled_sibling_writes_what_the_same_seed_writes_alone(tiny):
+@pytest.mark.model
+def test_a_seeded_sampled_sibling_writes_what_the_same_seed_writes_alone(smol):
     ask = {"id": "R3", "prompt": "Tell a story.", "max_new_tokens": 12, "temperature": 1.0}
-    together = run_lanes(tiny, [req("R1", max_new_tokens=5), {**ask, "n": 3, "seed": 40}], slots=4,
+    together = run_lanes(smol, [req("R1", max_new_tokens=5), {**ask, "n": 3, "seed": 40}], slots=4,
                          lanes=("continuous",))
     got = {r.id: r.output_ids for r in together.lanes["continuous"].scheduler.requests}
     for i in (1, 2, 3):
-        alone = run_lanes(tiny, [{**ask, "seed": 40 + i - 1}], slots=1, lanes=("continuous",))
+        alone = run_lanes(smol, [{**ask, "seed": 40 + i - 1}], slots=1, lanes=("continuous",))
         assert got[f"R3·{i}"] == alone.lanes["continuous"].scheduler.requests[0].output_ids, i
     assert len({tuple(v) for k, v in got.items() if k != "R1"}) == 3   # three seeds, three different samples
 
