@@ -132,3 +132,15 @@ def test_a_seeded_sample_j_writes_what_n_1_writes_with_seed_plus_j(client):
     assert [c.message.content for c in whole.choices] == alone and len(set(alone)) == 3
     text, _ = streamed(client.chat.completions.create, n=3, seed=11, **kw)
     assert text == dict(enumerate(alone))
+
+
+def test_a_page_submit_with_n_runs_siblings_and_a_bad_n_is_answered_naming_the_field(make_app, connect):
+    probe = connect(sim_app(make_app))
+    request = {"id": "R1", "prompt": "Say hi.", "max_new_tokens": 2}
+    probe.emit("submit", {"workload": {"name": "bad", "requests": [{**request, "n": 99}]}})
+    error = probe.wait_for("run_error")
+    assert error["field"] == "requests[0].n" and "1 to 8" in error["message"]
+    probe.emit("submit", {"workload": {"name": "two", "requests": [{**request, "n": 2}]}})
+    started = probe.wait_for("run_started")
+    assert [(q["id"], q.get("n")) for q in started["workload"]["requests"]] == [("R1", 2)]   # as written
+    assert sorted(started["prompt_tokens"]) == ["R1·1", "R1·2"]                               # as run
