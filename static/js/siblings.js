@@ -17,8 +17,10 @@ export function expandSiblings(workload) {
     const n = q && Number.isInteger(q.n) ? q.n : 1;
     if (n <= 1 || q.group !== undefined) return [q];
     const { n: _n, ...rest } = q;
-    return Array.from({ length: n }, (_, k) => ({ ...rest, id: siblingId(q.id, k + 1), group: String(q.id),
-      sample: k + 1, samples: n }));
+    // each sibling's seed by the rule (seed + i - 1), where JSON numbers hold it exactly; the first's is the request's
+    const seedOf = (k) => (Number.isSafeInteger(q.seed) && Number.isSafeInteger(q.seed + k) ? { seed: q.seed + k } : {});
+    return Array.from({ length: n }, (_, k) => ({ ...rest, ...(k ? seedOf(k) : {}), id: siblingId(q.id, k + 1),
+      group: String(q.id), sample: k + 1, samples: n }));
   });
   return { ...workload, requests };
 }

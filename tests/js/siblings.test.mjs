@@ -15,6 +15,7 @@ test("a request of n samples expands into its siblings R3·1 ... R3·n, in place
   assert.deepEqual(ids, ["R1", "R3\u00b71", "R3\u00b72", "R3\u00b73", "R4"]);
   const second = expandSiblings(WRITTEN).requests[2];
   assert.deepEqual([second.group, second.sample, second.samples, second.prompt, second.n], ["R3", 2, 3, "b", undefined]);
+  assert.deepEqual(expandSiblings(WRITTEN).requests.slice(1, 4).map((q) => q.seed), [5, 6, 7]);  // seed + i - 1
   assert.deepEqual(expandSiblings(expandSiblings(WRITTEN)), expandSiblings(WRITTEN));  // expanding twice is once
 });
 
