@@ -16,6 +16,7 @@ from .model import LoadedModel
 from .policies import POLICIES
 from .request import RequestSpec, max_row_len, row_capacity
 from .runner import ModelRunner
+from .siblings import written_index
 from .sim import SimNoise, SimRunner, sim_prompt_ids
 from .step import StepRecord
 from .workload import Limits, Workload, WorkloadError
@@ -61,7 +62,7 @@ class Engine:
         for i, spec in enumerate(workload.requests):
             ids = sim_prompt_ids(spec.prompt) if self.lm is None else self.lm.encode_prompt(spec.prompt)
             n = len(ids)
-            where = f"requests[{i}]"
+            where = f"requests[{written_index(workload.requests, i)}]"
             if n > self.limits.max_prompt_tokens:
                 raise WorkloadError(f"{where}.prompt", f"is {n} tokens, the limit is {self.limits.max_prompt_tokens}")
             if self.lm is not None and n + spec.max_new_tokens > self.lm.max_context:
@@ -86,7 +87,7 @@ class Engine:
                                        "could never propose (run it with --backend model)")
         for i, spec in enumerate(specs):
             if config.kv_blocks is not None and blocks_for(max_row_len(spec), config.kv_block_size) > config.kv_blocks:
-                raise WorkloadError(f"requests[{i}].max_new_tokens", f"prompt ({len(spec.prompt_ids)} tokens) + "
+                raise WorkloadError(f"requests[{written_index(specs, i)}].max_new_tokens", f"prompt ({len(spec.prompt_ids)} tokens) + "
                                     f"max_new_tokens ({spec.max_new_tokens}) can never fit the KV budget of "
                                     f"{config.kv_budget} tokens ({config.kv_blocks} blocks of {config.kv_block_size})"
                                     f"{where}")
@@ -117,7 +118,11 @@ class Engine:
         scheduler = POLICIES[spec.policy](config, list(workload.requests), eos_ids=eos_ids, pad_id=pad_id,
                                           timed=workload.timed)
         noise = None if self.sim_noise is None else self.sim_noise.factors(spec.name)
-        runner = SimRunner(row_len, fused=config.fused, noise=noise) if self.lm is None else \
+        blocks = scheduler.blocks
+        # TODO(tensors merge): ModelRunner(self.lm, config.slots, blocks.num_blocks, blocks.block_size,
+        #   host_blocks=blocks.host_blocks, fused=config.fused) once the runner reads block tables
+        runner = SimRunner(config.slots, blocks.num_blocks, blocks.block_size, blocks.host_blocks, fused=config.fused,
+                           noise=noise) if self.lm is None else \
             ModelRunner(self.lm, config.slots, row_len, fused=config.fused, block_size=config.kv_block_size)
         return Lane(spec.name, scheduler, runner, kv_capacity)
 

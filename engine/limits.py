@@ -17,7 +17,9 @@ class WorkloadError(ValueError):
 
 @dataclass(frozen=True)
 class Limits:
-    max_requests: int = 32          # requests per workload
+    max_requests: int = 32          # requests per workload (each of a request's n samples counts)
+    max_n: int = 8                  # samples of one request (its `n`): half the largest lane's slots, so a
+                                    # request's samples can run side by side with other requests
     max_slots: int = 16             # batch rows per lane
     max_lanes: int = 4              # lanes per run
     max_new_tokens: int = 256       # tokens one request may write
@@ -35,7 +37,7 @@ class Limits:
 
 
 # A looser set for the CLI: the simulator previews big workloads, and a file on disk is trusted more.
-CLI_LIMITS = Limits(max_requests=100_000, max_slots=256, max_lanes=8, max_new_tokens=100_000,
+CLI_LIMITS = Limits(max_requests=100_000, max_n=64, max_slots=256, max_lanes=8, max_new_tokens=100_000,
                     max_prompt_chars=1_000_000, max_prompt_tokens=100_000, max_arrival=10_000_000,
                     max_arrival_ms=100_000_000, max_id_chars=200, max_name_chars=500, max_description_chars=5000, max_wait=100_000,
                     max_kv_budget=100_000_000, max_lane_kv_tokens=100_000_000, max_total_tokens=1_000_000_000)

@@ -37,6 +37,9 @@ class RequestSpec:
     logprobs: int | None = None         # report each written token's logprob and this many top alternatives
     prompt_logprobs: int | None = None  # ...and each prompt token's (echo); such a request takes no prefix cache hit
     grammar: object = None      # a compiled grammar (engine.grammar): every written token keeps to it (JSON output)
+    group: str | None = None    # parallel sampling: the request whose `n` samples its siblings are (engine.siblings;
+                                # its id is "<group>·i"); the first of them leads, the others fork its prompt
+                                # blocks; None: a request of its own
 
 
 def max_row_len(spec: RequestSpec, steps: int | None = None) -> int:

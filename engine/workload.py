@@ -3,7 +3,8 @@
     {"name": str, "description": str, "slots": int, ...engine options (every lane's defaults),
      "lanes": ["static", {"name": "chunked 64", "policy": "continuous", "chunk_size": 64}, ...],
      "requests": [{"id": str, "prompt": str, "max_new_tokens": int, "ignore_eos": bool,
-                   "arrival": int (steps) | "arrival_ms": float, "priority": int}]
+                   "arrival": int (steps) | "arrival_ms": float, "priority": int,
+                   "n": int (samples, engine.siblings), "temperature": float, "seed": int}]
      | "generate": {...an arrival process, see arrivals.py}}
 
 A lane is a bare policy name or a named configuration: a policy and its own options. Arrivals count
@@ -22,12 +23,15 @@ from .config import EngineConfig, LaneSpec
 from .limits import CLI_LIMITS, Limits, WorkloadError, check_int, check_number, check_str, reject_unknown
 from .policies import POLICIES, options_only_for
 from .request import RequestSpec
+from .siblings import collapse, expand
 from .speculative import SpeculativeConfig
 from .trace import expand_trace
 
 __all__ = ["Workload", "parse_workload", "parse_lanes", "load_workload", "Limits", "CLI_LIMITS", "WorkloadError"]
 
-REQUEST_KEYS = {"id", "prompt", "max_new_tokens", "ignore_eos", "arrival", "arrival_ms", "priority"}
+REQUEST_KEYS = {"id", "prompt", "max_new_tokens", "ignore_eos", "arrival", "arrival_ms", "priority", "n", "temperature",
+                "seed"}
+INT64 = (-2 ** 63, 2 ** 63 - 1)
 OPTION_KEYS = {f.name for f in fields(EngineConfig)} - {"slots"}
 LANE_KEYS = {"name", "policy", "slots"} | OPTION_KEYS
 # "claims": a preset's lesson claims, for the page to check against the run (static/js/claims.js); the engine ignores them
@@ -68,7 +72,10 @@ class Workload:
         d["requests"] = [{"id": r.id, "prompt": r.prompt, "max_new_tokens": r.max_new_tokens,
                           "ignore_eos": r.ignore_eos,
                           **({"arrival_ms": r.arrival_ms} if self.timed else {"arrival": r.arrival}),
-                          "priority": r.priority} for r in self.requests]
+                          "priority": r.priority, **({"n": n} if n > 1 else {}),
+                          **({"temperature": r.temperature} if r.temperature else {}),
+                          **({"seed": r.seed} if r.seed is not None else {})}
+                         for r, n in collapse(self.requests)]
         return d
 
 
@@ -189,7 +196,7 @@ def _requests(raw, limits: Limits) -> tuple[RequestSpec, ...]:
         ignore_eos = r.get("ignore_eos", True)
         if not isinstance(ignore_eos, bool):
             raise WorkloadError(f"{where}.ignore_eos", "must be true or false")
-        specs.append(RequestSpec(
+        spec = RequestSpec(
             id=rid,
             prompt=check_str(r["prompt"], f"{where}.prompt", limits.max_prompt_chars),
             max_new_tokens=check_int(r["max_new_tokens"], f"{where}.max_new_tokens", 1, limits.max_new_tokens),
@@ -198,7 +205,21 @@ def _requests(raw, limits: Limits) -> tuple[RequestSpec, ...]:
             arrival_ms=float(check_number(r.get("arrival_ms", 0), f"{where}.arrival_ms", 0, limits.max_arrival_ms))
             if timed else None,
             priority=check_int(r.get("priority", 0), f"{where}.priority", -1000, 1000),
-        ))
+            temperature=float(check_number(r.get("temperature", 0), f"{where}.temperature", 0, 2)),
+            seed=None if r.get("seed") is None else check_int(r["seed"], f"{where}.seed", *INT64),
+        )
+        siblings = expand(spec, check_int(r.get("n", 1), f"{where}.n", 1, limits.max_n))
+        for s in siblings if len(siblings) > 1 else ():
+            if s.id in seen or len(s.id) > limits.max_id_chars:
+                raise WorkloadError(f"{where}.id", f"its samples' ids ({siblings[0].id}, ...) " + (
+                    f"include {s.id!r}, an id another request has" if s.id in seen
+                    else f"run to {len(s.id)} characters, the limit is {limits.max_id_chars}"))
+        seen.update(s.id for s in siblings)
+        specs.extend(siblings)
+        if len(specs) > limits.max_requests:
+            raise WorkloadError(f"{where}.n" if len(siblings) > 1 else "requests",
+                                f"makes {len(specs)} requests in all (each of n samples is a request), the limit "
+                                f"is {limits.max_requests}")
     return tuple(specs)
 
 

@@ -15,6 +15,7 @@ from collections import OrderedDict
 
 from engine.metrics import request_times
 from engine.request import Request, RequestSpec
+from engine.siblings import sibling_id
 from engine.step import StepRecord, StopReason
 
 from ..protocol import Event, Send
@@ -152,16 +153,23 @@ class LiveGateway:
     def row_len(self) -> int:
         return self.ready_lane().row_len()
 
+    def group_id(self) -> str:
+        """The id of a request's n samples on the live lane: they open as `<it>·1`, `<it>·2`, ... (engine.siblings)."""
+        return f"L{next(self.ids)}"
+
     def open(self, prompt_ids: list[int], prompt: str, max_tokens: int, temperature: float, top_p: float,
              seed: int | None, stop: tuple[str, ...], ignore_eos: bool, *, min_tokens: int = 0,
              logprobs: int | None = None, prompt_logprobs: int | None = None, grammar: object = None,
-             index: int = 0, events: queue.Queue | None = None) -> LiveStream:
-        """A checked request on the live lane as a stream (`index`, `events`: one of several sharing a queue)."""
+             index: int = 0, events: queue.Queue | None = None, group: str | None = None,
+             sample: int = 0) -> LiveStream:
+        """A checked request on the live lane as a stream (`index`, `events`: one of several sharing a queue;
+        `group`, `sample`: sample `sample` (from 1) of the request `group_id()` named, a sibling of the others)."""
         lane = self.ready_lane()
         if lane.queued() >= self.max_waiting:
             raise Unavailable(429, "queue_full", f"{lane.queued()} requests are waiting for the live lane, the limit is "
                               f"{self.max_waiting}; retry in a moment")
-        spec = RequestSpec(id=f"L{next(self.ids)}", prompt=prompt, max_new_tokens=max_tokens, ignore_eos=ignore_eos,
+        rid = f"L{next(self.ids)}" if group is None else sibling_id(group, sample)
+        spec = RequestSpec(id=rid, group=group, prompt=prompt, max_new_tokens=max_tokens, ignore_eos=ignore_eos,
                            prompt_ids=tuple(prompt_ids), temperature=temperature, top_p=top_p, seed=seed, stop=stop,
                            min_tokens=min_tokens, logprobs=logprobs, prompt_logprobs=prompt_logprobs, grammar=grammar)
         stream = LiveStream(self, spec, index, events)

@@ -11,6 +11,7 @@ This module knows redis-py, the live gateway and driver, nothing of HTTP.
 import json
 import logging
 import threading
+from collections import OrderedDict
 
 import redis
 
@@ -19,6 +20,7 @@ from ..live.gateway import LiveGateway, Unavailable
 from ..live.remote import ALIVE_S, INFLIGHT, KEEP_S, WORKERS, alive_key, inbox, metrics_key, out_key
 
 log = logging.getLogger("batch_lanes.live_link")
+GROUPS_KEPT = 1024   # groups of samples remembered: far more than one request's samples open apart
 CALLS = ("encode_chat", "encode_text", "tokenize", "detokenize", "decode", "token_texts")
 
 
@@ -43,6 +45,7 @@ class LiveLink:
         self.r, self.me, self.driver, self.gateway = client, me, driver, gateway
         self.lock = threading.Lock()
         self.streams: dict = {}   # request id -> its LiveStream, until its end
+        self.groups: OrderedDict = OrderedDict()   # a web process's group of samples -> its id on this lane (recent)
 
     def beat(self) -> None:
         """Say the live lane is alive, ready or not, and what it holds now."""
@@ -87,10 +90,16 @@ class LiveLink:
         events = RedisEvents(self, rid)
         with self.lock:
             self.streams[rid] = None
+        group = c.get("group")
+        if group is not None and group not in self.groups:   # commands come one at a time: no lock needed
+            self.groups[group] = self.gateway.group_id()
+            while len(self.groups) > GROUPS_KEPT:
+                self.groups.popitem(last=False)
         try:
             stream = self.gateway.open(c["prompt_ids"], c["prompt"], c["max_tokens"], c["temperature"], c["top_p"],
                                        c["seed"], tuple(c["stop"]), c["ignore_eos"], min_tokens=c["min_tokens"],
-                                       logprobs=c["logprobs"], prompt_logprobs=c["prompt_logprobs"], events=events)
+                                       logprobs=c["logprobs"], prompt_logprobs=c["prompt_logprobs"], events=events,
+                                       group=self.groups.get(group), sample=c.get("sample", 0))
         except Unavailable as e:
             events.put((0, ("error", e.message)))
             return

@@ -20,10 +20,12 @@ import time
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
+from engine.siblings import sibling_seed
+
 from ..asyncmode import client_socket
 from ..live.gateway import Unavailable
 from .openai_body import ChoiceBody, Choices
-from .openai_params import INT64, BadParam, Params, check, prompts
+from .openai_params import BadParam, Params, check, prompts
 from .bodies import json_body
 from .openai_stream import error, sse, whole
 
@@ -95,8 +97,9 @@ def _check_length(prompt_ids: list[int], params: Params, param: str) -> None:
 
 
 def _open(prompts_ids: list[tuple[list[int], str]], params: Params, param: str) -> Choices:
-    """Every choice on the live lane: prompt p's sample j as choice p * n + j (a seeded request's samples draw
-    seeds seed, seed + 1, ...). n > 1 runs as n requests with the same prompt (no shared KV blocks yet)."""
+    """Every choice on the live lane: prompt p's sample j as choice p * n + j. n > 1 runs each prompt as one group
+    of n siblings (engine.siblings: ids `L5·1` ... `L5·n`, seeds seed, seed + 1, ...; they share the prompt's KV
+    blocks), each with its own generator, stop and finish."""
     for ids, _ in prompts_ids:
         _check_length(ids, params, param)
     if params.logprobs is not None and _gateway().lane.vocab_size() is None:
@@ -111,12 +114,13 @@ def _open(prompts_ids: list[tuple[list[int], str]], params: Params, param: str) 
     echo_logprobs = params.logprobs if params.echo else None
     try:
         for p, (ids, prompt) in enumerate(prompts_ids):
+            group = _gateway().group_id() if params.n > 1 else None
             for j in range(params.n):
-                seed = None if params.seed is None else (params.seed + j - INT64[0]) % 2 ** 64 + INT64[0]
                 choices.streams.append(_gateway().open(
-                    ids, prompt, max(1, params.max_tokens), params.temperature, params.top_p, seed, params.stop,
-                    params.ignore_eos, min_tokens=params.min_tokens, logprobs=params.logprobs,
-                    prompt_logprobs=echo_logprobs, grammar=grammar, index=p * params.n + j, events=choices.events))
+                    ids, prompt, max(1, params.max_tokens), params.temperature, params.top_p,
+                    sibling_seed(params.seed, j + 1), params.stop, params.ignore_eos, min_tokens=params.min_tokens,
+                    logprobs=params.logprobs, prompt_logprobs=echo_logprobs, grammar=grammar, index=p * params.n + j,
+                    events=choices.events, group=group, sample=j + 1 if group else 0))
     except Unavailable:
         choices.close()  # a full queue part-way: none of this request's choices stays queued
         raise

@@ -11,7 +11,6 @@ import json
 from dataclasses import dataclass
 
 MAX_LOGPROBS = 20   # top alternatives per token, as OpenAI and vLLM allow
-MAX_N = 8           # samples per prompt (each runs as its own request on the live lane, the same prompt)
 MAX_CHOICES = 32    # prompts x n in one request
 INT64 = (-2 ** 63, 2 ** 63 - 1)
 
@@ -74,7 +73,7 @@ def check(body: dict, kind: str, limits, default_max: int) -> Params:
     echo = flag(body, "echo") if kind == "text" else False
     if kind == "chat" and body.get("echo") not in (None, False):
         raise BadParam("echo", "echo is a completions parameter (POST /v1/completions)")
-    n = number(body, "n", 1, MAX_N, 1, True)
+    n = number(body, "n", 1, limits.max_n, 1, True)   # samples per prompt: siblings on the live lane
     if body.get("best_of") not in (None, n):
         raise BadParam("best_of", f"best_of must equal n ({n}): this server returns every sample it draws")
     length = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"

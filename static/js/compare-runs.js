@@ -7,6 +7,7 @@
  * in both runs stays two lanes. Pure; knows nothing of the DOM or the canvas.
  */
 import { deriveRun, laneRows, nextDomain } from "./scene.js";
+import { expandSiblings } from "./siblings.js";
 import { RunStatus } from "./vocab.js";
 
 /** The two sides, in page order: run A's lanes above run B's. */
@@ -23,7 +24,7 @@ export function toRun(stored) {
   const records = Object.fromEntries(lanes.map((lane) => [lane, stored.records[lane] || []]));
   return {
     id: stored.run_id, status: RunStatus.FINISHED, own: false, position: null, lanes,
-    workload: stored.workload, model: stored.model || "",
+    workload: expandSiblings(stored.workload), model: stored.model || "",
     t: Math.max(0, ...lanes.map((lane) => records[lane].length)),
     records, done: Object.fromEntries(lanes.map((lane) => [lane, true])), serverMetrics: stored.metrics || null,
   };

@@ -2,7 +2,7 @@
  * The request-mix editor: the workload's defaults (slots and engine options every lane inherits),
  * the lanes (laneeditor.js), how arrivals count (steps or ms), an arrival process that generates
  * the requests (arrivalpanel.js), and one row per request (prompt, tokens, stop at EOS or a fixed
- * length, arrival, priority). It reads and writes a workload object, checks what it can before
+ * length, arrival, priority, samples n). It reads and writes a workload object, checks what it can before
  * sending, and shows an error next to the field it names — the same dotted names the server's
  * run_error uses (`requests[2].max_new_tokens`, `lanes[1].chunk_size`). User text only ever goes
  * into form values and textContent.
@@ -12,10 +12,11 @@ import { el } from "./dom.js";
 import { checkInt, checkKvBudget, checkNumber, checkText, errorSlot, field, hasField, numberInput, select, showFieldErrors, textArea, textInput } from "./fields.js";
 import { createLaneList } from "./laneeditor.js";
 import { createTracePanel } from "./tracepanel.js";
+import { collapseSiblings } from "./siblings.js";
 import { DEFAULT_ORDER, ORDERS, isOrder } from "./policies.js";
 import { StopReason } from "./vocab.js";
 
-const DEFAULT_LIMITS = { max_requests: 32, max_slots: 16, max_new_tokens: 256, max_prompt_chars: 4000, max_lanes: 4,
+const DEFAULT_LIMITS = { max_requests: 32, max_n: 8, max_slots: 16, max_new_tokens: 256, max_prompt_chars: 4000, max_lanes: 4,
   max_arrival: 500, max_arrival_ms: 600000, max_id_chars: 32, max_name_chars: 80, max_description_chars: 600, max_wait: 100, max_kv_budget: 65536,
   min_kv_budget: 16 };  // until /api/limits answers: the server's kv_block_size default
 const OPTIONS = ["kv_budget", "chunk_size", "max_batch_tokens"];
@@ -55,7 +56,8 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
     el("table", { className: "mix" }, [
       el("thead", {}, [el("tr", {}, [el("th", { text: "id", scope: "col" }), el("th", { text: "prompt", scope: "col" }),
         el("th", { text: "tokens", scope: "col" }), el("th", { text: "stop", scope: "col" }), arrivalHead,
-        el("th", { text: "priority", scope: "col" }), el("th", { text: "", scope: "col" })])]),
+        el("th", { text: "priority", scope: "col" }), el("th", { text: "samples", scope: "col" }),
+        el("th", { text: "", scope: "col" })])]),
       rows]),
     el("div", { className: "editor-actions" }, [addButton, runButton, errorSlot("requests"), general]));
   const lanes = createLaneList(lanesBox, { onChange: () => changed() });
@@ -98,8 +100,11 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
       field(`requests[${i}].ignore_eos`, "stop", stop),
       field(`requests[${i}].${timed ? "arrival_ms" : "arrival"}`, timed ? "arrival ms" : "arrival step", arrival),
       field(`requests[${i}].priority`, "priority", numberInput(q.priority ?? 0, -1000, 1000)),
+      field(`requests[${i}].n`, "samples", numberInput(q.n ?? 1, 1, limits.max_n)),  // n siblings R1·1 ...
       remove];
-    rows.append(el("tr", {}, cells.map((c) => el("td", {}, [c]))));
+    // sampling without a field here (temperature, seed): carried through unchanged, as KEPT does for options
+    const sampling = Object.fromEntries(["temperature", "seed"].filter((k) => q[k] !== undefined).map((k) => [k, q[k]]));
+    rows.append(el("tr", { dataset: { sampling: JSON.stringify(sampling) } }, cells.map((c) => el("td", {}, [c]))));
   }
 
   function renumber() {  // keep data-field names in step with row positions after a removal
@@ -152,7 +157,9 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
       if (timed) q.arrival_ms = checkNumber(get("arrival_ms").value, `requests[${i}].arrival_ms`, 0, limits.max_arrival_ms, errors);
       else q.arrival = checkInt(get("arrival").value, `requests[${i}].arrival`, 1, limits.max_arrival + 1, errors) - 1;  // shown from 1
       q.priority = checkInt(get("priority").value, `requests[${i}].priority`, -1000, 1000, errors);
-      return q;
+      const n = checkInt(get("n").value, `requests[${i}].n`, 1, limits.max_n, errors);
+      if (n > 1) q.n = n;
+      return { ...q, ...JSON.parse(tr.dataset.sampling || "{}") };
     });
     if (!requests.length) errors.push({ field: "requests", message: "add at least one request" });
     return requests;
@@ -200,7 +207,7 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
     const order = workload.scheduling_policy ?? workload.policy;  // any order the engine knows (sjf too)
     scheduling.value = isOrder(order) ? order : DEFAULT_ORDER;
     for (const [key, input] of Object.entries(options)) input.value = workload[key] ?? "";
-    const requests = (workload.requests || []).map((q) => (q && typeof q === "object" ? q : {}));
+    const requests = collapseSiblings(workload.requests || []).map((q) => (q && typeof q === "object" ? q : {}));
     timed = requests.some((q) => q.arrival_ms !== undefined && q.arrival_ms !== null);
     maxWait.value = String(workload[timed ? "max_wait_ms" : "max_wait"] ?? "");
     lanes.load(workload.lanes, timed, kept.kv_block_size);

@@ -8,6 +8,7 @@ import { el } from "./dom.js";
 import { cellText, columnsOf } from "./columns.js";
 import { writtenText } from "./metrics.js";
 import { watchOverflow } from "./scrollcue.js";
+import { sampleLine, siblingOf } from "./siblings.js";
 import { termNode } from "./tips.js";
 import { Forward, StopReason } from "./vocab.js";
 import { chipText } from "./words.js";
@@ -113,9 +114,11 @@ export function renderRequests(tbody, workload, records, metrics, step, reveal =
     const back = q.return_step !== null && q.return_step !== undefined && q.return_step <= step;
     const writing = !back && q.first_token_step !== null && q.first_token_step <= step;
     const eos = q.stop === StopReason.EOS;
-    return el("tr", { dataset: { request: id } }, [
-      el("th", { text: id, scope: "row" }),
-      el("td", { className: "prompt" }, [el("div", { text: spec.prompt, className: "clamp", title: spec.prompt })]),
+    const sib = siblingOf(id, workload);  // a request's samples sit together; the prompt is said once, on the first
+    const prompt = sib && sib.sample > 1 ? `(the prompt of ${sib.parent}: sample ${sib.sample} of ${sib.samples})` : spec.prompt;
+    return el("tr", { dataset: sib ? { request: id, group: sib.parent } : { request: id }, className: sib ? "sibling" : "" }, [
+      el("th", { text: id, scope: "row", title: sib ? `sample ${sib.sample} of ${sib.samples} of ${sib.parent}` : id }),
+      el("td", { className: "prompt" }, [el("div", { text: prompt, className: "clamp", title: spec.prompt })]),
       el("td", { className: "arrival", text: arrivalText(spec, q, reveal ? step : Infinity) }),
       el("td", { className: writing ? "written writing" : "written" }, [...writtenUpTo(records, id, step),
         el("span", { className: "past-eos", text: pastEosNote(spec, cellsUpTo(records, id, step)) })]),
@@ -160,6 +163,8 @@ function cellLines(lane, step, what, view, workload) {
   const slot = view === "slots" ? rec.slots.indexOf(what.cell) : where;
   const head = [what.request || "no request", slot !== null && slot >= 0 ? `slot ${slot + 1}` : null, `step ${step}`];
   lines.push(head.filter(Boolean).join(" \u00b7 "));
+  const sample = what.request && sampleLine(what.request, workload);
+  if (sample) lines.push(sample);  // "sample 1 of 3 of R3": a sibling of parallel sampling
   lines.push(`${lane.name} lane${lane.name === lane.policy ? "" : ` (${lane.policy})`} \u00b7 ${what.kind}`);
   const arrival = what.request && lane.timeline.arrivals.find((a) => a.id === what.request);
   if (arrival) lines.push(`arrived at ${seconds(arrival.arrival_ms)} on this lane's clock`);
