@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from .request import Request
 from .step import Forward, SlotState
+from .waits import Wait
 
 
 @dataclass
@@ -33,6 +34,7 @@ class SchedulerOutput:
     stalled: list[Request] = field(default_factory=list)     # hold a slot, got no tokens this step
     admitted: list[Request] = field(default_factory=list)    # took a slot this step
     preempted: dict[int, Request] = field(default_factory=dict)  # slot -> request evicted this step
+    waits: dict[str, Wait] = field(default_factory=dict)     # request id -> why it still waits after admissions
 
 
 @dataclass

@@ -181,18 +181,23 @@ class Scheduler:
     def prefill_room(self, request: Request, plan: StepPlan) -> int:
         """Prompt tokens `request` may prefill in `plan`'s step (0: none), within the chunk size, token and KV
         budgets."""
-        n = len(request.prefill_ids) - request.num_prefilled
-        if self.chunked:
-            if self.config.chunk_size is not None:
-                n = min(n, self.config.chunk_size)
-            if plan.token_budget is not None:
-                n = min(n, plan.token_budget)
+        n = self.prefill_want(request, plan)
         free = self.blocks.num_free
         if free is not None:
             room = (self.blocks.held.get(request.id, 0) + free) * self.blocks.block_size - request.num_cached
             if n > room:  # a chunked prefill takes what fits; a whole-prompt prefill waits for all of it
                 n = room if self.chunked else 0
         return max(n, 0)
+
+    def prefill_want(self, request: Request, plan: StepPlan) -> int:
+        """Prompt tokens `request` would prefill in `plan`'s step were KV blocks no limit (chunk size, token budget)."""
+        n = len(request.prefill_ids) - request.num_prefilled
+        if self.chunked:
+            if self.config.chunk_size is not None:
+                n = min(n, self.config.chunk_size)
+            if plan.token_budget is not None:
+                n = min(n, plan.token_budget)
+        return n
 
     @property
     def chunked(self) -> bool:

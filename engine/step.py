@@ -4,7 +4,7 @@ Every number and every pixel Batch Lanes shows is computed from these records: t
 the metrics, the canvas, the exports. A record is immutable and JSON-ready; this module knows
 nothing about models, schedulers or sockets.
 """
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 
 
@@ -91,6 +91,8 @@ class StepRecord:
     forward: Forward = Forward.NONE     # which forward calls the step made (prefill, decode, split, fused, none)
     simulated: bool = False             # the simulator's step: no model ran, `ms` is its cost model's
     filler_slots: tuple[int, ...] = ()  # idle slots the runner computed as throwaway rows (a CPU speed trick)
+    waits: dict[str, dict] = field(default_factory=dict)  # every id in `waiting` -> why it was not admitted
+                                        # (engine/waits.py Wait.to_dict: {"reason": "kv_blocks", "short": 3})
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -101,4 +103,6 @@ class StepRecord:
         d["start_ms"] = round(self.start_ms, 3)
         d["ms"] = round(self.ms, 3)
         d["forward_ms"] = round(self.forward_ms, 3)
+        if not self.waits:  # written only when someone waits: stored runs stay small
+            del d["waits"]
         return d
