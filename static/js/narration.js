@@ -93,7 +93,6 @@ function laneFacts(lane, timed, reveal) {
   const wait = waitFact(lane, r, timed);
   const idleWait = wait && `${idle ? `${plural(idle, "slot", "slots")} idle; ` : ""}${wait.text}`;
   if (wait && wait.telling) facts.splice(Math.min(1, facts.length), 0, idleWait);  // one a class would not guess: read second
-  else if (idle && wait) facts.push(idleWait);
   else if (idle && r.waiting.length) facts.push(`${plural(idle, "slot", "slots")} idle while ${listIds(r.waiting)} wait`);
   else if (idle && !facts.length) facts.push(`${plural(idle, "slot", "slots")} idle, nothing waiting`);
   if (!facts.length) facts.push(`${plural(count(r, SlotState.DECODE), "row decodes", "rows decode")}`);

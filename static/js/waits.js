@@ -48,10 +48,10 @@ export function waitText(wait, { specs = {}, timed = false, id = null } = {}) {
     case WaitReason.NO_SLOT: return "no free slot";
     case WaitReason.KV_BLOCKS: return `${count(wait.short, "KV block", "KV blocks")} short`;
     case WaitReason.TOKEN_BUDGET: return "the step's token budget is spent";
-    case WaitReason.GROUP_NOT_FULL: return `its group is not full (${count(wait.missing, "member", "members")} not arrived)`;
-    case WaitReason.GROUP_RUNNING: return "the running group holds the slots until its longest member is done";
+    case WaitReason.GROUP_NOT_FULL: return `its group lacks ${count(wait.missing, "member", "members")}`;
+    case WaitReason.GROUP_RUNNING: return "the running group holds the slots";
     case WaitReason.DEADLINE:
-      return `the group is not full; it starts anyway in ${timed ? `${Math.round(wait.left)} ms` : count(wait.left, "step", "steps")}`;
+      return `a fuller group, or ${timed ? `${Math.round(wait.left)} ms` : count(wait.left, "step", "steps")} more`;
     case WaitReason.BEHIND: {
       const ahead = specs[wait.ahead];
       const own = id !== null ? specs[id] : null;

@@ -24,9 +24,10 @@ test("every reason says what it waits for, with its number", () => {
   assert.equal(waitText({ reason: WaitReason.KV_BLOCKS, short: 1 }), "1 KV block short");
   assert.equal(waitText({ reason: WaitReason.NO_SLOT }), "no free slot");
   assert.equal(waitText({ reason: WaitReason.TOKEN_BUDGET }), "the step's token budget is spent");
-  assert.equal(waitText({ reason: WaitReason.GROUP_NOT_FULL, missing: 2 }), "its group is not full (2 members not arrived)");
-  assert.equal(waitText({ reason: WaitReason.DEADLINE, left: 1 }), "the group is not full; it starts anyway in 1 step");
-  assert.equal(waitText({ reason: WaitReason.DEADLINE, left: 120.4 }, { timed: true }), "the group is not full; it starts anyway in 120 ms");
+  assert.equal(waitText({ reason: WaitReason.GROUP_NOT_FULL, missing: 2 }), "its group lacks 2 members");
+  assert.equal(waitText({ reason: WaitReason.GROUP_RUNNING }), "the running group holds the slots");
+  assert.equal(waitText({ reason: WaitReason.DEADLINE, left: 1 }), "a fuller group, or 1 step more");
+  assert.equal(waitText({ reason: WaitReason.DEADLINE, left: 120.4 }, { timed: true }), "a fuller group, or 120 ms more");
   assert.equal(waitText({ reason: WaitReason.SWAPPED, short: 2 }), "swapped out, 2 KV blocks short to swap back in");
   assert.equal(waitText({ reason: WaitReason.SIBLING, ahead: "R3" }), "waits for R3's prompt, which its samples share");
   const specs = Object.fromEntries(workload.requests.map((q) => [q.id, q]));
@@ -50,15 +51,14 @@ test("several requests that wait for the same reason are named together", () => 
   const full = [{ state: "decode", request: "R1", token_id: 1, token: "x" }];
   const r = record(1, { R7: { reason: WaitReason.NO_SLOT }, VIP: { reason: WaitReason.NO_SLOT } }, full);
   assert.deepEqual(headWait(r), { ids: ["R7", "VIP"], text: "no free slot", reason: WaitReason.NO_SLOT });
-  const idle = record(1, { R7: { reason: WaitReason.GROUP_RUNNING } });
-  assert.match(narrate([lane([idle], "static")], "steps", 1, false),
-    /1 slot idle; R7 waits: the running group holds the slots until its longest member is done/);
+  const idle = record(1, { R7: { reason: WaitReason.GROUP_RUNNING } });  // the obvious reason: the terse old words
+  assert.match(narrate([lane([idle], "static")], "steps", 1, false), /1 slot idle while R7 wait/);
 });
 
 test("a step that computed nothing says what its waiters wait for", () => {
   const none = record(1, { R7: { reason: WaitReason.DEADLINE, left: 2 } }, [{ state: "idle", request: null }]);
   assert.match(narrate([lane([none], "dynamic")], "steps", 1, false),
-    /computes nothing: R7 waits: the group is not full; it starts anyway in 2 steps/);
+    /computes nothing: R7 waits: a fuller group, or 2 steps more/);
   const old = { ...none, waits: undefined };  // a stored run from before wait reasons
   assert.match(narrate([lane([old], "dynamic")], "steps", 1, false), /computes nothing: R7 waits for a fuller batch/);
 });
