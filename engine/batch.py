@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from .request import Request
 from .step import Forward, SlotState
+from .waits import Wait
 
 
 @dataclass
@@ -40,6 +41,7 @@ class SchedulerOutput:
     swap_out: list[tuple[int, int]] = field(default_factory=list)  # (device block, host block)
     swap_in: list[tuple[int, int]] = field(default_factory=list)   # (host block, device block)
     copies: list[tuple[int, int]] = field(default_factory=list)    # (device src, device dst)
+    waits: dict[str, Wait] = field(default_factory=dict)     # request id -> why it still waits after admissions
 
 
 @dataclass

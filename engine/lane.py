@@ -128,6 +128,7 @@ class Lane:
         return StepRecord(
             lane=self.name, step=out.step, slots=tuple(cells),
             waiting=tuple(r.id for r in s.waiting),
+            waits={r.id: out.waits[r.id].to_dict() for r in s.waiting if r.id in out.waits},
             admitted=tuple(r.id for r in out.admitted),
             finished=tuple(r.id for r in s.requests if r.finish_step == out.step),
             returned=tuple(r.id for r in facts.returned),

@@ -16,6 +16,7 @@ from .block_manager import blocks_for
 from .request import Request, RequestStatus, max_row_len
 from .batch import StepPlan
 from .scheduler import Scheduler, Traits
+from .waits import Wait, WaitReason
 
 
 class StaticScheduler(Scheduler):
@@ -41,25 +42,46 @@ class StaticScheduler(Scheduler):
         if not self.blocks.budgeted:
             return group
         for k in range(len(group), 0, -1):
-            steps = max(r.spec.max_new_tokens for r in group[:k])
-            need = sum(blocks_for(max_row_len(r.spec, steps), self.blocks.block_size) for r in group[:k])
-            if need <= self.blocks.num_blocks:
+            if self.worst_case_blocks(group[:k]) <= self.blocks.num_blocks:
                 return group[:k]
         raise AssertionError(f"request {group[0].id} can never fit the KV budget; the workload check must refuse it")
+
+    def worst_case_blocks(self, group: list[Request]) -> int:
+        """KV blocks `group` needs if every row is computed until its longest member could be done."""
+        steps = max(r.spec.max_new_tokens for r in group)
+        return sum(blocks_for(max_row_len(r.spec, steps), self.blocks.block_size) for r in group)
 
     def can_admit(self) -> bool:
         return not self.group and bool(self.candidates())
 
     def admit(self, plan: StepPlan) -> list[Request]:
         if self.group:
+            plan.out.waits.update((r.id, Wait(WaitReason.GROUP_RUNNING)) for r in self.waiting)
             return []
         group = self.candidates() if self.waiting else None
         if not group:
+            plan.out.waits.update((r.id, self.not_started()) for r in self.waiting)
             return []
         for slot, r in enumerate(group):
             self.place(plan, r, slot)
         self.group = group
+        self.note_left_out(plan, group)
         return group
+
+    def not_started(self) -> Wait:
+        """Why the next group may not start while nothing runs: some of its members have not arrived."""
+        group = self.fit((self.waiting + self.pending)[:self.config.slots])
+        return Wait(WaitReason.GROUP_NOT_FULL, missing=sum(r.status is RequestStatus.PENDING for r in group))
+
+    def note_left_out(self, plan: StepPlan, group: list[Request]) -> None:
+        """Why the waiters a starting `group` left out wait: the group's KV worst case would pass the budget with
+        them (by `short` blocks), or its `slots` are all taken."""
+        for i, r in enumerate(self.waiting):
+            if len(group) + i >= self.config.slots:
+                plan.out.waits[r.id] = Wait(WaitReason.NO_SLOT)
+            else:
+                short = self.worst_case_blocks(group + self.waiting[:i + 1]) - self.blocks.num_blocks
+                plan.out.waits[r.id] = Wait(WaitReason.KV_BLOCKS, short=short)
 
     def release(self) -> list[Request]:
         # the whole group returns together when its longest member is done, as generate() does
@@ -84,10 +106,16 @@ class DynamicScheduler(StaticScheduler):
         return self.config.max_wait_ms if self.timed else self.config.max_wait
 
     def candidates(self) -> list[Request] | None:
-        deadline = self.arrival_of(self.waiting[0]) + self.max_wait  # computed as next_event does: no rounding gap
-        if len(self.waiting) < self.config.slots and self.now < deadline:
+        if len(self.waiting) < self.config.slots and self.now < self.deadline():
             return None
         return self.fit(self.waiting[:self.config.slots])
+
+    def deadline(self) -> float:
+        """When the oldest waiter has waited max_wait."""
+        return self.arrival_of(self.waiting[0]) + self.max_wait  # computed as next_event does: no rounding gap
+
+    def not_started(self) -> Wait:
+        return Wait(WaitReason.DEADLINE, left=round(self.deadline() - self.now, 3))
 
     def next_event(self) -> float | None:
         """The next arrival, or the moment the oldest waiter has waited `max_wait`, whichever is first."""
@@ -143,32 +171,64 @@ class ContinuousScheduler(Scheduler):
         self.waiting.insert(0, r)
 
     def admit(self, plan: StepPlan) -> list[Request]:
-        admitted = []
-        for r in self.queue():
-            free = [s for s in self.free_slots() if s not in plan.out.preempted]
-            if not free or (plan.token_budget is not None and plan.token_budget <= 0):
+        admitted, queue = [], self.queue()
+        for i, r in enumerate(queue):
+            wait = self.why_not(plan, r)
+            if wait is not None and wait.reason is WaitReason.SIBLING:
+                plan.out.waits[r.id] = wait
+                continue  # its sibling's prompt is not computed yet: later requests may go first
+            if wait is not None:  # head of line: the rest wait too, rather than let a later request overtake
+                self.note_behind(plan, queue[i:], wait)
                 break
             leader = self.leader_of(r)
-            if leader is not None and self.waits_for_leader(leader):
-                continue  # wait reason: its sibling's prompt is not computed yet (later requests may go first)
             if self.blocks.is_swapped(r):
-                if not self.has_room(self.blocks.swap_in_need(r, r.num_cached + 1)):
-                    break  # wait reason: swapped out, waiting for room to swap back in
                 plan.out.swap_in += self.blocks.swap_in(r)
             elif leader is not None and self.can_fork(r, leader):
                 p = len(r.spec.prompt_ids) - 1
-                n = self.chunk_room(plan, len(r.prefill_ids) - p)
-                if not self.has_room(self.blocks.fork_need(r.spec, p, p + n)):
-                    break  # wait reason: not enough KV blocks
                 self.blocks.fork(r, leader, p)
                 r.num_cached = r.num_prefilled = p
-            else:
-                n = self.prefill_room(r, plan)
-                if n == 0 or not self.leaves_headroom(r, n):
-                    break  # head of line: wait for KV blocks rather than let a later request overtake
-            self.place(plan, r, free[0])
+            self.place(plan, r, self.open_slots(plan)[0])
             admitted.append(r)
         return admitted
+
+    def open_slots(self, plan: StepPlan) -> list[int]:
+        return [s for s in self.free_slots() if s not in plan.out.preempted]
+
+    def why_not(self, plan: StepPlan, r: Request) -> Wait | None:
+        """Why `r` may not be admitted into `plan`'s step now; None: it may."""
+        if not self.open_slots(plan):
+            return Wait(WaitReason.NO_SLOT)
+        if plan.token_budget is not None and plan.token_budget <= 0:
+            return Wait(WaitReason.TOKEN_BUDGET)
+        leader = self.leader_of(r)
+        if leader is not None and self.waits_for_leader(leader):
+            return Wait(WaitReason.SIBLING, ahead=leader.id)
+        if self.blocks.is_swapped(r):
+            need = self.blocks.swap_in_need(r, r.num_cached + 1)
+            return None if self.has_room(need) else Wait(WaitReason.SWAPPED, short=self.short_of(need))
+        if leader is not None and self.can_fork(r, leader):
+            p = len(r.spec.prompt_ids) - 1
+            need = self.blocks.fork_need(r.spec, p, p + self.chunk_room(plan, len(r.prefill_ids) - p))
+            return None if self.has_room(need) else Wait(WaitReason.KV_BLOCKS, short=self.short_of(need))
+        n = self.prefill_room(r, plan)
+        if n == 0 or not self.leaves_headroom(r, n):
+            need = self.blocks.extra_blocks(r, r.num_cached + self.prefill_want(r, plan))
+            return Wait(WaitReason.KV_BLOCKS, short=self.short_of(need))
+        return None
+
+    def short_of(self, need: int) -> int:
+        """Free blocks lacking to take `need` blocks by has_room's rule (one left free per running request)."""
+        headroom = 0 if self.blocks.reserve else sum(1 for s in self.slots if s is not None)
+        return need + headroom - self.blocks.num_free
+
+    def note_behind(self, plan: StepPlan, line: list[Request], head: Wait) -> None:
+        """`line[0]` waits for `head`; a slot or a token budget is lacking for the rest as well, but KV blocks are
+        its own need: a request behind it that would fit waits behind it."""
+        plan.out.waits[line[0].id] = head
+        for r in line[1:]:
+            kv = head.reason in (WaitReason.KV_BLOCKS, WaitReason.SWAPPED)
+            wait = self.why_not(plan, r) if kv else head
+            plan.out.waits[r.id] = wait or Wait(WaitReason.BEHIND, ahead=line[0].id)
 
     # -- siblings (parallel sampling: RequestSpec.group) ----------------------------------------------
     def leader_of(self, r: Request) -> Request | None:

@@ -183,18 +183,23 @@ class Scheduler:
     def prefill_room(self, request: Request, plan: StepPlan) -> int:
         """Prompt tokens `request` may prefill in `plan`'s step (0: none), within the chunk size, token and KV
         budgets."""
-        n = len(request.prefill_ids) - request.num_prefilled
-        if self.chunked:
-            if self.config.chunk_size is not None:
-                n = min(n, self.config.chunk_size)
-            if plan.token_budget is not None:
-                n = min(n, plan.token_budget)
+        n = self.prefill_want(request, plan)
         b = self.blocks
         if n > 0 and not b.can_grow(request, request.num_cached + n):
             # a chunked prefill takes what fits (paged); a whole-prompt prefill, or a reservation, waits for all of it
             room = (b.held.get(request.id, 0) + b.num_free - b.must_copy(request)) * b.block_size - request.num_cached
             n = room if self.chunked and not b.reserve else 0
         return max(n, 0)
+
+    def prefill_want(self, request: Request, plan: StepPlan) -> int:
+        """Prompt tokens `request` would prefill in `plan`'s step were KV blocks no limit (chunk size, token budget)."""
+        n = len(request.prefill_ids) - request.num_prefilled
+        if self.chunked:
+            if self.config.chunk_size is not None:
+                n = min(n, self.config.chunk_size)
+            if plan.token_budget is not None:
+                n = min(n, plan.token_budget)
+        return n
 
     @property
     def chunked(self) -> bool:

@@ -4,7 +4,7 @@ Every number and every pixel Batch Lanes shows is computed from these records: t
 the metrics, the canvas, the exports. A record is immutable and JSON-ready; this module knows
 nothing about models, schedulers or sockets.
 """
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 
 
@@ -104,6 +104,8 @@ class StepRecord:
     copy_ms: float = 0.0                # of `ms`, the time of this step's block copies (swap out/in, copy-on-write)
     kv_pool: dict | None = None         # the lane's KV facts, on its first record only: kv_bytes (its device K/V
                                         # tensors), num_blocks, block_size, host_blocks, kv_allocation, preemption
+    waits: dict[str, dict] = field(default_factory=dict)  # every id in `waiting` -> why it was not admitted
+                                        # (engine/waits.py Wait.to_dict: {"reason": "kv_blocks", "short": 3})
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -129,4 +131,6 @@ class StepRecord:
             d["copy_ms"] = round(self.copy_ms, 3)
         else:
             del d["copy_ms"]
+        if not self.waits:  # written only when someone waits: stored runs stay small
+            del d["waits"]
         return d

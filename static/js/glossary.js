@@ -7,10 +7,12 @@
  */
 import { METRIC_GLOSSARY } from "./catalog.js";
 import { columnsOf } from "./columns.js";
+import { WAIT_GLOSSARY } from "./waits.js";
 
 /** term key -> {term (how the page names it), text (what it means)}. */
 export const GLOSSARY = Object.freeze({
   ...METRIC_GLOSSARY,
+  ...WAIT_GLOSSARY,  // why a request waits, one entry per reason (waits.js)
   prefill: { term: "prefill", text: "The model reads a request's whole prompt (or a chunk of it) in one step and writes its first token. Marked P." },
   decode: { term: "decode", text: "The model feeds a request's last token back in and writes one more: one row per request per step." },
   padding: { term: "padding", text: "A request that already finished but whose static group is still running: its row is computed anyway, and thrown away (hatched)." },

@@ -7,6 +7,7 @@
  */
 import { admitsGroups } from "./policies.js";
 import { Forward, SlotState, StopReason } from "./vocab.js";
+import { headWait, isTelling } from "./waits.js";
 import { count as plural } from "./words.js";
 
 /** "R5", "R5 and R6", "R5, R6 and R7", or "R5, R6 … R9 (5)" for long lists. */
@@ -32,8 +33,18 @@ function gapFacts(lane, reveal) {
   return [`idle, waits for arrivals until ${seconds(to)}${who}`];
 }
 
+/** "R7 waits: 3 KV blocks short", "R5 and R6 wait: no free slot": the record's most telling wait, or null. */
+function waitFact(lane, r, timed) {
+  const specs = Object.fromEntries((lane.workload ? lane.workload.requests : []).map((q) => [String(q.id), q]));
+  const head = headWait(r, { specs, timed });
+  if (!head) return null;
+  return { telling: isTelling(head.reason), text: `${listIds(head.ids)} ${head.ids.length === 1 ? "waits" : "wait"}: ${head.text}` };
+}
+
 /** A step that computed nothing: what the lane waited for. */
 function waitFacts(lane, r, timed) {
+  const wait = waitFact(lane, r, timed);
+  if (wait) return [`computes nothing: ${wait.text}`];
   if (r.waiting.length) {
     return [`computes nothing: ${listIds(r.waiting)} ${r.waiting.length === 1 ? "waits" : "wait"} for a fuller batch`];
   }
@@ -79,7 +90,10 @@ function laneFacts(lane, timed, reveal) {
   const partial = r.slots.filter((c) => c.state === SlotState.PREFILL && c.prefill && c.token_id === null);
   if (partial.length) facts.push(`${partial[0].request} prefills ${partial[0].prefill[0]}/${partial[0].prefill[1]} prompt tokens`);
   const idle = count(r, SlotState.IDLE);
-  if (idle && r.waiting.length) facts.push(`${plural(idle, "slot", "slots")} idle while ${listIds(r.waiting)} wait`);
+  const wait = waitFact(lane, r, timed);
+  const idleWait = wait && `${idle ? `${plural(idle, "slot", "slots")} idle; ` : ""}${wait.text}`;
+  if (wait && wait.telling) facts.splice(Math.min(1, facts.length), 0, idleWait);  // one a class would not guess: read second
+  else if (idle && r.waiting.length) facts.push(`${plural(idle, "slot", "slots")} idle while ${listIds(r.waiting)} wait`);
   else if (idle && !facts.length) facts.push(`${plural(idle, "slot", "slots")} idle, nothing waiting`);
   if (!facts.length) facts.push(`${plural(count(r, SlotState.DECODE), "row decodes", "rows decode")}`);
   return facts;
@@ -106,10 +120,11 @@ export function tpotNote(lanes) {
 }
 
 /**
- * lanes: [{name, policy, records, step, gap, arrivals, metrics?}] where `step` is the lane's step under the playhead,
+ * lanes: [{name, policy, records, step, gap, arrivals, metrics?, workload?}] where `step` is the lane's step under the playhead,
  * `gap` the wait it is in (ms clock) or null, `arrivals` its timeline's arrivals. clock: "steps" | "ms";
  * t: the playhead; timed: arrivals are in ms; reveal (predict-then-reveal): say nothing of what comes later.
- * Once every lane is done, `tpotNote` follows (when a lane's `metrics` show it).
+ * Once every lane is done, `tpotNote` follows (when a lane's `metrics` show it). A record's `waits` says why its
+ * requests wait (`workload`, the run's, lets it say a request ahead has a higher priority).
  */
 export function narrate(lanes, clock, t, streaming, timed = false, reveal = false) {
   if (!lanes.length) return "Pick a preset above to run it on the real model, or open the request mix editor below to write your own.";

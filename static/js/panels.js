@@ -10,7 +10,8 @@ import { writtenText } from "./metrics.js";
 import { watchOverflow } from "./scrollcue.js";
 import { sampleLine, siblingOf } from "./siblings.js";
 import { termNode } from "./tips.js";
-import { Forward, StopReason } from "./vocab.js";
+import { Forward, Phase, StopReason } from "./vocab.js";
+import { waitTerm, waitText } from "./waits.js";
 import { chipText } from "./words.js";
 
 const dash = "\u2013";
@@ -93,6 +94,25 @@ function writtenUpTo(records, id, step) {
 
 const seconds = (v) => `${(v / 1000).toFixed(2)} s`;
 
+/** "waits: 3 KV blocks short": why request `id` waits after record `rec`'s admissions, or "" (it does not wait). */
+export function waitLine(rec, id, workload) {
+  const wait = rec && rec.waits && rec.waits[id];
+  if (!wait) return "";
+  const requests = (workload && workload.requests) || [];
+  const specs = Object.fromEntries(requests.map((q) => [String(q.id), q]));
+  const timed = requests.some((q) => q.arrival_ms !== undefined && q.arrival_ms !== null);
+  return `waits: ${waitText(wait, { specs, timed, id })}`;
+}
+
+/** The request panel's reason a request waits at `step`: a glossary term (hover: what the reason means), or none. */
+function waitNode(records, id, step, workload) {
+  const rec = records[step - 1];
+  const text = waitLine(rec, id, workload);
+  if (!text) return [];
+  const term = waitTerm(rec.waits[id]);
+  return [term ? termNode(term, text, "span", { className: "wait-reason" }) : el("span", { className: "wait-reason", text })];
+}
+
 /**
  * When a request arrived: its ms (arrivals in ms) or the step it could first join, with that step's start on the lane
  * clock once the playhead (`step`) got there.
@@ -121,6 +141,7 @@ export function renderRequests(tbody, workload, records, metrics, step, reveal =
       el("td", { className: "prompt" }, [el("div", { text: prompt, className: "clamp", title: spec.prompt })]),
       el("td", { className: "arrival", text: arrivalText(spec, q, reveal ? step : Infinity) }),
       el("td", { className: writing ? "written writing" : "written" }, [...writtenUpTo(records, id, step),
+        ...waitNode(records, id, step, workload),
         el("span", { className: "past-eos", text: pastEosNote(spec, cellsUpTo(records, id, step)) })]),
       el("td", { text: back ? (eos ? `EOS after ${q.tokens}` : `length ${q.tokens}`) : dash,
         className: back && eos ? "stop eos" : "stop" }),
@@ -168,6 +189,7 @@ function cellLines(lane, step, what, view, workload) {
   lines.push(`${lane.name} lane${lane.name === lane.policy ? "" : ` (${lane.policy})`} \u00b7 ${what.kind}`);
   const arrival = what.request && lane.timeline.arrivals.find((a) => a.id === what.request);
   if (arrival) lines.push(`arrived at ${seconds(arrival.arrival_ms)} on this lane's clock`);
+  if (what.kind === Phase.QUEUED && waitLine(rec, what.request, workload)) lines.push(waitLine(rec, what.request, workload));
   const cell = what.cell;
   // two facts, two words: how much of the prompt's K/V exists after this step; and, on a lane with a prefix cache,
   // how much of it was copied from earlier prompts instead of computed

@@ -43,7 +43,7 @@ def variants() -> list[tuple[str, str, SimNoise | None]]:
     return out
 
 
-DROP = ("lane", "kv_used", "kv_capacity", "kv_blocks_used", "kv_blocks_total", "kv_blocks_cached", "forward_ms")
+DROP = ("lane", "kv_used", "kv_capacity", "kv_blocks_used", "kv_blocks_total", "kv_blocks_cached", "forward_ms", "waits")
 
 
 def compact(record: dict) -> dict:
