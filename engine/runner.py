@@ -57,7 +57,8 @@ class ModelRunner:
             self.fast.capture_all()  # CUDA graphs of this cache, before the lane's first step: no step pays for them
         self.store = BlockStore(block_size)  # the prefix cache's blocks (used only by a lane with prefix_cache)
 
-    def run(self, rows: list[Row]) -> ForwardResult:
+    def run(self, rows: list[Row], swap_out=(), swap_in=(), copies=()) -> ForwardResult:
+        assert not (swap_out or swap_in or copies), "the slot-row cache cannot copy blocks (swap, siblings): branch tensors"
         prefills = [r for r in rows if r.state is SlotState.PREFILL]
         decodes = [r for r in rows if r.state is not SlotState.PREFILL]
         fused = bool(self.fused and prefills and decodes)
