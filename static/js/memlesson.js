@@ -70,15 +70,17 @@ const perBlock = (ms, blocks) => (blocks > 0 ? (ms / blocks).toFixed(2) : null);
 
 /**
  * A memory lesson's value of `key` for a finished lane, as text, or undefined when `key` is none of these:
- * batch_mean, batch_max, token_use ("57%"), swap_ms_per_block, recompute_ms_per_block, swapped_blocks.
+ * batch_mean, batch_max, token_use ("57%"), swap_ms_per_block, recompute_ms_per_block, swapped_blocks, swap_ms and
+ * recompute_ms (the lane's whole time spent on each).
  */
 export function memoryValue(lane, m, key, blockSize) {
   if (key === "batch_mean") return batchSizes(lane.records).mean?.toFixed(1) ?? null;
   if (key === "batch_max") return String(batchSizes(lane.records).max ?? "") || null;
   if (key === "token_use") return typeof m.token_utilization === "number" ? `${Math.round(m.token_utilization * 100)}%` : null;
-  if (!["swap_ms_per_block", "recompute_ms_per_block", "swapped_blocks"].includes(key)) return undefined;
+  if (!["swap_ms_per_block", "recompute_ms_per_block", "swapped_blocks", "swap_ms", "recompute_ms"].includes(key)) return undefined;
   const c = copyCosts(lane.records, blockSize);
   if (key === "swapped_blocks") return String(c.swapBlocks);
+  if (key === "swap_ms" || key === "recompute_ms") return (key === "swap_ms" ? c.swapMs : c.recomputeMs).toFixed(1);
   return key === "swap_ms_per_block" ? perBlock(c.swapMs, c.swapBlocks) : perBlock(c.recomputeMs, c.recomputeBlocks);
 }
 
@@ -120,4 +122,15 @@ export function copyCheaper(derived, { lane, others }, laneOf, blockSize) {
   if (mine < theirs) return { holds: true };
   return { holds: false, text: `yet on this run copying a block (${mine.toFixed(2)} ms) cost no less than recomputing one`
     + ` (${theirs.toFixed(2)} ms)` };
+}
+
+/** Claim: `lane` spent less time copying blocks out and in than `others[0]` spent reading its victims again. */
+export function losesLessToPreemption(derived, { lane, others }, laneOf, blockSize) {
+  const a = laneOf(derived, lane);
+  const b = laneOf(derived, others[0]);
+  if (!a || !b) return null;
+  const [mine, theirs] = [copyCosts(a.records, blockSize(a)).swapMs, copyCosts(b.records, blockSize(b)).recomputeMs];
+  if (mine < theirs) return { holds: true };
+  return { holds: false, text: `yet on this run swapping took ${mine.toFixed(1)} ms in all, no less than the`
+    + ` ${theirs.toFixed(1)} ms recomputing took` };
 }
