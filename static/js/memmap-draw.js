@@ -159,7 +159,7 @@ function drawLane(ink, layout, lane, ids) {
   const head = map.hostBlocks ? `host pool ${held} / ${map.hostBlocks} blocks:` : "host pool:";
   ctx.fillText(head, pad, hy);
   let x = pad + ctx.measureText(head).width + 10;
-  if (!map.swapped.length) ctx.fillText(map.hostBlocks || held ? "nothing swapped out" : "none (preemption recomputes)", x, hy);
+  if (!map.swapped.length) ctx.fillText(map.swaps ? "nothing swapped out" : "none (preemption recomputes)", x, hy);
   for (const s of map.swapped) {
     const text = `\u21c4 ${s.id} \u00b7 ${s.blocks} ${s.blocks === 1 ? "block" : "blocks"}`;
     ctx.font = `600 ${type.legend}px ${FONT}`;

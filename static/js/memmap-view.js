@@ -11,18 +11,19 @@ import { laneBlockSize } from "./metrics.js";
 
 export const MEMORY = "memory";  // the input action: show or hide the map
 
-/** The lane's pool: {numBlocks, blockSize, hostBlocks}. `facts`: the lane's run facts, or undefined. */
-export function poolOf(records, workload, facts) {
+/** The lane's pool: {numBlocks, blockSize, hostBlocks (0: not known), swaps (the lane swaps its victims out)}.
+ * `facts`: the lane's run facts, or undefined; `options`: the lane's own options. */
+export function poolOf(records, workload, facts, options = {}) {
   const blockSize = (facts && facts.block_size) || laneBlockSize(records, workload);
   let numBlocks = (facts && facts.num_blocks) || 0;
-  let swapped = 0;
+  let swaps = (options.preemption || workload.preemption) === "swap";
   const hostBlocks = (facts && facts.host_blocks) || 0;
   for (const r of records) {
     numBlocks = Math.max(numBlocks, r.kv_blocks_total || 0, ...(r.kv_cached || []).map((b) => b + 1));
     for (const table of Object.values(r.kv_tables || {})) numBlocks = Math.max(numBlocks, ...table.map((b) => b + 1));
-    swapped = Math.max(swapped, Object.values(r.kv_swapped || {}).reduce((a, b) => a + b, 0));
+    swaps = swaps || Object.keys(r.kv_swapped || {}).length > 0;
   }
-  return { numBlocks, blockSize, hostBlocks: hostBlocks || swapped };
+  return { numBlocks, blockSize, hostBlocks, swaps };
 }
 
 /** The button that shows or hides the map pushes MEMORY; its pressed state follows `on` (syncMemory). */
@@ -53,7 +54,8 @@ export function renderMemory(canvas, scene, run, { width, maxHeight = null, pres
   const maps = lanes.map((l) => {
     const step = Math.min(l.revealed, l.records.length);
     const facts = run.facts && run.facts[l.name];
-    return { name: l.name, title: l.title, step, map: blockMap(memoryAt(l.records, step), poolOf(l.records, run.workload, facts)) };
+    return { name: l.name, title: l.title, step, map: blockMap(memoryAt(l.records, step),
+      poolOf(l.records, run.workload, facts, l.config.options)) };
   });
   const layout = layoutMemory(width, maps, { present, maxHeight });
   const dpr = window.devicePixelRatio || 1;
