@@ -74,7 +74,7 @@ class Lane:
             if row.wants_token and r.spec.stop and any(stop in r.text for stop in r.spec.stop):
                 self.scheduler.finish(r, StopReason.STOP)
         kv_used, kv_blocks_used = self.scheduler.kv_used(), self.scheduler.blocks.num_used  # before any leave
-        cached_blocks = self.scheduler.prefix.num_unreferenced if self.scheduler.prefix else 0
+        cached_blocks = self.scheduler.blocks.num_cached_free
         returned = self.scheduler.release()
         if out.rows:  # the simulator's steps last what its cost model says; the model's what they measured
             ms = round(result.forward_ms + result.copy_ms if self.runner.simulated
@@ -131,7 +131,7 @@ class Lane:
             admitted=tuple(r.id for r in out.admitted),
             finished=tuple(r.id for r in s.requests if r.finish_step == out.step),
             returned=tuple(r.id for r in facts.returned),
-            preempted=tuple(r.id for r in out.preempted.values()),
+            preempted=tuple(r.id for r in out.preempted.values() if r not in out.swapped),  # recomputed later
             kv_used=facts.kv_used, kv_capacity=self.kv_capacity,
             kv_blocks_used=facts.kv_blocks_used, kv_blocks_total=s.blocks.num_blocks or 0,
             kv_blocks_cached=facts.kv_blocks_cached,
@@ -147,4 +147,10 @@ class Lane:
         changed, self.last_cached = cached != self.last_cached, cached
         tokens = {r.id: r.num_cached for r in self.scheduler.requests if r.id in blocks.tables}
         return {"kv_tables": tables, "kv_dropped": dropped, "kv_swapped": swapped, "kv_tokens": tokens,
-                "kv_cached": cached if changed else None}
+                "kv_cached": cached if changed else None, "kv_pool": None if self.records else self.kv_pool()}
+
+    def kv_pool(self) -> dict:
+        """The lane's KV memory: the bytes its runner's K/V tensors take, its pool of blocks, how it allocates."""
+        b, config = self.scheduler.blocks, self.scheduler.config
+        return {"kv_bytes": getattr(self.runner, "kv_bytes", 0), "num_blocks": b.num_blocks, "block_size": b.block_size,
+                "host_blocks": b.host_blocks, "kv_allocation": config.kv_allocation, "preemption": config.preemption}

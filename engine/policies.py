@@ -202,9 +202,11 @@ class ContinuousScheduler(Scheduler):
         return self.has_room(self.blocks.extra_blocks(r, r.num_cached + n))
 
     def has_room(self, need: int) -> bool:
-        """Whether taking `need` blocks leaves one free block per running request (see leaves_headroom)."""
+        """Whether taking `need` blocks leaves one free block per running request (see leaves_headroom; a reserve
+        lane's requests hold their whole maximum already)."""
         free = self.blocks.num_free
-        return free is None or free - need >= sum(1 for s in self.slots if s is not None)
+        headroom = 0 if self.blocks.reserve else sum(1 for s in self.slots if s is not None)
+        return free is None or free - need >= headroom
 
     def release(self) -> list[Request]:
         returned = [r for r in self.slots if r is not None and r.is_finished]

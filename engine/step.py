@@ -76,7 +76,8 @@ class StepRecord:
     admitted: tuple[str, ...] = ()      # took a slot this step
     finished: tuple[str, ...] = ()      # wrote their last token this step
     returned: tuple[str, ...] = ()      # their responses went back to the client this step
-    preempted: tuple[str, ...] = ()     # evicted this step (back to the waiting queue)
+    preempted: tuple[str, ...] = ()     # evicted this step (back to the waiting queue, recomputed later; a swapped-out
+                                        # request is not here: its cell is SWAPPED and kv_swapped counts its blocks)
     kv_used: int = 0                    # KV tokens held by the slots once this step computed (before any leave)
     kv_capacity: int = 0                # KV tokens the lane may hold
     kv_blocks_used: int = 0             # blocks of `kv_block_size` tokens held at the same moment
@@ -101,6 +102,8 @@ class StepRecord:
     kv_swapped: dict[str, int] | None = None  # requests whose host-pool holding changed: host blocks held now (0: none)
     kv_tokens: dict[str, int] | None = None   # every request holding device blocks: tokens whose K/V they hold
     copy_ms: float = 0.0                # of `ms`, the time of this step's block copies (swap out/in, copy-on-write)
+    kv_pool: dict | None = None         # the lane's KV facts, on its first record only: kv_bytes (its device K/V
+                                        # tensors), num_blocks, block_size, host_blocks, kv_allocation, preemption
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -116,6 +119,8 @@ class StepRecord:
                 del d[key]
             elif key == "kv_dropped":
                 d[key] = list(d[key])
+        if self.kv_pool is None:
+            del d["kv_pool"]
         if self.kv_cached is None:
             del d["kv_cached"]
         else:
