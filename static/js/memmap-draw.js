@@ -121,6 +121,11 @@ function drawBlock(ctx, x, y, s, block, map, ids, px, first) {
   }
 }
 
+/** Bytes as a person reads them: "2.6 MB", "960 KB". */
+export function megabytes(n) {
+  return n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : `${Math.round(n / 1e3)} KB`;
+}
+
 function drawLane(ink, layout, lane, ids) {
   const { type, pad, width } = layout;
   const { map, grid } = lane;
@@ -130,7 +135,9 @@ function drawLane(ink, layout, lane, ids) {
   ctx.font = `600 ${type.title}px ${FONT}`;
   ctx.fillStyle = PALETTE.text;
   const where = lane.step > 0 ? `after step ${lane.step}` : "before the first step";
-  ctx.fillText(fitText(ctx, [`${lane.title} \u2014 KV blocks ${where}`, `${lane.name} \u2014 ${where}`, lane.name], width - 2 * pad) || "",
+  const bytes = map.kvBytes ? ` \u00b7 K/V tensors ${megabytes(map.kvBytes)}` : "";
+  ctx.fillText(fitText(ctx, [`${lane.title} \u2014 KV blocks ${where}${bytes}`, `${lane.title} \u2014 KV blocks ${where}`,
+    `${lane.name} \u2014 ${where}`, lane.name], width - 2 * pad) || "",
     pad, lane.head.y + lane.head.h / 2);
   ctx = ink("figure");
   ctx.font = `600 ${type.figure}px ${FONT}`;

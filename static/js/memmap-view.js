@@ -3,7 +3,9 @@
  * the map of every lane at the playhead drawn in place of the lanes canvas. The pool of a lane (blocks, block
  * size, host blocks) comes from its run facts when the server sent them, else from the records themselves (the
  * budget's blocks, the highest block id any table names). What it drew is on window.__memmap for the browser
- * tests. Reads the scene (each lane's step at the playhead) and the run; owns only its canvas.
+ * tests. Reads the scene (each lane's step at the playhead) and the run; owns only its canvas. A lane's facts are
+ * `kv_pool` on its first record (engine/step.py: kv_bytes, num_blocks, block_size, host_blocks, kv_allocation,
+ * preemption).
  */
 import { blockMap, hasBlockTables, memoryAt } from "./memmap.js";
 import { drawMemory, layoutMemory } from "./memmap-draw.js";
@@ -16,14 +18,14 @@ export const MEMORY = "memory";  // the input action: show or hide the map
 export function poolOf(records, workload, facts, options = {}) {
   const blockSize = (facts && facts.block_size) || laneBlockSize(records, workload);
   let numBlocks = (facts && facts.num_blocks) || 0;
-  let swaps = (options.preemption || workload.preemption) === "swap";
+  let swaps = ((facts && facts.preemption) || options.preemption || workload.preemption) === "swap";
   const hostBlocks = (facts && facts.host_blocks) || 0;
   for (const r of records) {
     numBlocks = Math.max(numBlocks, r.kv_blocks_total || 0, ...(r.kv_cached || []).map((b) => b + 1));
     for (const table of Object.values(r.kv_tables || {})) numBlocks = Math.max(numBlocks, ...table.map((b) => b + 1));
     swaps = swaps || Object.keys(r.kv_swapped || {}).length > 0;
   }
-  return { numBlocks, blockSize, hostBlocks, swaps };
+  return { numBlocks, blockSize, hostBlocks, swaps, kvBytes: (facts && facts.kv_bytes) || 0 };
 }
 
 /** The button that shows or hides the map pushes MEMORY; its pressed state follows `on` (syncMemory). */
@@ -53,7 +55,7 @@ export function renderMemory(canvas, scene, run, { width, maxHeight = null, pres
   const lanes = scene.lanes.filter((l) => hasBlockTables(l.records));
   const maps = lanes.map((l) => {
     const step = Math.min(l.revealed, l.records.length);
-    const facts = run.facts && run.facts[l.name];
+    const facts = l.records.length ? l.records[0].kv_pool : undefined;
     return { name: l.name, title: l.title, step, map: blockMap(memoryAt(l.records, step),
       poolOf(l.records, run.workload, facts, l.config.options)) };
   });

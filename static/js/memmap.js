@@ -61,7 +61,7 @@ export function memoryAt(records, step) {
  * positions of the block holding a token (0..blockSize; the most any owner fills). blockUsage: held blocks ÷ the
  * pool; tokenUsage: tokens held ÷ the pool's token slots; tokenUtilization: tokens held ÷ the held blocks' slots.
  */
-export function blockMap(state, { numBlocks, blockSize, hostBlocks = 0, swaps = false }) {
+export function blockMap(state, { numBlocks, blockSize, hostBlocks = 0, swaps = false, kvBytes = 0 }) {
   const blocks = Array.from({ length: numBlocks }, (_, id) => ({ id, owners: [], refs: 0, fill: 0, kind: "free" }));
   for (const [rid, table] of state.tables) {
     const n = state.tokens.get(rid) || 0;
@@ -84,7 +84,7 @@ export function blockMap(state, { numBlocks, blockSize, hostBlocks = 0, swaps = 
   }
   const cached = blocks.filter((b) => b.kind === "cached").length;
   const swapped = [...state.swapped].map(([id, n]) => ({ id, blocks: n }));
-  return { blocks, swapped, hostBlocks, swaps: swaps || swapped.length > 0, numBlocks, blockSize, held, cached, free: numBlocks - held - cached, tokens,
+  return { blocks, swapped, hostBlocks, swaps: swaps || swapped.length > 0, kvBytes, numBlocks, blockSize, held, cached, free: numBlocks - held - cached, tokens,
     blockUsage: numBlocks ? held / numBlocks : 0, tokenUsage: numBlocks ? tokens / (numBlocks * blockSize) : 0,
     tokenUtilization: held ? tokens / (held * blockSize) : null };
 }

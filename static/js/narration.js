@@ -51,7 +51,7 @@ function laneFacts(lane, timed, reveal) {
   if (r.forward === Forward.NONE) return waitFacts(lane, r, timed);
   const prev = records[step - 2];
   const facts = [];
-  const swapped = (r.preempted || []).filter((id) => r.slots.some((c) => c.request === id && c.state === SlotState.SWAPPED));
+  const swapped = r.slots.filter((c) => c.state === SlotState.SWAPPED).map((c) => c.request);  // a swap's victims
   const dropped = (r.preempted || []).filter((id) => !swapped.includes(id));
   if (dropped.length) facts.push(`${listIds(dropped)} preempted to free KV memory`);
   if (swapped.length) facts.push(`${listIds(swapped)} swapped out to the host pool to free KV memory`);
