@@ -21,7 +21,7 @@ export const PALETTE = Object.freeze({
   padding: "#dadde2", hatch: "#6b737e", paddingText: "#4a525e",
   idle: "#ffffff", idleLine: "#878f9b",
   preempted: "#c05200", preemptedText: "#ffffff",
-  swapped: "#5b3a8c", swappedText: "#ffffff",
+  swapped: "#9d7fd0", swappedText: "#1d2330",
   queued: "#f1f2f4", queuedLine: "#7b838f",
   waiting: "#f6eaa6", waitingMark: "#8a7400", waitingText: "#4d4100",
   arrival: "#009e73",
@@ -219,17 +219,17 @@ export function drawCell(ctx, rect, kind, info = {}) {
 
 /**
  * A preemption, readable from the back of the room: a pill in the preempted colour with "× R3 preempted" in bold
- * white, and a pole from it down to the row that lost its slot (a swap out: "⇄ R3 swapped out" in `fill`, the swapped
- * colour). `rects` = layout.flagRects.
+ * white, and a pole from it down to the row that lost its slot (a swap out: "⇄ R3 swapped out" in the swapped colours,
+ * `fill` and `ink`). `rects` = layout.flagRects.
  */
-export function drawFlag(ctx, rects, text, px, fill = PALETTE.preempted) {
+export function drawFlag(ctx, rects, text, px, fill = PALETTE.preempted, ink = PALETTE.preemptedText) {
   const { pill, pole } = rects;
   ctx.fillStyle = fill;
   if (pole.h > 0) ctx.fillRect(pole.x, pole.y, pole.w, pole.h);
   ctx.beginPath();
   ctx.roundRect(pill.x, pill.y, pill.w, pill.h, Math.min(6, pill.h / 2));
   ctx.fill();
-  ctx.fillStyle = PALETTE.preemptedText;
+  ctx.fillStyle = ink;
   ctx.font = `700 ${Math.max(9, Math.min(px, pill.h - 4))}px ${FONT}`;
   const fit = fitText(ctx, [text, text.replace(" preempted", "")], pill.w - 6);
   if (fit) label(ctx, fit, pill);

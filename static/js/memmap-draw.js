@@ -14,7 +14,7 @@ import { noting } from "./ink.js";
 const OWNERS = [["#cfe8f7", "#2b7bb0"], ["#fde2b8", "#b36b00"], ["#cdeee2", "#007a59"], ["#f6d5e8", "#a0487f"],
   ["#e3dcf3", "#5e4a9c"], ["#f9d9cc", "#b2472a"], ["#e6ecc4", "#68761a"], ["#dde3ea", "#4c5968"]];
 export const MEM = Object.freeze({ free: "#ffffff", freeLine: "#878f9b", cached: "#e3e6ea", cachedLine: "#6b737e",
-  swapped: "#5b3a8c", swappedText: "#ffffff", shared: "#1d2330" });
+  swapped: PALETTE.swapped, swappedText: PALETTE.swappedText, shared: "#1d2330" });
 
 const TYPE = { normal: { title: 14, figure: 14, block: 11, legend: 12 }, present: { title: 20, figure: 20, block: 14, legend: 16 } };
 

@@ -143,7 +143,7 @@ function drawLane(ink, layout, lane, scene) {
     for (const p of data.timeline.preemptions) {
       if (p.step <= steps) {
         drawFlag(ink("flag"), flagRects(layout, lane, p), flagText(p), typeOf(layout).flag,
-          p.swapped ? PALETTE.swapped : PALETTE.preempted);
+          ...(p.swapped ? [PALETTE.swapped, PALETTE.swappedText] : []));
       }
     }
   }
