@@ -29,7 +29,8 @@ class Column:
     fmt: str | None = None          # its format (None: each metric's own); "mean" = one decimal and the exact value
     sep: str = " / "
     term: str | None = None         # its glossary term (None: the first metric's)
-    when: str | None = None         # shown only for a run with a "speculative" lane / a "prefix_cache" hit
+    when: str | None = None         # shown only for a run with a "speculative" lane / a "prefix_cache" hit /
+                                    # "paged" block tables in its records
     group: str = ""                 # a heading over neighbouring columns (the sweep table)
     short: str | None = None        # the CLI's heading, where it differs from `label`
     width: int = 0                  # the CLI's column width (0: the heading's)
@@ -72,6 +73,7 @@ METRICS: dict[str, Metric] = {m.key: m for m in [
     Metric("spec_acceptance_rate", "lookup kept", "share", "higher", ".0%", "speculative"),
     Metric("tokens_per_decode_cell", "tokens / decode cell", "tokens", "higher", ".2f", "speculative"),
     Metric("step_time_spread", "step time spread", "share", "lower", ".0%", "step_noise"),
+    Metric("token_utilization", "token utilization", "share", "higher", ".0%", "token_utilization"),
 ]}
 
 # The sweep's own numbers (sweep.serving_metrics), beside those it takes from lane_metrics under `serve` names.
@@ -105,7 +107,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
         _c("preemptions"),
         _c("prompt_tokens", "prompt tokens computed / cached", metrics=("prompt_tokens_computed", "prompt_tokens_cached"),
            when="prefix_cache"),
-        _c("prefix_cache_hit_rate", when="prefix_cache")),
+        _c("prefix_cache_hit_rate", when="prefix_cache"), _c("token_utilization", when="paged")),
     "compare": (
         _c("steps"), _c("tokens"), _c("tokens_per_step"), _c("slot_use"),
         _c("mean_ttft_steps", fmt="exact"), _c("mean_ttft_ms"), _c("p95_ttft_ms"), _c("p95_queue_ms"),
@@ -146,6 +148,7 @@ GLOSSARY: dict[str, dict[str, str]] = {
     "swapped": {"term": "swapped", "text": "KV memory ran out on a lane with preemption \"swap\", so the scheduler copied a running request's KV blocks out to a host pool (pinned host memory on a GPU; on a CPU another buffer in the same DRAM) and freed them: it waits, and when there is room its blocks are copied back and it goes on where it stopped, nothing recomputed. The trade: copy bandwidth against recompute compute."},
     "prompt_tokens": {"term": "prompt tokens computed / cached", "text": "Prompt tokens the lane's prefill steps computed (again after a preemption), and those it took from the prefix cache instead."},
     "hit_rate": {"term": "prefix cache hit rate", "text": "The share of prompt tokens taken from the prefix cache: cached \u00f7 (computed + cached), counted in tokens as vLLM does."},
+    "token_utilization": {"term": "token utilization", "text": "Of the KV memory requests hold, the share that holds tokens: token slots holding a token \u00f7 token slots of the blocks held (each block of block_size slots counted once, shared or not), summed over every step of the run. A paged cache leaves only each request's last block part-empty; reserving prompt + max_new_tokens up front leaves most of it empty (the PagedAttention paper measured 20.4\u201338.2% for such servers, about 96% with paging). Cached blocks no request holds are not counted."},
     "step_noise": {"term": "step time spread", "text": "How noisy this machine's step times were: steps of the same shape (the same kind of forward pass, rows and tokens) should take the same time; this is how far nine in ten of them strayed from their shape's median (\u00b112% reads: within 12%). Above 25% the page warns that a lane's times may say more about the machine than about the policy. The simulator's steps have no noise."},
     "speculative": {"term": "lookup kept \u00b7 tokens/decode cell", "text": "Speculative decoding by prompt lookup: each step a request proposes the tokens that followed the same last words earlier in its prompt or answer, and one forward pass checks them all. Kept: the share of proposed tokens the model agreed with (spec_acceptance_rate). Tokens/decode cell: how many tokens a decode cell wrote on average (1 without speculation). The tokens are exactly those of plain greedy decoding."},
 }

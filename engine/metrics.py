@@ -115,6 +115,38 @@ def step_time_spread(recs: list[dict]) -> float | None:
     return percentile(deviations, 90)
 
 
+def token_utilization(recs: list[dict], block_size: int) -> float | None:
+    """Token slots holding a token, summed over every step, / the token slots of the device blocks requests hold
+    (each block once, shared or not), summed over the same steps; the state after each step is rebuilt from the
+    records' deltas (`kv_dropped`, then `kv_tables`; `kv_tokens` names every request holding blocks). Cached blocks
+    no request holds and the host pool count in neither. None: the records carry no block tables (a run stored
+    before paging). static/js/memmap.js tokenUtilization is its twin."""
+    if not any(k in r for r in recs for k in ("kv_tables", "kv_tokens", "kv_dropped", "kv_swapped")):
+        return None
+    tables: dict[str, list[int]] = {}
+    filled = slots = 0
+    for r in recs:
+        for rid in r.get("kv_dropped", ()):
+            tables.pop(rid, None)
+        tables.update(r.get("kv_tables", {}))
+        tokens = r.get("kv_tokens", {})
+        tables = {rid: t for rid, t in tables.items() if rid in tokens}
+        fill: dict[int, int] = {}
+        for rid, table in tables.items():
+            for i, block in enumerate(table):
+                fill[block] = max(fill.get(block, 0), min(block_size, max(0, tokens[rid] - i * block_size)))
+        filled += sum(fill.values())
+        slots += len(fill) * block_size
+    return filled / slots if slots else None
+
+
+def lane_block_size(recs: list[dict], workload: Workload) -> int:
+    """The KV block size of the lane these records are of (its own option, else the workload's)."""
+    name = recs[0]["lane"] if recs else None
+    lane = next((spec for spec in workload.lanes if spec.name == name), None)
+    return (lane.config if lane else workload.config).kv_block_size
+
+
 def is_simulated(record: dict) -> bool:
     """A record's simulated flag: a top-level field, or (runs stored before it was one) in its `extra`."""
     return bool(record.get("simulated", record.get("extra", {}).get("simulated")))
@@ -216,6 +248,7 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
     out["prompt_tokens_cached"] = cached
     out["prefix_cache_hit_rate"] = cached / (computed + cached) if computed + cached else None  # of prompt tokens, as vLLM
     out["step_time_spread"] = step_time_spread(recs)
+    out["token_utilization"] = token_utilization(recs, lane_block_size(recs, workload))
     out["simulated"] = simulated
     out["requests"] = per
     return out

@@ -41,12 +41,14 @@ def test_palette_text_outlines_and_focus_rings_reach_wcag_aa(tab, server):
     open_page(tab, server)
     p = {k: colour(v) for k, v in lanes(tab, "palette").items()}
     text_pairs = [("prefillText", "prefill"), ("decodeText", "decode"), ("preemptedText", "preempted"),
+                  ("swappedText", "swapped"),  # a swapped-out cell's label and its flag
                   ("waitingText", "waiting"), ("text", "background"), ("muted", "background"),  # cells, legend, axis
                   ("prefillText", "prefillCached")]  # a P cell's label over its prefix-cached part
     line_pairs = [("idleLine", "background"), ("idleLine", "idle"), ("queuedLine", "background"),
                   ("queuedLine", "queued"), ("hatch", "padding"), ("waitingMark", "waiting"), ("arrival", "background"),
                   ("kv", "kvTrack"), ("kvBudget", "kvTrack"), ("playhead", "background"), ("focus", "background"),
                   ("focus", "prefill"), ("focus", "decode"), ("focus", "preempted"), ("focus", "padding"),
+                  ("focus", "swapped"), ("swapped", "background"),
                   ("text", "decode"), ("text", "prefill"),  # the last-token bar
                   ("prefillCachedLine", "prefillCached")]  # the prefix cache's stripes
     low = [(a, b, round(contrast(p[a], p[b]), 2)) for a, b in text_pairs if contrast(p[a], p[b]) < 4.5]

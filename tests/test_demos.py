@@ -107,7 +107,8 @@ def test_speculative_demos_show_where_prompt_lookup_pays_and_where_it_does_not(s
 CLOCKS = {"arrivals": "ms", "poisson": "ms", "long-prompt": "ms", "slots": "ms", "spec-chat": "ms",
           "azure-code-burst": "ms", "mooncake-conversation": "ms",
           "mixed": "steps", "same": "steps", "one-long": "steps", "priorities": "steps", "sjf": "steps",
-          "memory-pressure": "steps", "shared-instructions": "steps", "spec-quote": "steps"}
+          "memory-pressure": "steps", "shared-instructions": "steps", "spec-quote": "steps",
+          "paged-vs-reserve": "steps", "swap-vs-recompute": "ms"}
 
 
 def test_every_demo_names_the_clock_its_lesson_speaks_in_and_the_workload_carries_it():

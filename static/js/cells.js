@@ -3,7 +3,8 @@
  * draws, chosen for WCAG AA — text at least 4.5:1 on its fill, outlines, marks and the focus ring at
  * least 3:1 against what they touch; tests/test_browser_access.py checks the pairs) and the painters
  * of one cell, a wait, an arrival mark and a focus ring. Every cell kind differs by more than colour:
- * prefill carries a "P", padding is hatched, idle is an outline, preempted carries a cross, queued a
+ * prefill carries a "P", padding is hatched, idle is an outline, preempted carries a cross, swapped out a
+ * two-way arrow (its KV went to the host pool and comes back), queued a
  * dashed outline, waiting a dotted tint with a "waiting" label; the part of a prefill cell whose prompt
  * tokens came from the prefix cache is a light, striped tint. Reads its arguments, changes none.
  */
@@ -20,6 +21,7 @@ export const PALETTE = Object.freeze({
   padding: "#dadde2", hatch: "#6b737e", paddingText: "#4a525e",
   idle: "#ffffff", idleLine: "#878f9b",
   preempted: "#c05200", preemptedText: "#ffffff",
+  swapped: "#9d7fd0", swappedText: "#1d2330",
   queued: "#f1f2f4", queuedLine: "#7b838f",
   waiting: "#f6eaa6", waitingMark: "#8a7400", waitingText: "#4d4100",
   arrival: "#009e73",
@@ -185,6 +187,12 @@ export function drawCell(ctx, rect, kind, info = {}) {
     ctx.fillStyle = PALETTE.preemptedText;
     const text = fitText(ctx, [`\u00d7 ${id}`, "\u00d7"], r.w - 4);
     if (text) label(ctx, text, r);
+  } else if (kind === Phase.SWAPPED) {
+    ctx.fillStyle = PALETTE.swapped;
+    ctx.fillRect(r.x, r.y, r.w, r.h);
+    ctx.fillStyle = PALETTE.swappedText;
+    const text = fitText(ctx, [`\u21c4 ${id}`, "\u21c4"], r.w - 4);
+    if (text) label(ctx, text, r);
   } else if (kind === Phase.QUEUED) {
     ctx.fillStyle = PALETTE.queued;
     if (!info.outline) ctx.fillRect(r.x, r.y, r.w, r.h);
@@ -211,16 +219,17 @@ export function drawCell(ctx, rect, kind, info = {}) {
 
 /**
  * A preemption, readable from the back of the room: a pill in the preempted colour with "× R3 preempted" in bold
- * white, and a pole from it down to the row that lost its slot. `rects` = layout.flagRects.
+ * white, and a pole from it down to the row that lost its slot (a swap out: "⇄ R3 swapped out" in the swapped colours,
+ * `fill` and `ink`). `rects` = layout.flagRects.
  */
-export function drawFlag(ctx, rects, text, px) {
+export function drawFlag(ctx, rects, text, px, fill = PALETTE.preempted, ink = PALETTE.preemptedText) {
   const { pill, pole } = rects;
-  ctx.fillStyle = PALETTE.preempted;
+  ctx.fillStyle = fill;
   if (pole.h > 0) ctx.fillRect(pole.x, pole.y, pole.w, pole.h);
   ctx.beginPath();
   ctx.roundRect(pill.x, pill.y, pill.w, pill.h, Math.min(6, pill.h / 2));
   ctx.fill();
-  ctx.fillStyle = PALETTE.preemptedText;
+  ctx.fillStyle = ink;
   ctx.font = `700 ${Math.max(9, Math.min(px, pill.h - 4))}px ${FONT}`;
   const fit = fitText(ctx, [text, text.replace(" preempted", "")], pill.w - 6);
   if (fit) label(ctx, fit, pill);

@@ -6,6 +6,8 @@
  * replaced by what happened, with the run's own numbers and its measured noise (noise.js). While a lane it
  * names still runs, the phrase stays as written (what usually happens). Pure functions of a derived run (scene.js).
  */
+import { copyCheaper, fillsMoreOfItsBlocks, losesLessToPreemption, runsMoreAtOnce } from "./memlesson.js";
+import { laneBlockSize } from "./metrics.js";
 import { noiseClause, outlierClause } from "./noise.js";
 
 /** Why, as far as the run can say: its measured noise, and the worst outlier of the lanes named (if any stands out). */
@@ -95,6 +97,11 @@ export const CHECKS = Object.freeze({
   first_tokens_sooner: firstTokensSooner,
   no_long_stall: noLongStall,
   first_token_later: firstTokenLater,
+  runs_more_at_once: (derived, c) => runsMoreAtOnce(derived, c, laneOf),           // memlesson.js: the memory lessons
+  fills_more_of_its_blocks: (derived, c) => fillsMoreOfItsBlocks(derived, c, laneOf),
+  copy_cheaper: (derived, c) => copyCheaper(derived, c, laneOf, (l) => laneBlockSize(l.records, derived.run.workload)),
+  loses_less_to_preemption: (derived, c) => losesLessToPreemption(derived, c, laneOf,
+    (l) => laneBlockSize(l.records, derived.run.workload)),
 });
 
 /** The verdicts of `claims` on `derived`: [{says, holds: true | false | null (not known yet), text}]. */

@@ -3,7 +3,7 @@
  * queue main.js drains each frame (`{type: "play"}`, `{type: "step", delta: 1}` …), and `syncControls`,
  * which writes the playback state back into the buttons, scrubber and readout. A mouse click on the
  * canvas seeks, a drag along it zooms to that range; a tap asks for the tooltip of what it touched.
- * Keys: Space, ← →, Home End, + −, c (clock), v (rows), p (presenter mode), r (predict, then reveal),
+ * Keys: Space, ← →, Home End, + −, c (clock), v (rows), m (memory map), p (presenter mode), r (predict, then reveal),
  * [ ] (zoom out / in), ? (help), Escape (close what is open, then leave presenter mode).
  */
 
@@ -32,6 +32,7 @@ function keyAction(event) {
     case "-": case "_": return { type: Input.SPEED, delta: -1 };
     case "c": case "C": return { type: Input.CLOCK, clock: null };  // the other clock
     case "v": case "V": return { type: Input.VIEW, view: null };    // the other row view
+    case "m": case "M": return { type: "memory" };                  // the memory map (memmap-view.js MEMORY)
     case "p": case "P": return { type: Input.PRESENT };
     case "r": case "R": return { type: Input.REVEAL };
     case "]": return { type: Input.ZOOM, delta: 1 };

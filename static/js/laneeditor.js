@@ -16,7 +16,7 @@ import { LANE_ORDER } from "./vocab.js";
 /** Which policies may set an option (their traits' options; the max-wait field stands for max_wait and
  * max_wait_ms); the rest apply to every lane. */
 const ONLY_FOR = Object.freeze(Object.fromEntries(Object.entries(OPTION_POLICIES).map(([k, v]) => [k, v.join(" ")])));
-const KEPT = ["kv_block_size", "fused"];  // lane options without a field here: carried through unchanged
+const KEPT = ["kv_block_size", "fused", "kv_allocation", "preemption"];  // lane options without a field here: carried through unchanged
 const SPEC_K_MAX = 16;  // engine/speculative.py's bound on k
 
 export function createLaneList(container, { onChange }) {

@@ -203,7 +203,7 @@ export function markX(layout, mark) {
 
 /** A preemption flag's text. */
 export function flagText(p) {
-  return `\u00d7 ${p.id} preempted`;
+  return p.swapped ? `\u21c4 ${p.id} swapped out` : `\u00d7 ${p.id} preempted`;
 }
 
 /**

@@ -23,6 +23,7 @@ const LEGEND = [
   [Phase.QUEUED, "queued", {}, "queued", "queued"],
   [Phase.WAITING, "waiting for arrivals", {}, "waiting", "waiting"],
   [Phase.PREEMPTED, "preempted: KV memory full", { label: "" }, "preempted", "preempted"],
+  [Phase.SWAPPED, "swapped out: KV to the host pool", { label: "" }, "swapped", "swapped out"],
   [Phase.DECODE, "several tokens: proposals kept", { label: "", written: 3 }, "several_tokens", "several tokens"],
   [Phase.DECODE, "last token (\u25cf at EOS)", { label: "", stop: StopReason.EOS }, "last_token", "last token"],
   [ARRIVAL, "request arrives", {}, "arrival", "arrives"],
@@ -32,7 +33,8 @@ const LEGEND = [
 function shown(kind, flags, term) {
   if (kind === Phase.QUEUED) return flags.view === "requests";
   if (kind === SlotState.IDLE) return flags.view !== "requests";
-  if (kind === Phase.PREEMPTED) return flags.preemption;
+  if (kind === Phase.PREEMPTED) return flags.preemption && !flags.swapOnly;
+  if (kind === Phase.SWAPPED) return Boolean(flags.swap);
   if (kind === Phase.WAITING) return flags.waiting;
   if (kind === ARRIVAL) return flags.marks;
   if (kind === CACHED) return Boolean(flags.prefixCache);

@@ -9,6 +9,8 @@
  * rewritten as what happened. Pure: returns a string, which the page writes with textContent.
  */
 import { applyClaims } from "./claims.js";
+import { memoryValue } from "./memlesson.js";
+import { laneBlockSize } from "./metrics.js";
 
 const PLACEHOLDER = /\{([^{}]+)\.([A-Za-z_0-9]+)\}/g;
 const UNKNOWN = "\u2026";
@@ -25,8 +27,10 @@ function promptTokens(run, lanes, id) {
   return null;
 }
 
-function laneValue(lane, m, key) {
+function laneValue(lane, m, key, workload) {
   if (!lane.done || !m) return null;
+  const memory = memoryValue(lane, m, key, laneBlockSize(lane.records, workload));  // batch size, token use, ms per block
+  if (memory !== undefined) return memory;
   if (key === "longest_step_share") {
     const longest = Math.max(0, ...lane.records.map((r) => r.ms));
     return m.wall_s > 0 ? `${Math.round((longest / (m.wall_s * 1000)) * 100)}%` : null;
@@ -46,7 +50,7 @@ export function fillLesson(text, name, derived, claims = null) {
   const filled = String(text).replace(PLACEHOLDER, (_, subject, key) => {
     if (!ours) return UNKNOWN;
     const lane = derived.lanes.find((l) => l.name === subject);
-    const value = lane ? laneValue(lane, derived.metrics[subject], key)
+    const value = lane ? laneValue(lane, derived.metrics[subject], key, run.workload)
       : key === "prompt_tokens" ? promptTokens(run, derived.lanes, subject) : null;
     return value ?? UNKNOWN;
   });

@@ -36,6 +36,7 @@ import { createReferences } from "./reference.js";
 import { applyTeach, syncTeach } from "./teach.js";
 import { bindGlossary } from "./tips.js";
 import { createTokenCount } from "./tokencount.js";
+import { MEMORY, bindMemory, memoryAvailable, renderMemory, syncMemory } from "./memmap-view.js";
 import { followZoom, viewOf } from "./zoom.js";
 
 const $ = (id) => document.getElementById(id);
@@ -66,7 +67,8 @@ let pb = playback.createPlayback();
 // intro: nothing chosen yet (no preset, link, edit or run); link: the name of a link's mix that runs by itself;
 // present, reveal, zoom, drag: teach.js
 let ui = { view: "slots", hover: null, help: false, requestLane: null, preset: null, intro: true, link: null,
-  present: false, reveal: false, zoom: null, drag: null, laneFrom: 0 };  // laneFrom: presenter mode's first lane shown
+  present: false, reveal: false, zoom: null, drag: null, laneFrom: 0,  // laneFrom: presenter mode's first lane shown
+  memory: false };  // memory: the memory map shows in place of the lanes (memmap-view.js)
 let presets = [];
 let domain = null;
 let shownAxis = { full: 1, from: 0, span: 1 };  // the x-axis the last frame drew (before and after any zoom)
@@ -85,6 +87,7 @@ dom.runMix = $("run-mix");
 const panels = createPanelView(dom);  // the tables and the tooltip, rebuilt when what they show changed
 bindControls(dom, push);
 bindPresent(dom, push);  // presenter mode's lane pager
+bindMemory($("btn-memory"), push);
 dom.presetButtons.addEventListener("click", (e) => {
   const button = e.target.closest("button[data-preset]");
   if (button) push({ type: "preset", name: button.dataset.preset });
@@ -280,6 +283,7 @@ function onInput(a, derived) {
       pb = playback.switchClock(pb, a.clock || (pb.clock === "steps" ? "ms" : "steps"), longest && longest.timeline);
       break;
     }
+    case MEMORY: ui = { ...ui, memory: !ui.memory }; break;
     case Input.VIEW: ui = { ...ui, view: a.view || (ui.view === "slots" ? "requests" : "slots") }; break;
     case Input.HELP: ui = { ...ui, help: a.close ? false : !ui.help }; break;
     case Input.HOVER: ui = { ...ui, hover: a.x === null ? null : { x: a.x, y: a.y } }; break;
@@ -336,16 +340,20 @@ function render() {
   const budget = ui.present && derived.lanes.length ? presenterBudget(dom.wrap, dom.stage) : null;
   const layout = layoutOf(derived, shownAxis, budget);
   shownLayout = layout;
-  dom.canvas.hidden = !derived.lanes.length;
+  const memory = ui.memory && memoryAvailable(derived);  // the memory map in place of the lanes
+  dom.canvas.hidden = !derived.lanes.length || memory;
+  $("memmap").hidden = !memory;
+  syncMemory($("btn-memory"), ui.memory, memoryAvailable(derived));
+  if (memory) renderMemory($("memmap"), scene, state.run, { width: dom.wrap.clientWidth, maxHeight: budget, present: ui.present });
   dom.empty.hidden = Boolean(derived.lanes.length);
-  const hover = hovered(layout, scene, ui.hover);
+  const hover = memory ? null : hovered(layout, scene, ui.hover);
   if (hover && hover.focus) scene = { ...scene, focus: hover.focus };
   let labels = [];  // the text drawn, with its font sizes (for the probe)
-  if (derived.lanes.length) {
+  if (derived.lanes.length && !memory) {
     canvasSize = sizeCanvas(dom.canvas, layout, canvasSize);
     labels = draw(dom.canvas.getContext("2d"), scene, layout);
   }
-  placeLegendKeys(dom.legendKeys, derived.lanes.length ? layout.legend.items || [] : [], layout.legend.y);
+  placeLegendKeys(dom.legendKeys, derived.lanes.length && !memory ? layout.legend.items || [] : [], layout.legend.y);
   placeZoomBand(dom.zoomBand, ui.drag, layout);
   dom.canvas.style.cursor = ui.drag || (ui.hover && ui.hover.y < layout.axis.h) ? "ew-resize" : "";  // drag the axis to zoom
   dom.tooltip.hidden = !hover;

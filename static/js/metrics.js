@@ -6,6 +6,8 @@
  * browser. Times are on the lane's clock (`start_ms`, `ms`). Which keys exist is the metric table's (catalog.js).
  */
 import { METRICS, SlotState, StopReason } from "./catalog.js";
+import { configOf } from "./laneconfig.js";
+import { tokenUtilization } from "./memmap.js";
 
 /** Nearest-rank percentile (q in 0..100); null when empty. */
 export function percentile(values, q) {
@@ -197,6 +199,12 @@ export function requestTimes(arrivalMs, admittedMs, firstTokenMs, finishMs, retu
   };
 }
 
+/** The KV block size of the lane these records are of (its own option, else the workload's; engine/metrics.py). */
+export function laneBlockSize(records, workload) {
+  const own = records.length ? configOf(workload, records[0].lane).options.kv_block_size : undefined;
+  return own ?? workload.kv_block_size ?? 16;
+}
+
 /** The metrics of one lane: the same keys and values as engine/metrics.py's lane_metrics. */
 export function laneMetrics(records, workload) {
   const slots = records.length ? records[0].slots.length : workload.slots || 4;
@@ -265,6 +273,7 @@ export function laneMetrics(records, workload) {
   out.prompt_tokens_cached = prompt.cached;
   out.prefix_cache_hit_rate = prompt.computed + prompt.cached ? prompt.cached / (prompt.computed + prompt.cached) : null;
   out.step_time_spread = stepTimeSpread(records);
+  out.token_utilization = tokenUtilization(records, laneBlockSize(records, workload));
   out.simulated = simulated;
   out.requests = Object.fromEntries(all.map((q) => [q.id, q]));
   return out;

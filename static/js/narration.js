@@ -62,7 +62,10 @@ function laneFacts(lane, timed, reveal) {
   if (r.forward === Forward.NONE) return waitFacts(lane, r, timed);
   const prev = records[step - 2];
   const facts = [];
-  if (r.preempted && r.preempted.length) facts.push(`${listIds(r.preempted)} preempted to free KV memory`);
+  const swapped = r.slots.filter((c) => c.state === SlotState.SWAPPED).map((c) => c.request);  // a swap's victims
+  const dropped = (r.preempted || []).filter((id) => !swapped.includes(id));
+  if (dropped.length) facts.push(`${listIds(dropped)} preempted to free KV memory`);
+  if (swapped.length) facts.push(`${listIds(swapped)} swapped out to the host pool to free KV memory`);
   const grouped = admitsGroups(lane.policy);  // its traits: a whole group at once, held until its longest is done
   if (r.admitted.length) {
     const freed = prev ? prev.returned.filter((id) => !r.slots.some((c) => c.request === id)) : [];

@@ -141,7 +141,10 @@ function drawLane(ink, layout, lane, scene) {
   if (marks.h) for (const a of data.timeline.arrivals) drawMark(ctx, markX(layout, a), marks);
   if (lane.flags && lane.flags.h) {
     for (const p of data.timeline.preemptions) {
-      if (p.step <= steps) drawFlag(ink("flag"), flagRects(layout, lane, p), flagText(p), typeOf(layout).flag);
+      if (p.step <= steps) {
+        drawFlag(ink("flag"), flagRects(layout, lane, p), flagText(p), typeOf(layout).flag,
+          ...(p.swapped ? [PALETTE.swapped, PALETTE.swappedText] : []));
+      }
     }
   }
   ctx.restore();

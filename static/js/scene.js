@@ -9,7 +9,7 @@ import { configOf, laneTitle, orderLanes } from "./laneconfig.js";
 import { isTimed, laneMetrics, mismatches } from "./metrics.js";
 import { traitsOf } from "./policies.js";
 import { estimateSteps, gapAt, laneTimeline, perRecords, stepAt, stepCount } from "./timeline.js";
-import { RunStatus } from "./vocab.js";
+import { RunStatus, SlotState } from "./vocab.js";
 import { count } from "./words.js";
 
 const metricsOf = perRecords(laneMetrics);
@@ -131,7 +131,12 @@ export function legendFlags(derived, { view, clock }) {
   const prefixCache = Object.values(derived.metrics).some((m) => m.prompt_tokens_cached > 0);
   const speculative = derived.lanes.some((l) => l.config.options.speculative)
     || Boolean(derived.run && derived.run.workload && derived.run.workload.speculative);
-  return { view, preemption, waiting, marks: derived.marks, prefixCache, speculative };
+  // a lane that swaps its victims out (preemption "swap") shows the swapped state; swapOnly: no lane recomputes
+  const swapping = derived.lanes.map((l) => l.config.options.preemption === "swap"
+    || l.records.some((r) => r.slots.some((c) => c.state === SlotState.SWAPPED)));
+  const swap = swapping.some(Boolean);
+  const swapOnly = swap && swapping.every(Boolean);
+  return { view, preemption, waiting, marks: derived.marks, prefixCache, speculative, swap, swapOnly };
 }
 
 /**

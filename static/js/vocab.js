@@ -41,6 +41,7 @@ export const Phase = Object.freeze({
   DECODE: SlotState.DECODE,
   PADDING: SlotState.PADDING,
   PREEMPTED: SlotState.PREEMPTED,
+  SWAPPED: SlotState.SWAPPED,
   DONE: "done",          // its response went back to the client
   WAITING: "waiting",    // the whole lane computes nothing: it waits for arrivals (drawn over every row)
 });

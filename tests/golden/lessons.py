@@ -1,5 +1,6 @@
 """Write tests/golden/lessons.json: simulated runs of the `arrivals` and `long-prompt` presets (and of the trace presets
-`azure-code-burst` and `mooncake-conversation`) with injected step-time noise (engine.sim.SimNoise), for
+`azure-code-burst` and `mooncake-conversation`) with injected step-time noise (engine.sim.SimNoise), and of the memory
+lessons `paged-vs-reserve` and `swap-vs-recompute` (whose claims are tests/js/memmap-lesson.test.mjs's), for
 tests/js/lessons.test.mjs, which checks that each preset's lesson, as the page writes it (static/js/lesson.js,
 claims.js), is true of the run it describes. Seeded noise, and noise forced each
 way: a continuous lane slowed until it finishes after static and dynamic; a chunk step inflated past the
@@ -40,15 +41,20 @@ def variants() -> list[tuple[str, str, SimNoise | None]]:
     ]
     for preset in ("azure-code-burst", "mooncake-conversation"):  # replayed traces (engine/trace.py)
         out += [(preset, "no noise", None), (preset, "seed 1", SimNoise(1, SPREAD))]
+    # the memory lessons (tests/js/memmap-lesson.test.mjs): noise moves no block, so paged-vs-reserve runs once
+    out += [("paged-vs-reserve", "no noise", None), ("swap-vs-recompute", "no noise", None),
+            ("swap-vs-recompute", "seed 1", SimNoise(1, SPREAD))]
     return out
 
 
 DROP = ("lane", "kv_used", "kv_capacity", "kv_blocks_used", "kv_blocks_total", "kv_blocks_cached", "forward_ms", "waits")
+MEMORY = ("kv_tables", "kv_dropped", "kv_cached", "kv_swapped", "kv_tokens")  # only the memory lessons read them
 
 
-def compact(record: dict) -> dict:
+def compact(record: dict, preset: str) -> dict:
     """A step record without what no lesson or metric reads (its KV figures, its lane's name): a smaller fixture."""
-    return {k: v for k, v in record.items() if k not in DROP}
+    drop = DROP if preset in ("paged-vs-reserve", "swap-vs-recompute") else DROP + MEMORY
+    return {k: v for k, v in record.items() if k not in drop}
 
 
 def make_run(preset: str, noise: SimNoise | None) -> dict:
@@ -58,7 +64,7 @@ def make_run(preset: str, noise: SimNoise | None) -> dict:
     run = engine.start(workload)
     run.run_to_end()
     return {"preset": preset, "description": obj["description"], "workload": workload.to_dict(),
-            "lanes": list(run.lanes), "records": {k: [compact(r.to_dict()) for r in v] for k, v in run.records().items()},
+            "lanes": list(run.lanes), "records": {k: [compact(r.to_dict(), preset) for r in v] for k, v in run.records().items()},
             "prompt_tokens": {r.id: len(r.prompt_ids) for r in workload.requests}}
 
 
