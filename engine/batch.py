@@ -24,6 +24,8 @@ class Row:
     save: tuple[tuple[int, int], ...] = ()  # (block id, first position) of new full prompt blocks to keep in the
                                             # prefix cache after the forward
     proposed: int = 0          # a speculative decode row: its last `proposed` tokens are guesses to verify
+    blocks: tuple[int, ...] = ()  # the row's block table over positions [0, start + len(token_ids)); () = the
+                                  # slot's own blocks (`paged.table_of`)
 
 
 @dataclass
@@ -41,6 +43,7 @@ class ForwardResult:
     forward_ms: float              # time inside forward calls (synchronized on CUDA)
     forward: Forward               # which calls: NONE, PREFILL, DECODE, SPLIT (two calls) or FUSED (one call, both kinds)
     filler_slots: tuple[int, ...] = ()  # idle slots computed as throwaway rows to speed a decode call up
+    copy_ms: float = 0.0           # time of the step's block copies (swap out/in, copy-on-write), within forward_ms
 
 
 def call_kind(calls: int, prefills: bool) -> Forward:

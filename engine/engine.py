@@ -118,7 +118,8 @@ class Engine:
                                           timed=workload.timed)
         noise = None if self.sim_noise is None else self.sim_noise.factors(spec.name)
         runner = SimRunner(row_len, fused=config.fused, noise=noise) if self.lm is None else \
-            ModelRunner(self.lm, config.slots, row_len, fused=config.fused, block_size=config.kv_block_size)
+            ModelRunner(self.lm, config.slots, config.slots * -(-row_len // config.kv_block_size),
+                        config.kv_block_size, fused=config.fused)
         return Lane(spec.name, scheduler, runner, kv_capacity)
 
 

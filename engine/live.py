@@ -37,7 +37,8 @@ class LiveLane:
         config = EngineConfig(slots=slots, prefix_cache=True, kv_budget=slots * -(-self.row_len // block) * block)
         scheduler = ContinuousScheduler(config, [], eos_ids=frozenset() if lm is None else lm.eos_ids,
                                         pad_id=0 if lm is None else lm.pad_id, timed=True)
-        runner = SimRunner(self.row_len) if lm is None else ModelRunner(lm, slots, self.row_len)
+        runner = SimRunner(self.row_len) if lm is None else \
+            ModelRunner(lm, slots, slots * -(-self.row_len // block), block)
         self.lane = Lane("live", scheduler, runner, kv_capacity=slots * self.row_len)
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()   # ("add", spec, listener) | ("cancel", request id)
         self.listeners: dict[str, Listener] = {}

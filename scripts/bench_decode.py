@@ -21,7 +21,7 @@ def decode_steps(lm, size: dict, records=None) -> dict:
     runners, init_ms = {}, {}
     for path in ("eager", "fast"):  # a runner's making: its KV cache, and on CUDA the fast path's graph captures
         t0 = time.perf_counter()
-        runners[path] = ModelRunner(replace(lm, decode_step=path), slots, context + 8)
+        runners[path] = ModelRunner(replace(lm, decode_step=path), slots, slots * -(-(context + 8) // 16))
         init_ms[path] = (time.perf_counter() - t0) * 1000
     fast = runners["fast"].fast
     out = {"context": context, "calls": calls, "fast_available": fast is not None, "runner_init_ms": init_ms,

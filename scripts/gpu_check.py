@@ -96,7 +96,7 @@ def tiny_graphs(device: str) -> dict:
     out = {}
     for n in (1, 3, 5, 8):
         t0 = time.perf_counter()
-        runners = {path: ModelRunner(replace(lm, decode_step=path), 8, 64) for path in ("eager", "fast")}
+        runners = {path: ModelRunner(replace(lm, decode_step=path), 8, 8 * 4) for path in ("eager", "fast")}
         out.setdefault("runner_init_ms", {})[str(n)] = (time.perf_counter() - t0) * 1000
         requests = [Request(RequestSpec(id=f"T{i}", prompt="", max_new_tokens=8), order=i) for i in range(n)]
         prompts = [[(7 * i + j) % 1000 for j in range(3 + 2 * i)] for i in range(n)]
