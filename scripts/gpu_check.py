@@ -147,7 +147,7 @@ def main(argv=None) -> dict:
     p.add_argument("--device", default="cuda")
     p.add_argument("--quick", action="store_true", help="small workloads and sizes: a smoke run of every section")
     p.add_argument("--out", default=str(ROOT / "artifacts" / "gpu_check.json"))
-    p.add_argument("--sections", default="env,tiny_graphs,exact_float32,bfloat16,decode_steps,bench,socket_run")
+    p.add_argument("--sections", default="env,tiny_graphs,paged_graphs,exact_float32,bfloat16,decode_steps,bench,socket_run")
     args = p.parse_args(argv)
     out_path = Path(args.out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -177,6 +177,9 @@ def main(argv=None) -> dict:
                     "cuda": torch.version.cuda, "tf32_matmul": torch.backends.cuda.matmul.allow_tf32}
         if name == "tiny_graphs":
             return tiny_graphs(args.device)
+        if name == "paged_graphs":
+            from scripts.gpu_paged import paged_graphs
+            return paged_graphs(args.device)
         if name == "exact_float32":
             return agreement(model("float32"), workload(args.quick))
         if name == "bfloat16":
@@ -186,7 +189,7 @@ def main(argv=None) -> dict:
         if name == "bench":
             return bench.run_benchmark(model("float32"), quick=args.quick,
                                        sections=("static_vs_generate", "continuous_vs_generate_batch", "decode_steps",
-                                                 "decode_floor"))
+                                                 "decode_floor", "paged_cache"))
         if name == "socket_run":
             return socket_run(args.device, "float32", args.quick)
         raise ValueError(f"unknown section {name!r}")
