@@ -24,8 +24,8 @@ class Row:
     save: tuple[tuple[int, int], ...] = ()  # (block id, first position) of new full prompt blocks to keep in the
                                             # prefix cache after the forward
     proposed: int = 0          # a speculative decode row: its last `proposed` tokens are guesses to verify
-    blocks: tuple[int, ...] = ()  # the row's block table over positions [0, start + len(token_ids)); () = the
-                                  # slot's own blocks (`paged.table_of`)
+    blocks: tuple[int, ...] = ()  # its block table: position p lives in block blocks[p // block_size] at offset
+                                  # p % block_size; covers [0, start + len(token_ids)) after this step's growth
 
 
 @dataclass
@@ -35,6 +35,11 @@ class SchedulerOutput:
     stalled: list[Request] = field(default_factory=list)     # hold a slot, got no tokens this step
     admitted: list[Request] = field(default_factory=list)    # took a slot this step
     preempted: dict[int, Request] = field(default_factory=dict)  # slot -> request evicted this step
+    swapped: list[Request] = field(default_factory=list)         # ...of which swapped out (not recomputed later)
+    # block copies the runner applies before the forward, in this order (swap out, swap in, copy-on-write)
+    swap_out: list[tuple[int, int]] = field(default_factory=list)  # (device block, host block)
+    swap_in: list[tuple[int, int]] = field(default_factory=list)   # (host block, device block)
+    copies: list[tuple[int, int]] = field(default_factory=list)    # (device src, device dst)
 
 
 @dataclass
@@ -43,7 +48,7 @@ class ForwardResult:
     forward_ms: float              # time inside forward calls (synchronized on CUDA)
     forward: Forward               # which calls: NONE, PREFILL, DECODE, SPLIT (two calls) or FUSED (one call, both kinds)
     filler_slots: tuple[int, ...] = ()  # idle slots computed as throwaway rows to speed a decode call up
-    copy_ms: float = 0.0           # time of the step's block copies (swap out/in, copy-on-write), within forward_ms
+    copy_ms: float = 0.0           # time of the step's block copies (swap out/in, copy-on-write), before the forward
 
 
 def call_kind(calls: int, prefills: bool) -> Forward:

@@ -10,6 +10,9 @@ from dataclasses import dataclass, fields
 from .admission import ORDERS
 from .speculative import SpeculativeConfig
 
+KV_ALLOCATIONS = ("paged", "reserve")  # block_manager.py: grow a block at a time, or reserve the whole request up front
+PREEMPTIONS = ("recompute", "swap")    # policies.py: what becomes of a preempted request's K/V
+
 
 @dataclass(frozen=True)
 class EngineConfig:
@@ -24,6 +27,8 @@ class EngineConfig:
     fused: bool = False                   # one fused forward per step instead of a prefill call plus a decode call
     prefix_cache: bool = False            # continuous lane: reuse the K/V of cached full prompt blocks (prefix_cache.py)
     speculative: SpeculativeConfig | None = None  # propose tokens by prompt lookup and verify them in one forward (None: off)
+    kv_allocation: str = "paged"          # "paged": a request's blocks grow one at a time; "reserve": prompt + max_new_tokens at admission
+    preemption: str = "recompute"         # continuous lane under a KV budget: "recompute" a victim later, or "swap" its blocks to a host pool
 
     def __post_init__(self):
         if not isinstance(self.slots, int) or not 1 <= self.slots <= 256:
@@ -47,6 +52,13 @@ class EngineConfig:
                              f"got {self.kv_budget!r}")
         if not isinstance(self.prefix_cache, bool):
             raise ValueError(f"prefix_cache must be true or false, got {self.prefix_cache!r}")
+        if self.kv_allocation not in KV_ALLOCATIONS:
+            raise ValueError(f"kv_allocation must be one of {', '.join(KV_ALLOCATIONS)}, got {self.kv_allocation!r}")
+        if self.preemption not in PREEMPTIONS:
+            raise ValueError(f"preemption must be one of {', '.join(PREEMPTIONS)}, got {self.preemption!r}")
+        if self.preemption == "swap" and self.kv_budget is None:
+            raise ValueError('preemption "swap" needs a kv_budget: a lane without one never runs out of KV blocks, '
+                             "so it never preempts")
         if self.speculative is not None and not isinstance(self.speculative, SpeculativeConfig):
             raise ValueError(f"speculative must be a SpeculativeConfig or unset, got {self.speculative!r}")
 

@@ -117,9 +117,11 @@ class Engine:
         scheduler = POLICIES[spec.policy](config, list(workload.requests), eos_ids=eos_ids, pad_id=pad_id,
                                           timed=workload.timed)
         noise = None if self.sim_noise is None else self.sim_noise.factors(spec.name)
-        runner = SimRunner(row_len, fused=config.fused, noise=noise) if self.lm is None else \
-            ModelRunner(self.lm, config.slots, config.slots * -(-row_len // config.kv_block_size),
-                        config.kv_block_size, fused=config.fused)
+        blocks = scheduler.blocks
+        runner = SimRunner(config.slots, blocks.num_blocks, blocks.block_size, blocks.host_blocks, fused=config.fused,
+                           noise=noise) if self.lm is None else \
+            ModelRunner(self.lm, config.slots, blocks.num_blocks, blocks.block_size, host_blocks=blocks.host_blocks,
+                        fused=config.fused)
         return Lane(spec.name, scheduler, runner, kv_capacity)
 
 

@@ -9,12 +9,13 @@ in the pool read their K/V as a view (no copy); any other tables are gathered bl
 
 Before each forward the runner calls `plan()` (padded batches) or `plan_packed()` (one packed sequence) with each
 row's table and where its real tokens sit; the model's attention layers then call `update()`, which writes the real
-tokens' K/V (padded query positions and filler rows write nothing) and returns each row's K/V up to the call's
+tokens' K/V (padded query positions write nothing) and returns each row's K/V up to the call's
 longest row. `copy`, `swap_out` and `swap_in` move whole blocks (all layers at once) within the pool and between it
 and a host pool of the same layout (pinned on CUDA; on a CPU an ordinary separate tensor, the same DRAM).
 
 This module knows nothing about requests, slots or scheduling: rows are block tables.
 """
+import time
 from dataclasses import dataclass
 
 import torch
@@ -85,7 +86,7 @@ class PagedKVCache(Cache):
     # -- planning a forward ---------------------------------------------------------------------------------
     def plan(self, tables: list[list[int]], positions: list[list[int]], kv_len: int) -> Plan:
         """A padded batch: row b reads positions [0, kv_len) through tables[b]; its query token q sits at position
-        positions[b][q] and writes its K/V there (-1: a padded query or filler row, which writes nothing)."""
+        positions[b][q] and writes its K/V there (-1: a padded query, which writes nothing)."""
         bs, B = self.block_size, len(tables)
         nb = -(-kv_len // bs)
         flat = [(b * len(p) + q, t[x // bs] * bs + x % bs) for b, (t, p) in enumerate(zip(tables, positions))
@@ -144,6 +145,19 @@ class PagedKVCache(Cache):
         return blocks[p.tables].flatten(1, 2)[:, :p.kv_len].transpose(1, 2)  # (B, nb, bs, H, D) gathered
 
     # -- whole blocks, all layers at once -------------------------------------------------------------------
+    def apply(self, swap_out=(), swap_in=(), copies=()) -> float:
+        """Apply a step's block copies in this order: device -> host, host -> device, device -> device (copy on
+        write); how long they took in ms (synchronized on CUDA)."""
+        if not (swap_out or swap_in or copies):
+            return 0.0
+        t0 = time.perf_counter()
+        self.swap_out(list(swap_out))
+        self.swap_in(list(swap_in))
+        self.copy(list(copies))
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return (time.perf_counter() - t0) * 1000
+
     def copy(self, pairs: list[tuple[int, int]]) -> None:
         """Device block src -> device block dst for each (src, dst) (copy-on-write)."""
         if pairs:

@@ -44,6 +44,7 @@ class Lane:
         self.records: list[StepRecord] = []
         self.clock = 0.0                   # lane-clock ms at the end of the last step (or wait)
         self.measured: list[float] = []    # ms of the steps that computed something, sorted
+        self.last_cached: tuple[int, ...] = ()  # the cached blocks no request held at the last record
 
     @property
     def policy(self) -> str:
@@ -62,7 +63,8 @@ class Lane:
         start = self.clock
         t0 = time.perf_counter()
         out = self.scheduler.schedule(start)
-        result = self.runner.run(out.rows) if out.rows else ForwardResult({}, 0.0, Forward.NONE)
+        ops = {k: getattr(out, k) for k in ("swap_out", "swap_in", "copies") if getattr(out, k)}
+        result = self.runner.run(out.rows, **ops) if out.rows or ops else ForwardResult({}, 0.0, Forward.NONE)
         update = self.scheduler.update_from_output(out, result.tokens)
         texts = {row.slot: self.runner.text_delta(row.request, text_upto(
                      update.written.get(row.slot), row.request.stop is StopReason.EOS))
@@ -75,7 +77,8 @@ class Lane:
         cached_blocks = self.scheduler.prefix.num_unreferenced if self.scheduler.prefix else 0
         returned = self.scheduler.release()
         if out.rows:  # the simulator's steps last what its cost model says; the model's what they measured
-            ms = round(result.forward_ms if self.runner.simulated else (time.perf_counter() - t0) * 1000, 3)
+            ms = round(result.forward_ms + result.copy_ms if self.runner.simulated
+                       else (time.perf_counter() - t0) * 1000, 3)
             bisect.insort(self.measured, ms)
         else:
             ms = self.idle_step_ms()
@@ -106,7 +109,7 @@ class Lane:
         hit = {r.id: r.num_from_cache for r in s.requests if r.cache_hit_step == out.step}  # prefix cache hits
         cells = [SlotRecord(SlotState.IDLE)] * len(s.slots)
         for slot, r in out.preempted.items():
-            cells[slot] = SlotRecord(SlotState.PREEMPTED, r.id)
+            cells[slot] = SlotRecord(SlotState.SWAPPED if r in out.swapped else SlotState.PREEMPTED, r.id)
         for r in out.stalled:
             cells[r.slot] = SlotRecord(SlotState.PREFILL, r.id, prefill=(r.num_prefilled, len(r.prefill_ids)),
                                        cached=hit.get(r.id, 0))
@@ -128,9 +131,26 @@ class Lane:
             admitted=tuple(r.id for r in out.admitted),
             finished=tuple(r.id for r in s.requests if r.finish_step == out.step),
             returned=tuple(r.id for r in facts.returned),
-            preempted=tuple(r.id for r in out.preempted.values()),
+            preempted=tuple(r.id for r in out.preempted.values() if r not in out.swapped),  # recomputed later
             kv_used=facts.kv_used, kv_capacity=self.kv_capacity,
             kv_blocks_used=facts.kv_blocks_used, kv_blocks_total=s.blocks.num_blocks or 0,
             kv_blocks_cached=facts.kv_blocks_cached,
             start_ms=facts.start_ms, ms=facts.ms, forward_ms=result.forward_ms, forward=result.forward,
-            simulated=self.runner.simulated, filler_slots=result.filler_slots)
+            simulated=self.runner.simulated, filler_slots=result.filler_slots, copy_ms=result.copy_ms,
+            **self.memory_map())
+
+    def memory_map(self) -> dict:
+        """The record's kv_* fields: the block tables' changes since the previous record, after this step."""
+        blocks = self.scheduler.blocks
+        tables, dropped, swapped = blocks.take_changes()
+        cached = tuple(blocks.cached_free())
+        changed, self.last_cached = cached != self.last_cached, cached
+        tokens = {r.id: r.num_cached for r in self.scheduler.requests if r.id in blocks.tables}
+        return {"kv_tables": tables, "kv_dropped": dropped, "kv_swapped": swapped, "kv_tokens": tokens,
+                "kv_cached": cached if changed else None, "kv_pool": None if self.records else self.kv_pool()}
+
+    def kv_pool(self) -> dict:
+        """The lane's KV memory: the bytes its runner's K/V tensors take, its pool of blocks, how it allocates."""
+        b, config = self.scheduler.blocks, self.scheduler.config
+        return {"kv_bytes": getattr(self.runner, "kv_bytes", 0), "num_blocks": b.num_blocks, "block_size": b.block_size,
+                "host_blocks": b.host_blocks, "kv_allocation": config.kv_allocation, "preemption": config.preemption}

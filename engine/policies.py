@@ -38,7 +38,7 @@ class StaticScheduler(Scheduler):
     def fit(self, group: list[Request]) -> list[Request]:
         """The longest prefix of `group` whose worst case fits the KV budget: every row is computed until
         the group's longest member could be done."""
-        if self.blocks.num_blocks is None:
+        if not self.blocks.budgeted:
             return group
         for k in range(len(group), 0, -1):
             steps = max(r.spec.max_new_tokens for r in group[:k])
@@ -101,9 +101,9 @@ class ContinuousScheduler(Scheduler):
     lane = "continuous"
     traits = Traits(
         label="Continuous batching", admits="slot", waits_for=None, preempts=True,
-        options=("scheduling_policy", "chunk_size", "max_batch_tokens", "prefix_cache"),
+        options=("scheduling_policy", "chunk_size", "max_batch_tokens", "prefix_cache", "preemption"),
         description="Every step finished requests leave and waiting requests take the free slots; under a KV "
-                    "budget the least entitled running request is preempted and recomputed later.")
+                    "budget the least entitled running request is preempted: recomputed later, or swapped out.")
 
     def precedence(self, r: Request) -> tuple:
         """Sort key, first = most entitled: the admission order's rank (priority: higher first), then earlier
@@ -114,26 +114,32 @@ class ContinuousScheduler(Scheduler):
         """The waiting requests in admission order (a stable sort: arrival order on equal keys)."""
         return sorted(self.waiting, key=ORDERS[self.config.scheduling_policy].queue_key)
 
-    def make_room(self) -> dict[int, Request]:
+    def make_room(self, plan: StepPlan) -> dict[int, Request]:
         """Preempt the least entitled running request until every running request can write one more token."""
         preempted = {}
         running = sorted((r for r in self.slots if r is not None), key=self.precedence)
-        while self.blocks.num_blocks is not None and running:
+        while self.blocks.budgeted and running:
             need = sum(self.blocks.extra_blocks(r, r.num_cached + 1) for r in running)
             if need <= self.blocks.num_free:
                 break
             victim = running.pop()
             preempted[victim.slot] = victim
-            self.preempt(victim)
+            self.preempt(victim, plan)
         return preempted
 
-    def preempt(self, r: Request) -> None:
+    def preempt(self, r: Request, plan: StepPlan) -> None:
+        """Evict `r`: swap its blocks out to the host pool (it resumes where it stopped), or free them (it recomputes
+        its prompt and tokens so far when it runs again)."""
         self.slots[r.slot] = None
-        self.blocks.free(r)
         r.slot = None
         r.status = RequestStatus.WAITING
         r.num_preemptions += 1
-        r.start_prefill()  # recompute prompt + tokens written so far when it runs again
+        if self.config.preemption == "swap" and self.blocks.can_swap_out(r):
+            plan.out.swap_out += self.blocks.swap_out(r)
+            plan.out.swapped.append(r)
+        else:
+            self.blocks.free(r)
+            r.start_prefill()
         self.waiting.insert(0, r)
 
     def admit(self, plan: StepPlan) -> list[Request]:
@@ -142,21 +148,65 @@ class ContinuousScheduler(Scheduler):
             free = [s for s in self.free_slots() if s not in plan.out.preempted]
             if not free or (plan.token_budget is not None and plan.token_budget <= 0):
                 break
-            n = self.prefill_room(r, plan)
-            if n == 0 or not self.leaves_headroom(r, n):
-                break  # head of line: wait for KV blocks rather than let a later request overtake
+            leader = self.leader_of(r)
+            if leader is not None and self.waits_for_leader(leader):
+                continue  # wait reason: its sibling's prompt is not computed yet (later requests may go first)
+            if self.blocks.is_swapped(r):
+                if not self.has_room(self.blocks.swap_in_need(r, r.num_cached + 1)):
+                    break  # wait reason: swapped out, waiting for room to swap back in
+                plan.out.swap_in += self.blocks.swap_in(r)
+            elif leader is not None and self.can_fork(r, leader):
+                p = len(r.spec.prompt_ids) - 1
+                n = self.chunk_room(plan, len(r.prefill_ids) - p)
+                if not self.has_room(self.blocks.fork_need(r.spec, p, p + n)):
+                    break  # wait reason: not enough KV blocks
+                self.blocks.fork(r, leader, p)
+                r.num_cached = r.num_prefilled = p
+            else:
+                n = self.prefill_room(r, plan)
+                if n == 0 or not self.leaves_headroom(r, n):
+                    break  # head of line: wait for KV blocks rather than let a later request overtake
             self.place(plan, r, free[0])
             admitted.append(r)
         return admitted
 
+    # -- siblings (parallel sampling: RequestSpec.group) ----------------------------------------------
+    def leader_of(self, r: Request) -> Request | None:
+        """The sibling whose prompt blocks `r` forks: the first of its group still on the books (None: `r` leads,
+        or has no siblings)."""
+        if r.spec.group is None:
+            return None
+        leader = next(q for q in self.requests if q.spec.group == r.spec.group)
+        return None if leader is r else leader
+
+    def waits_for_leader(self, leader: Request) -> bool:
+        """Whether a sibling waits until its leader's prompt is computed (it will fork those blocks)."""
+        return leader.status in (RequestStatus.PENDING, RequestStatus.WAITING) or \
+            (leader.status is RequestStatus.RUNNING and leader.is_prefilling)
+
+    def can_fork(self, r: Request, leader: Request) -> bool:
+        return r.num_cached == 0 and len(r.spec.prompt_ids) > 1 and leader.status is RequestStatus.RUNNING \
+            and leader.id in self.blocks.tables and leader.num_cached >= len(r.spec.prompt_ids) - 1
+
+    def chunk_room(self, plan: StepPlan, n: int) -> int:
+        """`n` prompt tokens within the chunk size and the step's token budget (chunked lanes)."""
+        if self.chunked and self.config.chunk_size is not None:
+            n = min(n, self.config.chunk_size)
+        if self.chunked and plan.token_budget is not None:
+            n = min(n, plan.token_budget)
+        return n
+
     def leaves_headroom(self, r: Request, n: int) -> bool:
         """Whether admitting `r` with an `n`-token chunk still leaves one free block per running request, so
         that their next decode does not at once preempt the newcomer (which would thrash: admit, evict, repeat)."""
+        return self.has_room(self.blocks.extra_blocks(r, r.num_cached + n))
+
+    def has_room(self, need: int) -> bool:
+        """Whether taking `need` blocks leaves one free block per running request (see leaves_headroom; a reserve
+        lane's requests hold their whole maximum already)."""
         free = self.blocks.num_free
-        if free is None:
-            return True
-        running = sum(1 for s in self.slots if s is not None)
-        return free - self.blocks.extra_blocks(r, r.num_cached + n) >= running
+        headroom = 0 if self.blocks.reserve else sum(1 for s in self.slots if s is not None)
+        return free is None or free - need >= headroom
 
     def release(self) -> list[Request]:
         returned = [r for r in self.slots if r is not None and r.is_finished]

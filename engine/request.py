@@ -37,6 +37,8 @@ class RequestSpec:
     logprobs: int | None = None         # report each written token's logprob and this many top alternatives
     prompt_logprobs: int | None = None  # ...and each prompt token's (echo); such a request takes no prefix cache hit
     grammar: object = None      # a compiled grammar (engine.grammar): every written token keeps to it (JSON output)
+    group: str | None = None    # parallel sampling: the parent request id its `n` siblings share (the first of them
+                                # leads: the others fork its prompt blocks); None: no siblings
 
 
 def max_row_len(spec: RequestSpec, steps: int | None = None) -> int:

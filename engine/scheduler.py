@@ -10,7 +10,7 @@ the scheduler keeps no per-step state; `update_from_output` returns what it kept
 from dataclasses import dataclass
 
 from .batch import Row, SchedulerOutput, StepPlan, StepUpdate
-from .block_manager import BlockManager
+from .block_manager import blocks_for, lane_blocks
 from .config import EngineConfig
 from .prefix_cache import PrefixCache
 from .request import Request, RequestSpec, RequestStatus
@@ -66,7 +66,7 @@ class Scheduler:
         self.waiting: list[Request] = []
         self.slots: list[Request | None] = [None] * config.slots
         self.prefix = PrefixCache(config.kv_block_size) if config.prefix_cache and self.prefix_caching else None
-        self.blocks = BlockManager(config.kv_blocks, config.kv_block_size, self.prefix)
+        self.blocks = lane_blocks(config, specs, self.prefix)
         self.step = 0
         self.now: float = 0     # when the current step starts: lane-clock ms if timed, else its 0-based index
 
@@ -76,8 +76,9 @@ class Scheduler:
         them."""
         raise NotImplementedError
 
-    def make_room(self) -> dict[int, Request]:
-        """Evict running requests if the step's decodes cannot get their KV blocks. Default: never needed."""
+    def make_room(self, plan: StepPlan) -> dict[int, Request]:
+        """Evict running requests if the step's decodes cannot get their KV blocks (a swap goes on `plan`). Default:
+        never needed."""
         return {}
 
     def release(self) -> list[Request]:
@@ -118,10 +119,9 @@ class Scheduler:
         # 1) arrivals: by the lane clock, or from 0-based step `arrival`, i.e. 1-based step arrival + 1
         self.arrive(now if self.timed else self.step - 1)
         # 2) evictions, if the running decodes cannot all get their KV blocks (continuous lane only)
-        preempted = self.make_room()
+        plan = StepPlan(SchedulerOutput(self.step, []), token_budget=self.config.max_batch_tokens if self.chunking else None)
+        plan.out.preempted = self.make_room(plan)
         # 3) rows of the running requests: decodes and padding first (one token each), then prefills
-        plan = StepPlan(SchedulerOutput(self.step, [], preempted=preempted),
-                        token_budget=self.config.max_batch_tokens if self.chunking else None)
         running = [r for r in self.slots if r is not None]
         decoding = [r for r in running if not r.is_finished and not r.is_prefilling]
         for r in running:
@@ -142,12 +142,14 @@ class Scheduler:
     def add_row(self, plan: StepPlan, request: Request, state: SlotState, token_ids: list[int], wants_token: bool,
                 proposed: int = 0) -> None:
         start = request.num_cached
-        self.blocks.grow(request, start + len(token_ids))
-        load, save = (), ()
+        plan.out.copies += self.blocks.grow(request, start + len(token_ids))
+        table = self.blocks.tables[request.id]
+        load, save = (), ()  # the slot-row runner's copies of prefix blocks (until the runner reads block tables)
         if self.prefix and state is SlotState.PREFILL:
             load, request.cache_load = tuple(request.cache_load), []
-            save = tuple(self.prefix.add_computed(request, request.num_prefilled + len(token_ids)))
-        plan.add(Row(request.slot, request, state, token_ids, start, wants_token, load, save, proposed))
+            save = tuple(self.prefix.add_computed(request, request.num_prefilled + len(token_ids), table))
+        blocks = tuple(table[:blocks_for(start + len(token_ids), self.blocks.block_size)])
+        plan.add(Row(request.slot, request, state, token_ids, start, wants_token, load, save, proposed, blocks))
 
     def proposals(self, plan: StepPlan, request: Request, others: list[Request]) -> list[int]:
         """Tokens to verify after `request`'s last one (speculative lanes; `others`: decoders still to come)."""
@@ -171,7 +173,7 @@ class Scheduler:
         """A request (re)starting its prefill takes its longest cached prefix: those tokens count as prefilled,
         and their K/V are copied into its row before its first computed step."""
         blocks = self.prefix.match(request)
-        self.blocks.hold_cached(request, len(blocks))
+        self.blocks.hold_cached(request, [b.id for b in blocks])
         size = self.blocks.block_size
         request.num_prefilled = request.num_cached = len(blocks) * size
         request.cache_load = [(b.id, i * size) for i, b in enumerate(blocks)]
@@ -187,11 +189,11 @@ class Scheduler:
                 n = min(n, self.config.chunk_size)
             if plan.token_budget is not None:
                 n = min(n, plan.token_budget)
-        free = self.blocks.num_free
-        if free is not None:
-            room = (self.blocks.held.get(request.id, 0) + free) * self.blocks.block_size - request.num_cached
-            if n > room:  # a chunked prefill takes what fits; a whole-prompt prefill waits for all of it
-                n = room if self.chunked else 0
+        b = self.blocks
+        if n > 0 and not b.can_grow(request, request.num_cached + n):
+            # a chunked prefill takes what fits (paged); a whole-prompt prefill, or a reservation, waits for all of it
+            room = (b.held.get(request.id, 0) + b.num_free - b.must_copy(request)) * b.block_size - request.num_cached
+            n = room if self.chunked and not b.reserve else 0
         return max(n, 0)
 
     @property
@@ -254,6 +256,7 @@ class Scheduler:
             return
         if request in self.waiting:
             self.waiting.remove(request)
+        self.blocks.forget(request)  # a swapped-out request's host blocks
         self.finish(request, StopReason.CANCELLED)
         if request.slot is not None and self.slots[request.slot] is request:
             self.give_back(request)
@@ -272,7 +275,10 @@ class Scheduler:
         request.slot = slot
         request.status = RequestStatus.RUNNING
         request.admitted_step = self.step
-        self.add_prefill(plan, request)
+        if request.is_prefilling:
+            self.add_prefill(plan, request)
+        else:  # a swapped-out request resumes its decode where it stopped
+            self.add_row(plan, request, SlotState.DECODE, [request.output_ids[-1]], wants_token=True)
 
     def give_back(self, request: Request) -> None:
         """Free `request`'s slot and KV blocks and return its response to the client."""
@@ -285,5 +291,5 @@ class Scheduler:
         return [s for s, r in enumerate(self.slots) if r is None]
 
     def kv_used(self) -> int:
-        shared = self.prefix.num_shared * self.blocks.block_size if self.prefix else 0  # a shared block once
+        shared = self.blocks.shared_tokens()  # a shared block once
         return sum(r.num_cached for r in self.slots if r is not None) - shared

@@ -24,6 +24,10 @@ SIM_TOKEN = -1  # the simulator's placeholder token id
 # of 400 tokens ~0.66 s; a decode call of 16 rows ~85 ms). Rows of a call are padded to its longest.
 SIM_CALL_MS = 60.0
 SIM_TOKEN_MS = 1.5
+# A copied KV block (swap out, swap in, copy-on-write): the default model's block of 16 tokens in float32 is
+# 30 layers x K and V x 3 heads x 16 x 64 x 4 bytes = 737 kB, at a few GB/s of memory bandwidth ~0.15 ms.
+SIM_COPY_MS_PER_BLOCK = 0.15
+SIM_KV_BYTES_PER_TOKEN = 30 * 2 * 3 * 64 * 4  # the default model's K/V of one token in float32: what kv_bytes reports
 
 
 def sim_call_ms(rows: list[Row]) -> float:
@@ -56,13 +60,25 @@ class SimRunner:
     step lasts what the cost model above says (a split step is two calls, a fused one a single call)."""
     simulated = True
 
-    def __init__(self, row_len: int, fused: bool = False, noise=None):
-        self.row_len = row_len
+    def __init__(self, slots: int, num_blocks: int, block_size: int, host_blocks: int = 0, fused: bool = False,
+                 noise=None):
+        self.slots = slots
+        self.num_blocks = num_blocks      # the device pool (ModelRunner's layout, no tensors)
+        self.block_size = block_size
+        self.host_blocks = host_blocks    # the host pool a swap lane copies blocks out to
         self.fused = fused
         self.noise = noise  # None, or an iterator of factors (SimNoise.factors): each call's time is multiplied
+        self.kv_bytes = num_blocks * block_size * SIM_KV_BYTES_PER_TOKEN  # what the default model would allocate
 
-    def run(self, rows: list[Row]) -> ForwardResult:
-        assert all(r.start + len(r.token_ids) <= self.row_len for r in rows), "row longer than the KV row"
+    def run(self, rows: list[Row], swap_out=(), swap_in=(), copies=()) -> ForwardResult:
+        for r in rows:  # every position the row holds has a block of the pool
+            assert len(r.blocks) * self.block_size >= r.start + len(r.token_ids), "row longer than its block table"
+            assert all(0 <= b < self.num_blocks for b in r.blocks), "block id outside the pool"
+        assert all(0 <= d < self.num_blocks and 0 <= h < self.host_blocks for d, h in swap_out), "swap_out outside a pool"
+        assert all(0 <= d < self.num_blocks and 0 <= h < self.host_blocks for h, d in swap_in), "swap_in outside a pool"
+        copy_ms = SIM_COPY_MS_PER_BLOCK * (len(swap_out) + len(swap_in) + len(copies))
+        if not rows:
+            return ForwardResult({}, 0.0, Forward.NONE, copy_ms=copy_ms)
         prefills = [r for r in rows if r.state is SlotState.PREFILL]
         decodes = [r for r in rows if r.state is not SlotState.PREFILL]
         if self.fused and prefills and decodes:  # one packed call: no padding between rows
@@ -73,7 +89,7 @@ class SimRunner:
             kind = call_kind(len(calls), bool(prefills))
         if self.noise is not None:
             ms *= next(self.noise)
-        return ForwardResult({r.slot: SIM_TOKEN for r in rows if r.wants_token}, ms, kind)
+        return ForwardResult({r.slot: SIM_TOKEN for r in rows if r.wants_token}, ms, kind, copy_ms=copy_ms)
 
     def reference_ms(self) -> float:
         return SIM_CALL_MS + SIM_TOKEN_MS

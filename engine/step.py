@@ -14,7 +14,8 @@ class SlotState(str, Enum):
     DECODE = "decode"        # wrote one more token
     PADDING = "padding"      # row still computed for a finished member of a static group
     IDLE = "idle"            # no request, no compute
-    PREEMPTED = "preempted"  # its request was evicted this step to free KV blocks
+    PREEMPTED = "preempted"  # its request was evicted this step to free KV blocks (recomputed when it runs again)
+    SWAPPED = "swapped"      # its request's KV blocks were copied out to the host pool this step (it resumes later)
 
 
 class Forward(str, Enum):
@@ -75,7 +76,8 @@ class StepRecord:
     admitted: tuple[str, ...] = ()      # took a slot this step
     finished: tuple[str, ...] = ()      # wrote their last token this step
     returned: tuple[str, ...] = ()      # their responses went back to the client this step
-    preempted: tuple[str, ...] = ()     # evicted this step (back to the waiting queue)
+    preempted: tuple[str, ...] = ()     # evicted this step (back to the waiting queue, recomputed later; a swapped-out
+                                        # request is not here: its cell is SWAPPED and kv_swapped counts its blocks)
     kv_used: int = 0                    # KV tokens held by the slots once this step computed (before any leave)
     kv_capacity: int = 0                # KV tokens the lane may hold
     kv_blocks_used: int = 0             # blocks of `kv_block_size` tokens held at the same moment
@@ -91,6 +93,17 @@ class StepRecord:
     forward: Forward = Forward.NONE     # which forward calls the step made (prefill, decode, split, fused, none)
     simulated: bool = False             # the simulator's step: no model ran, `ms` is its cost model's
     filler_slots: tuple[int, ...] = ()  # idle slots the runner computed as throwaway rows (a CPU speed trick)
+    # the memory map, as changes (each written by to_dict only when non-empty): the lane's block tables after the
+    # step (after finished requests left). A reader applies kv_dropped first, then kv_tables.
+    kv_tables: dict[str, list[int]] | None = None   # requests whose device block table changed: the whole new table
+    kv_dropped: tuple[str, ...] = ()    # requests whose device blocks were all released (finished, preempted,
+                                        # swapped out, cancelled since the previous step)
+    kv_cached: tuple[int, ...] | None = None  # when it changed: every cached block no request holds (None: unchanged)
+    kv_swapped: dict[str, int] | None = None  # requests whose host-pool holding changed: host blocks held now (0: none)
+    kv_tokens: dict[str, int] | None = None   # every request holding device blocks: tokens whose K/V they hold
+    copy_ms: float = 0.0                # of `ms`, the time of this step's block copies (swap out/in, copy-on-write)
+    kv_pool: dict | None = None         # the lane's KV facts, on its first record only: kv_bytes (its device K/V
+                                        # tensors), num_blocks, block_size, host_blocks, kv_allocation, preemption
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -101,4 +114,19 @@ class StepRecord:
         d["start_ms"] = round(self.start_ms, 3)
         d["ms"] = round(self.ms, 3)
         d["forward_ms"] = round(self.forward_ms, 3)
+        for key in ("kv_tables", "kv_dropped", "kv_swapped", "kv_tokens"):  # stored runs stay small: only changes
+            if not d[key]:
+                del d[key]
+            elif key == "kv_dropped":
+                d[key] = list(d[key])
+        if self.kv_pool is None:
+            del d["kv_pool"]
+        if self.kv_cached is None:
+            del d["kv_cached"]
+        else:
+            d["kv_cached"] = list(self.kv_cached)
+        if self.copy_ms:
+            d["copy_ms"] = round(self.copy_ms, 3)
+        else:
+            del d["copy_ms"]
         return d

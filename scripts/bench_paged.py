@@ -22,7 +22,6 @@ import time
 import torch
 
 from engine.batch import Row
-from engine.paged import apply_copies
 from engine.request import Request, RequestSpec
 from engine.runner import ModelRunner
 from engine.step import SlotState
@@ -62,12 +61,17 @@ def timed_calls(runners: dict, rows_of, calls: int) -> dict[str, float]:
     return {name: median(t) for name, t in times.items()}
 
 
+def runs(rows: int, per_row: int) -> list[tuple[int, ...]]:
+    """Row i's table: blocks i*per_row .. (i+1)*per_row - 1 (the old slot rows' layout: read as one view)."""
+    return [tuple(range(i * per_row, (i + 1) * per_row)) for i in range(rows)]
+
+
 def make_runners(lm, old, slots: int, row_len: int) -> tuple[dict, dict]:
     per_slot = -(-row_len // BLOCK)
     ids = list(range(slots * per_slot))
     random.Random(0).shuffle(ids)
     tables = {"paged": [tuple(ids[i * per_slot:(i + 1) * per_slot]) for i in range(slots)],
-              "paged_runs": [()] * slots}  # (): the slot's own run of blocks
+              "paged_runs": runs(slots, per_slot)}
     runners = {"paged": ModelRunner(lm, slots, slots * per_slot, BLOCK),
                "paged_runs": ModelRunner(lm, slots, slots * per_slot, BLOCK)}
     if old is not None:
@@ -93,7 +97,7 @@ def gather_ms(runner: ModelRunner, tables, n: int, context: int, repeats: int = 
     """ms of reading one decode call's K and V through the tables, all layers (what the attention reads)."""
     cache, out = runner.cache, {}
     for name, t in (("gathered", [list(x) for x in tables[:n]]),
-                    ("view", [list(runner.table(None, i)) for i in range(n)])):
+                    ("view", [list(x) for x in runs(n, cache.num_blocks // len(tables))])):
         cache.plan(t, [[-1]] * n, context)
         times = []
         for _ in range(repeats):
@@ -137,8 +141,8 @@ def paged_cache(lm, size: dict, records=None) -> dict:
 def swap_vs_recompute(lm, runners, tables, calls: int, blocks: int = 16) -> dict:
     runner = ModelRunner(lm, 1, blocks, BLOCK, host_blocks=blocks)
     pairs = [(i, i) for i in range(blocks)]
-    out_ms = [apply_copies(runner.cache, swap_out=pairs) for _ in range(calls)]
-    in_ms = [apply_copies(runner.cache, swap_in=pairs) for _ in range(calls)]
+    out_ms = [runner.cache.apply(swap_out=pairs) for _ in range(calls)]
+    in_ms = [runner.cache.apply(swap_in=pairs) for _ in range(calls)]
     prompt = [(7 * j) % 1000 + 1 for j in range(BLOCK)]
     recompute = timed_calls({"paged": runners["paged"]}, rows_for(tables, "prefill", 1, prompt, 0),
                             max(2, calls // 3))["paged"]

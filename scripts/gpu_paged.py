@@ -11,7 +11,6 @@ def paged_graphs(device: str) -> dict:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from engine.model import LoadedModel
-    from engine.paged import apply_copies
     from engine.runner import ModelRunner
     from tests.kit.paged import drive, permuted_tables
 
@@ -29,7 +28,7 @@ def paged_graphs(device: str) -> dict:
         for path in ("eager", "fast"):
             for layout in ("runs", "permuted"):
                 runner = ModelRunner(replace(lm, decode_step=path), n, n * per_row, bs)
-                tables = [list(runner.table(None, i)) for i in range(n)] if layout == "runs" else \
+                tables = [list(range(i * per_row, (i + 1) * per_row)) for i in range(n)] if layout == "runs" else \
                     permuted_tables(n * per_row, n, per_row, seed=n)
                 tokens[f"{path}_{layout}"] = drive(runner, prompts, tables, new, stagger=True)
                 if path == "fast" and runner.fast is not None and runner.fast.graphed:
@@ -38,8 +37,8 @@ def paged_graphs(device: str) -> dict:
     out["all_equal"] = all(v["equal"] for k, v in out.items() if k.isdigit())
     runner = ModelRunner(lm, 1, 64, 16, host_blocks=64)
     pairs = [(i, i) for i in range(64)]
-    apply_copies(runner.cache, swap_out=pairs), apply_copies(runner.cache, swap_in=pairs)  # untimed first
-    out["swap_out_ms_per_block"] = apply_copies(runner.cache, swap_out=pairs) / 64
-    out["swap_in_ms_per_block"] = apply_copies(runner.cache, swap_in=pairs) / 64
+    runner.cache.apply(swap_out=pairs), runner.cache.apply(swap_in=pairs)  # untimed first
+    out["swap_out_ms_per_block"] = runner.cache.apply(swap_out=pairs) / 64
+    out["swap_in_ms_per_block"] = runner.cache.apply(swap_in=pairs) / 64
     out["host_pinned"] = runner.cache.host.is_pinned()
     return out

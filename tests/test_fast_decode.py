@@ -106,7 +106,7 @@ def test_smollm2_fast_hidden_state_is_the_eager_one(smol):
     """One decode call of 3 rows of different lengths: the fast step's logits equal transformers' to float noise."""
     runner = ModelRunner(smol, 4, 4 * 8)
     prompts = [smol.encode_prompt(p) for p in PROMPTS[:3]]
-    tables = [runner.table(None, slot) for slot in range(3)]
+    tables = [tuple(range(8 * slot, 8 * slot + 8)) for slot in range(3)]
     with torch.inference_mode():
         for slot, ids in enumerate(prompts):  # each prompt's K/V into its slot's blocks, through transformers' forward
             runner.cache.plan([tables[slot]], [list(range(len(ids)))], len(ids))
@@ -131,7 +131,7 @@ def test_what_a_cuda_graph_captures_computes_the_sliced_steps_logits(tiny):
     runner = ModelRunner(tiny, 8, 8 * 3)
     fast = runner.fast
     prompts = [tiny.encode_prompt(p)[:20 + 3 * i] for i, p in enumerate(PROMPTS[:3])]
-    tables = [runner.table(None, slot + 2) for slot in range(3)]
+    tables = [tuple(range(3 * slot + 6, 3 * slot + 9)) for slot in range(3)]
     with torch.inference_mode():
         for slot, ids in enumerate(prompts):
             runner.cache.plan([tables[slot]], [list(range(len(ids)))], len(ids))

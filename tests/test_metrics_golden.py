@@ -62,8 +62,8 @@ def test_a_record_stored_before_simulated_was_a_field_still_says_simulated():
 def test_a_new_cell_state_is_an_error_naming_it_not_a_key_error():
     case = CASES["continuous"]
     records = json.loads(json.dumps(case["records"]))
-    records[0]["slots"][0]["state"] = "swapped"
-    with pytest.raises(ValueError, match="swapped"):
+    records[0]["slots"][0]["state"] = "paused"  # ("swapped" is a state now: engine/step.py SlotState.SWAPPED)
+    with pytest.raises(ValueError, match="paused"):
         lane_metrics(records, parse_workload(case["workload"], CLI_LIMITS))
 
 

@@ -1,4 +1,4 @@
-"""The paged KV cache (engine/kv_cache.py, engine/paged.py): rows read and write K/V only through their block tables.
+"""The paged KV cache (engine/kv_cache.py): rows read and write K/V only through their block tables.
 
 Hand-made tables drive `ModelRunner.run` directly: random permutations of the pool's blocks, tables that share
 prompt blocks, a copy-on-write copy, a swap out and back in: every request writes what generate() writes alone, and
@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from engine.batch import Row
-from engine.paged import apply_copies
 from engine.request import Request, RequestSpec
 from engine.runner import ModelRunner
 from engine.step import SlotState
@@ -106,11 +105,11 @@ def test_swap_out_and_in_restore_blocks_bit_exactly_and_copy_duplicates_one(tiny
     cache = runner.cache
     cache.pool.copy_(torch.randn(cache.pool.shape))
     before = cache.pool.clone()
-    assert apply_copies(cache, swap_out=[(3, 0), (5, 2)]) > 0
+    assert cache.apply(swap_out=[(3, 0), (5, 2)]) > 0
     cache.pool[:, :, [3, 5]] = 0
-    apply_copies(cache, swap_in=[(2, 1), (0, 6)])
+    cache.apply(swap_in=[(2, 1), (0, 6)])
     assert torch.equal(cache.pool[:, :, 1], before[:, :, 5]) and torch.equal(cache.pool[:, :, 6], before[:, :, 3])
-    apply_copies(cache, copies=[(6, 7)])
+    cache.apply(copies=[(6, 7)])
     assert torch.equal(cache.pool[:, :, 7], before[:, :, 3])
     assert torch.equal(cache.pool[:, :, [0, 2, 4]], before[:, :, [0, 2, 4]])  # nothing else moved
-    assert apply_copies(cache) == 0.0
+    assert cache.apply() == 0.0

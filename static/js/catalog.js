@@ -94,6 +94,7 @@ export const METRIC_GLOSSARY = frozen({
   "requests_per_s": {"term": "requests/s", "text": "Requests answered divided by wall time."},
   "padding_cells": {"term": "padding cells", "text": "Slot-steps spent computing a request that had already finished but stays in its static group: work done for nothing."},
   "preempted": {"term": "preempted", "text": "KV memory ran out, so the scheduler evicted a running request to free its memory: it waits again, and its prompt and tokens so far are recomputed later. In the table: how many times that happened."},
+  "swapped": {"term": "swapped", "text": "KV memory ran out on a lane with preemption \"swap\", so the scheduler copied a running request's KV blocks out to a host pool (pinned host memory on a GPU; on a CPU another buffer in the same DRAM) and freed them: it waits, and when there is room its blocks are copied back and it goes on where it stopped, nothing recomputed. The trade: copy bandwidth against recompute compute."},
   "prompt_tokens": {"term": "prompt tokens computed / cached", "text": "Prompt tokens the lane's prefill steps computed (again after a preemption), and those it took from the prefix cache instead."},
   "hit_rate": {"term": "prefix cache hit rate", "text": "The share of prompt tokens taken from the prefix cache: cached ÷ (computed + cached), counted in tokens as vLLM does."},
   "step_noise": {"term": "step time spread", "text": "How noisy this machine's step times were: steps of the same shape (the same kind of forward pass, rows and tokens) should take the same time; this is how far nine in ten of them strayed from their shape's median (±12% reads: within 12%). Above 25% the page warns that a lane's times may say more about the machine than about the policy. The simulator's steps have no noise."},
@@ -102,7 +103,7 @@ export const METRIC_GLOSSARY = frozen({
 export const POLICIES = frozen({
   "static": {"label": "Static batching", "admits": "group", "waits_for": "full", "preempts": false, "chunks": false, "options": [], "description": "Fixed groups of `slots` in arrival order; a group starts when all its members have arrived and holds every row until its longest member is done (finished rows are computed as padding)."},
   "dynamic": {"label": "Dynamic batching", "admits": "group", "waits_for": "full_or_deadline", "preempts": false, "chunks": false, "options": ["max_wait", "max_wait_ms"], "description": "Like static, but a group starts as soon as `slots` requests wait or the oldest has waited max_wait, with whoever is there."},
-  "continuous": {"label": "Continuous batching", "admits": "slot", "waits_for": null, "preempts": true, "chunks": true, "options": ["scheduling_policy", "chunk_size", "max_batch_tokens", "prefix_cache"], "description": "Every step finished requests leave and waiting requests take the free slots; under a KV budget the least entitled running request is preempted and recomputed later."},
+  "continuous": {"label": "Continuous batching", "admits": "slot", "waits_for": null, "preempts": true, "chunks": true, "options": ["scheduling_policy", "chunk_size", "max_batch_tokens", "prefix_cache", "preemption"], "description": "Every step finished requests leave and waiting requests take the free slots; under a KV budget the least entitled running request is preempted: recomputed later, or swapped out."},
 });
 export const ADMISSION_ORDERS = frozen([
   {"name": "fcfs", "label": "first come, first served", "description": "Waiting requests take free slots in arrival order."},
@@ -119,6 +120,7 @@ export const SlotState = frozen({
   "PADDING": "padding",
   "IDLE": "idle",
   "PREEMPTED": "preempted",
+  "SWAPPED": "swapped",
 });
 export const Forward = frozen({
   "NONE": "none",

@@ -14,6 +14,7 @@ export const SlotState = Object.freeze({
   PADDING: "padding",
   IDLE: "idle",
   PREEMPTED: "preempted",
+  SWAPPED: "swapped",
 });
 
 /** Which forward calls a step made (engine/step.py Forward). */
