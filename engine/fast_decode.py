@@ -135,7 +135,7 @@ class FastDecode:
             if keep is not None:
                 k, v = (kept(t, blocks, plan.dst, *keep) for t, blocks in ((k, layer.keys), (v, layer.values)))
             cache.write(layer, k, v, plan)                                      # (B, KV, D) into their blocks
-            keys, values = cache.read(layer.keys, plan), cache.read(layer.values, plan)  # (B, KV, kv_len, D)
+            keys, values = cache.read(layer.keys, plan, 0), cache.read(layer.values, plan, 1)  # (B, KV, kv_len, D)
             # the H query heads grouped by the K/V head they share: (B, KV, H / KV, D), as transformers' pack_gqa
             o = F.scaled_dot_product_attention(q.reshape(B, KV, H // KV, D), keys, values, attn_mask=mask)
             x = x + w.linear(o.reshape(B, H * D), o_w)
