@@ -105,7 +105,8 @@ def tiny_graphs(device: str) -> dict:
             for path, runner in runners.items():
                 rows = [Row(i, r, SlotState.PREFILL if step == 0 else SlotState.DECODE,
                             seqs[path][i] if step == 0 else seqs[path][i][-1:],
-                            0 if step == 0 else len(seqs[path][i]) - 1, True) for i, r in enumerate(requests)]
+                            0 if step == 0 else len(seqs[path][i]) - 1, True,
+                            blocks=tuple(range(4 * i, 4 * i + 4))) for i, r in enumerate(requests)]
                 tokens = runner.run(rows).tokens
                 for i in range(n):
                     seqs[path][i].append(tokens[i])
