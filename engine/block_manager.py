@@ -62,12 +62,16 @@ class BlockManager:
     @property
     def num_used(self) -> int:
         """Blocks some table holds (a shared block once)."""
-        return self.num_blocks - len(self.free_ids) - len(self.cached_free())
+        return self.num_blocks - len(self.free_ids) - self.num_cached_free
 
     @property
     def num_free(self) -> int | None:
         """Blocks a request may still take (free, or cached and held by no table); None: never refuses."""
-        return len(self.free_ids) + len(self.cached_free()) if self.budgeted else None
+        return len(self.free_ids) + self.num_cached_free if self.budgeted else None
+
+    @property
+    def num_cached_free(self) -> int:
+        return sum(1 for b in self.prefix.by_id if self.refs[b] == 0) if self.prefix else 0
 
     def cached_free(self) -> list[int]:
         """Cached blocks no table holds (evictable), sorted."""

@@ -74,7 +74,7 @@ class Lane:
             if row.wants_token and r.spec.stop and any(stop in r.text for stop in r.spec.stop):
                 self.scheduler.finish(r, StopReason.STOP)
         kv_used, kv_blocks_used = self.scheduler.kv_used(), self.scheduler.blocks.num_used  # before any leave
-        cached_blocks = self.scheduler.prefix.num_unreferenced if self.scheduler.prefix else 0
+        cached_blocks = self.scheduler.blocks.num_cached_free
         returned = self.scheduler.release()
         if out.rows:  # the simulator's steps last what its cost model says; the model's what they measured
             ms = round(result.forward_ms + result.copy_ms if self.runner.simulated

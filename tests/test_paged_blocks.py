@@ -251,3 +251,31 @@ def test_a_step_record_writes_the_memory_map_only_where_it_changed():
     assert "kv_dropped" not in dicts[0] and "kv_swapped" not in dicts[0] and "copy_ms" not in dicts[0]
     assert "kv_tables" not in dicts[2] or "R0" not in dicts[2]["kv_tables"]  # R0's table did not change
     assert any("R0" in d.get("kv_dropped", ()) for d in dicts)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(59, 100), st.integers(1, 20), st.integers(1, 4), st.integers(0, 5)),
+                min_size=1, max_size=4),
+       st.integers(2, 6), st.sampled_from([None, 12, 24]), st.sampled_from([None, 8]), st.sampled_from([None, 16]),
+       st.booleans(), st.sampled_from(["paged", "reserve"]), st.sampled_from(["recompute", "swap"]))
+def test_block_invariants_hold_with_siblings(groups, slots, budget_blocks, chunk, max_tokens, cached, allocation,
+                                             preemption):
+    """Groups of `n` siblings (several prompts, arrivals) on a continuous lane: every step keeps the invariants."""
+    specs = []
+    for g, (tokens, new, n, arrival) in enumerate(groups):
+        ids = tuple(sim_prompt_ids(prompt_of(tokens, SHARED if g % 2 else "")))
+        specs += [RequestSpec(f"R{g}·{i + 1}", "p", new, prompt_ids=ids, group=f"R{g}", arrival=arrival)
+                  for i in range(n)]
+    if budget_blocks is None:
+        preemption = "recompute"
+    config = EngineConfig(slots=slots, kv_budget=None if budget_blocks is None else 16 * budget_blocks,
+                          chunk_size=chunk, max_batch_tokens=max_tokens and max(max_tokens, slots),
+                          prefix_cache=cached, kv_allocation=allocation, preemption=preemption)
+    scheduler = ContinuousScheduler(config, specs)
+    b = scheduler.blocks
+    lane, reader = Lane("c", scheduler, SimRunner(slots, b.num_blocks, b.block_size, b.host_blocks), 0), MapReader()
+    while not lane.done:
+        step_checked(lane, reader)
+        assert len(lane.records) < 3000
+    assert [len(r.output_ids) for r in scheduler.requests] == [s.max_new_tokens for s in specs]
+    assert not b.tables and not b.host_tables and sum(b.refs) == 0

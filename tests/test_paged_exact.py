@@ -18,9 +18,9 @@ SWAP = {"name": "swap", "policy": "continuous", "preemption": "swap"}
 CACHED = {"name": "cached", "policy": "continuous", "prefix_cache": True}
 
 
-def requests(n=6, new=24):
+def requests(n=6, new=24, together=False):
     return [{"id": f"R{i}", "prompt": PROMPTS[i % len(PROMPTS)] * (1 + i % 2), "max_new_tokens": new,
-             "ignore_eos": True, "arrival": i // 2} for i in range(n)]
+             "ignore_eos": True, "arrival": 0 if together else i // 2} for i in range(n)]
 
 
 def run_lanes(lm, reqs, slots, lanes, **options):
@@ -48,8 +48,9 @@ def test_reserve_lane_matches_solo_generate(smol):
 
 @pytest.mark.model
 def test_swap_lane_swapping_out_and_in_several_times_matches_solo_generate(smol):
-    run = run_lanes(smol, requests(new=40), slots=6, lanes=[SWAP, "continuous"], kv_budget=16 * 14)
-    assert swaps(run.lanes["swap"]) >= 3
+    run = run_lanes(smol, requests(new=60, together=True), slots=6, lanes=[SWAP], kv_budget=16 * 16)
+    assert swaps(run.lanes["swap"]) >= 3  # (6 prompts of 31-49 tokens: 3 swaps out, each swapped back in)
+    assert sum(n > 0 for r in run.lanes["swap"].records for n in (r.kv_swapped or {}).values()) >= 3
     check_against_solo(smol, run, smol.eos_ids)
 
 
