@@ -119,11 +119,10 @@ class Engine:
                                           timed=workload.timed)
         noise = None if self.sim_noise is None else self.sim_noise.factors(spec.name)
         blocks = scheduler.blocks
-        # TODO(tensors merge): ModelRunner(self.lm, config.slots, blocks.num_blocks, blocks.block_size,
-        #   host_blocks=blocks.host_blocks, fused=config.fused) once the runner reads block tables
         runner = SimRunner(config.slots, blocks.num_blocks, blocks.block_size, blocks.host_blocks, fused=config.fused,
                            noise=noise) if self.lm is None else \
-            ModelRunner(self.lm, config.slots, row_len, fused=config.fused, block_size=config.kv_block_size)
+            ModelRunner(self.lm, config.slots, blocks.num_blocks, blocks.block_size, host_blocks=blocks.host_blocks,
+                        fused=config.fused)
         return Lane(spec.name, scheduler, runner, kv_capacity)
 
 

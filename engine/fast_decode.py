@@ -3,15 +3,17 @@
 A decode call feeds one token per row. transformers runs it through ~15 modules a layer, each with its Python
 dispatch, keyword plumbing, cache bookkeeping and mask helpers; `FastDecode` runs the same layer as a handful
 of tensor operations on the model's own weights: one fused q|k|v linear, one fused gate|up linear, RoPE from the
-model's rotary module, the row's K/V written straight into `SlotKVCache`, and sdpa over the rows' cached K/V
-with the query heads grouped by their K/V head, as transformers does for a one-token query.
+model's rotary module, the row's K/V written straight into the blocks of `kv_cache.PagedKVCache` through its block
+table, and sdpa over the rows' K/V read through their tables, with the query heads grouped by their K/V head, as
+transformers does for a one-token query.
 
 - On a CPU the linears use oneDNN-packed weights (as `linears.packed_linears` does) and each call reads
-  exactly the columns [0, kv_len) of its rows.
-- On CUDA each batch size (1, 2, 4, 8, ... up to the slots) is captured once as a CUDA graph that reads whole
-  cache rows with a mask built from the positions on the device, so a step replays one graph instead of
-  launching some 400 kernels; a call pads its rows to the bucket with throwaway rows that write to the
-  scratch column.
+  exactly the positions [0, kv_len) of its rows (a view of the pool where the tables allow, as the cache's plan says).
+- On CUDA each batch size (1, 2, 4, 8, ... up to the slots) and table width (1, 2, 4, ... blocks) is captured once
+  as a CUDA graph that reads block tables and positions from static device tensors, gathers each row's whole
+  table and masks it by the positions on the device, so a step replays one graph instead of launching some 400
+  kernels; a call pads its rows to the bucket with copies of its first row that write back exactly what that row
+  writes (a write marked invalid writes back what the block held).
 
 What it does not know: prefill (the runner keeps transformers' forward for every call that feeds more than
 one token a row), sampling (it returns logits), and any model that is not a plain Llama (`unsupported` says why,
@@ -23,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from . import cpu_kernels
-from .kv_cache import SlotKVCache
+from .kv_cache import PagedKVCache, Plan
 from .linears import additive_mask, packed_weight  # the runner's packed copies of o, down and lm_head are reused
 
 
@@ -99,7 +101,7 @@ def graph_bucket(n: int, slots: int) -> int:
 
 
 class FastDecode:
-    def __init__(self, model: torch.nn.Module, cache: SlotKVCache, packed: bool):
+    def __init__(self, model: torch.nn.Module, cache: PagedKVCache, packed: bool, slots: int):
         assert unsupported(model) is None, unsupported(model)
         cfg = model.config
         if model not in _WEIGHTS or _WEIGHTS[model].packed != packed:
@@ -107,31 +109,33 @@ class FastDecode:
         self.w = _WEIGHTS[model]
         self.model = model
         self.cache = cache
+        self.slots, self.max_blocks = slots, cache.num_blocks  # graph buckets: rows up to the slots, tables up to the pool
         self.heads, self.kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
         self.head_dim = cache.layers[0].keys.shape[3]
         self.inter = cfg.intermediate_size
-        self.graphed = torch.device(cache.device).type == "cuda"
-        self.graphs: dict[int, tuple] = {}  # bucket -> (graph, static ids, pos, write, slots, logits)
+        self.graphed = cache.device.type == "cuda"
+        self.graphs: dict[tuple[int, int], tuple] = {}  # (rows, blocks) -> (graph, static inputs, logits)
         self.pool = None
 
     # -- the step -------------------------------------------------------------------------------------------
-    def hidden(self, ids: torch.Tensor, pos: torch.Tensor, write: torch.Tensor, slots: torch.Tensor,
-               kv_len: int, mask: torch.Tensor | None, rows: slice | None) -> torch.Tensor:
-        """The final-normed hidden state (B, E) of one token per row: ids, pos, write, slots are (B,); row b is
-        cache slot slots[b] (or the slice `rows`), feeds ids[b] at position pos[b], writes its K/V to column
-        write[b] and reads columns [0, kv_len) under `mask` (B, 1, 1, kv_len) additive, or None (all visible)."""
+    def hidden(self, ids: torch.Tensor, pos: torch.Tensor, plan: Plan, mask: torch.Tensor | None,
+               keep: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+        """The final-normed hidden state (B, E) of one token per row: ids, pos are (B,); row b feeds ids[b] at
+        position pos[b], writes its K/V and reads its rows' K/V as `plan` says, under `mask` (B, 1, 1, kv_len)
+        additive, or None (all visible). `keep` (graphs): (src (B,), valid (B,)): row b writes row src[b]'s K/V,
+        or, where not valid, what its destination held."""
         B, H, KV, D = ids.shape[0], self.heads, self.kv_heads, self.head_dim
         w, cache = self.w, self.cache
         x = self.model.model.embed_tokens(ids)                                   # (B, E)
         cos, sin = self.model.model.rotary_emb(x, pos[:, None])                 # (B, 1, D)
-        read = rows if rows is not None else slots
         for (norm1, qkv_w, o_w, norm2, gu_w, down_w), layer in zip(w.layers, cache.layers):
             qkv = w.linear(rms_norm(norm1, x), qkv_w)                           # (B, (H + 2 KV) D)
             qk = rotate(qkv[:, :(H + KV) * D].view(B, H + KV, D), cos, sin)    # RoPE on q and k at once
-            q, k = qk[:, :H], qk[:, H:]
-            layer.keys[slots, :, write] = k                                     # (B, KV, D) into (S, KV, L + 1, D)
-            layer.values[slots, :, write] = qkv[:, (H + KV) * D:].view(B, KV, D)
-            keys, values = layer.keys[read, :, :kv_len], layer.values[read, :, :kv_len]  # (B, KV, kv_len, D)
+            q, k, v = qk[:, :H], qk[:, H:], qkv[:, (H + KV) * D:].view(B, KV, D)
+            if keep is not None:
+                k, v = (kept(t, blocks, plan.dst, *keep) for t, blocks in ((k, layer.keys), (v, layer.values)))
+            cache.write(layer, k, v, plan)                                      # (B, KV, D) into their blocks
+            keys, values = cache.read(layer.keys, plan, 0), cache.read(layer.values, plan, 1)  # (B, KV, kv_len, D)
             # the H query heads grouped by the K/V head they share: (B, KV, H / KV, D), as transformers' pack_gqa
             o = F.scaled_dot_product_attention(q.reshape(B, KV, H // KV, D), keys, values, attn_mask=mask)
             x = x + w.linear(o.reshape(B, H * D), o_w)
@@ -143,69 +147,84 @@ class FastDecode:
         return self.w.linear(hidden, self.w.lm_head)                            # (B, V)
 
     @torch.inference_mode()
-    def decode(self, ids: list[int], pos: list[int], write: list[int], slots: list[int], kv_len: int,
+    def decode(self, ids: list[int], pos: list[int], writes: list[bool], tables: list[tuple[int, ...]], kv_len: int,
                masked: bool, wanted: list[int]) -> torch.Tensor:
-        """Logits (W, V) of the batch rows `wanted` after one decode call (rows as in `hidden`, in lists)."""
+        """Logits (W, V) of the batch rows `wanted` after one decode call: row b feeds ids[b] at position pos[b]
+        through tables[b], writing its K/V where writes[b] (a filler writes nothing), reading [0, kv_len)."""
         if self.graphed:
-            return self.replay(ids, pos, write, slots)[wanted]
+            return self.replay(ids, pos, writes, tables, kv_len)[wanted]
         device = self.cache.device
         pos_t = torch.tensor(pos, device=device)
-        contiguous = slots == list(range(slots[0], slots[0] + len(slots)))
         mask = None
         if masked:
             visible = torch.arange(kv_len, device=device) <= pos_t[:, None]      # (B, kv_len)
             mask = additive_mask(visible, self.model.dtype)[:, None, None]       # (B, 1, 1, kv_len)
-        hidden = self.hidden(torch.tensor(ids, device=device), pos_t, torch.tensor(write, device=device),
-                             torch.tensor(slots, device=device), kv_len, mask,
-                             slice(slots[0], slots[0] + len(slots)) if contiguous else None)
+        plan = self.cache.plan([list(t) for t in tables], [[p if w else -1] for p, w in zip(pos, writes)], kv_len)
+        hidden = self.hidden(torch.tensor(ids, device=device), pos_t, plan, mask)
         return self.logits(hidden[wanted])
 
     # -- CUDA graphs ----------------------------------------------------------------------------------------
-    def replay(self, ids: list[int], pos: list[int], write: list[int], slots: list[int]) -> torch.Tensor:
+    def bucket(self, n: int, kv_len: int) -> tuple[int, int]:
+        return graph_bucket(n, self.slots), graph_bucket(-(-kv_len // self.cache.block_size), self.max_blocks)
+
+    def replay(self, ids: list[int], pos: list[int], writes: list[bool], tables: list[tuple[int, ...]],
+               kv_len: int) -> torch.Tensor:
         """Run the captured graph of the call's bucket; the logits of every bucket row (bucket, V)."""
         n = len(ids)
-        bucket = graph_bucket(n, self.cache.slots)
-        if bucket not in self.graphs:
-            self.capture(bucket)
-        _, s_ids, s_pos, s_write, s_slots, s_logits = self.graphs[bucket]
-        pad = bucket - n  # throwaway rows: a pad token at position 0 of slot 0, written to the scratch column
-        s_ids.copy_(torch.tensor(ids + [0] * pad), non_blocking=True)
-        s_pos.copy_(torch.tensor(pos + [0] * pad), non_blocking=True)
-        s_write.copy_(torch.tensor(write + [self.cache.scratch] * pad), non_blocking=True)
-        s_slots.copy_(torch.tensor(slots + [0] * pad), non_blocking=True)
-        self.graphs[bucket][0].replay()
+        rows, width = key = self.bucket(n, kv_len)
+        if key not in self.graphs:
+            self.capture(rows, width)
+        graph, s_ids, s_pos, s_tables, s_src, s_valid, s_logits = self.graphs[key]
+        pad = rows - n  # throwaway rows: copies of row 0 that write back what row 0 writes
+        table = [list(t[:width]) + [t[0]] * (width - len(t[:width])) for t in tables]
+        s_ids.copy_(torch.tensor(ids + ids[:1] * pad), non_blocking=True)
+        s_pos.copy_(torch.tensor(pos + pos[:1] * pad), non_blocking=True)
+        s_tables.copy_(torch.tensor(table + table[:1] * pad), non_blocking=True)
+        s_src.copy_(torch.tensor(list(range(n)) + [0] * pad), non_blocking=True)
+        s_valid.copy_(torch.tensor(writes + writes[:1] * pad), non_blocking=True)
+        graph.replay()
         return s_logits[:n]
 
-    def graph_step(self, ids, pos, write, slots) -> torch.Tensor:
-        """What a graph captures: whole cache rows read under a mask built on the device from the positions."""
-        width = self.cache.layers[0].keys.shape[2]
-        visible = torch.arange(width, device=pos.device) <= pos[:, None]           # (B, L + 1); scratch never
+    def graph_step(self, ids, pos, tables, src, valid) -> torch.Tensor:
+        """What a graph captures: each row's whole table (B, width) gathered, under a mask built on the device from
+        the positions; the write slots computed on the device from the tables."""
+        bs = self.cache.block_size
+        width = tables.shape[1] * bs
+        dst = tables.gather(1, (pos // bs)[:, None])[:, 0] * bs + pos % bs      # (B,)
+        plan = Plan(dst, None, tables, None, None, ids.shape[0], width)
+        visible = torch.arange(width, device=pos.device) <= pos[:, None]         # (B, width)
         mask = additive_mask(visible, self.model.dtype)[:, None, None]
-        return self.logits(self.hidden(ids, pos, write, slots, width, mask, None))
+        return self.logits(self.hidden(ids, pos, plan, mask, (src, valid)))
 
-    def capture(self, bucket: int) -> None:
+    def capture(self, rows: int, width: int) -> None:
         device = self.cache.device
-        s_ids = torch.zeros(bucket, dtype=torch.long, device=device)
-        s_pos = torch.zeros(bucket, dtype=torch.long, device=device)
-        s_write = torch.full((bucket,), self.cache.scratch, dtype=torch.long, device=device)
-        s_slots = torch.zeros(bucket, dtype=torch.long, device=device)
+        z = lambda *shape, dtype=torch.long: torch.zeros(shape, dtype=dtype, device=device)  # noqa: E731
+        static = (z(rows), z(rows), z(rows, width), z(rows), z(rows, dtype=torch.bool))  # ids, pos, tables, src, valid
         with torch.inference_mode():
             stream = torch.cuda.Stream(device)
             stream.wait_stream(torch.cuda.current_stream(device))
             with torch.cuda.stream(stream):  # warm the kernels up outside the capture, as CUDA graphs ask
-                self.graph_step(s_ids, s_pos, s_write, s_slots)
+                self.graph_step(*static)
             torch.cuda.current_stream(device).wait_stream(stream)
             graph = torch.cuda.CUDAGraph()
             if self.pool is None:
                 self.pool = torch.cuda.graph_pool_handle()
             with torch.cuda.graph(graph, pool=self.pool):
-                s_logits = self.graph_step(s_ids, s_pos, s_write, s_slots)
-        self.graphs[bucket] = (graph, s_ids, s_pos, s_write, s_slots, s_logits)
+                s_logits = self.graph_step(*static)
+        self.graphs[(rows, width)] = (graph, *static, s_logits)
 
-    def capture_all(self) -> list[int]:
-        """Capture every bucket up to the slots now (the runner does when it is made, so no step pays for it)."""
-        buckets = sorted({graph_bucket(n, self.cache.slots) for n in range(1, self.cache.slots + 1)})
-        for b in buckets:
-            if b not in self.graphs:
-                self.capture(b)
-        return buckets
+    def capture_all(self, blocks: int) -> list[tuple[int, int]]:
+        """Capture every bucket up to the slots and tables of `blocks` blocks now (the runner does when it is made,
+        so no step pays for it; a longer table is captured when a call first needs it)."""
+        keys = sorted({(graph_bucket(n, self.slots), graph_bucket(b, self.max_blocks))
+                       for n in range(1, self.slots + 1) for b in range(1, blocks + 1)})
+        for key in keys:
+            if key not in self.graphs:
+                self.capture(*key)
+        return keys
+
+
+def kept(t: torch.Tensor, blocks: torch.Tensor, dst: torch.Tensor, src: torch.Tensor, valid: torch.Tensor):
+    """What each graph row writes (B, KV, D): row src[b]'s K or V, or where not valid[b] what its slot holds."""
+    held = blocks.view(-1, *t.shape[1:])[dst]
+    return torch.where(valid[:, None, None], t[src], held)

@@ -1,87 +1,189 @@
-"""A real per-slot KV cache that transformers' Llama-style models write into.
+"""A real paged KV cache that transformers' Llama-style models write into: one pool of blocks, read through tables.
 
-One preallocated row per slot and layer, `[slots, kv_heads, row_len + 1, head_dim]`; every row has
-its own length, so a request can join an empty row while its neighbours are deep into decoding
-(transformers' `StaticCache` keeps one length for all rows, which does not fit). Before each forward
-the runner calls `plan()` with the rows it computes and where each query token's K/V goes; the
-model's attention layers then call `update()`, which writes there and returns each row's K/V up to
-the longest row in the call (or, after `plan_packed()`, every row's K/V gathered into one sequence). The last column is scratch: padded query positions write there and no
-query ever reads it.
+All K/V lives in one tensor `pool` of shape `(layers, 2, num_blocks, block_size, kv_heads, head_dim)` (2: keys,
+values); a layer's `keys` and `values` are views of it, `(num_blocks, block_size, kv_heads, head_dim)`. Nothing else
+is allocated: no per-slot row and no scratch block, so `kv_bytes` is exactly the blocks' bytes. Position p of a
+row lives in block `table[p // block_size]` at offset `p % block_size`. Block-major, then token, then head (vLLM's
+flash layout): a run of consecutive blocks is one stretch of memory, so rows whose tables are runs equally spaced
+in the pool read their K/V as a view (no copy); any other tables are gathered block by block.
 
-This module knows nothing about requests or scheduling: rows are slot indices.
+Before each forward the runner calls `plan()` (padded batches) or `plan_packed()` (one packed sequence) with each
+row's table and where its real tokens sit; the model's attention layers then call `update()`, which writes the real
+tokens' K/V (padded query positions write nothing) and returns each row's K/V up to the call's
+longest row. `copy`, `swap_out` and `swap_in` move whole blocks (all layers at once) within the pool and between it
+and a host pool of the same layout (pinned on CUDA; on a CPU an ordinary separate tensor, the same DRAM).
+
+This module knows nothing about requests, slots or scheduling: rows are block tables.
 """
+import time
+from dataclasses import dataclass
+
 import torch
 from transformers.cache_utils import Cache, CacheLayerMixin
 
 
-class SlotLayer(CacheLayerMixin):
-    """The K/V of one decoder layer for every slot."""
+@dataclass
+class Plan:
+    """Where one forward's K/V goes and what its attention reads (made by `PagedKVCache.plan*`)."""
+    dst: torch.Tensor                   # (M,) flat pool slots (block * block_size + offset) of the M real tokens
+    src: torch.Tensor | None            # (M,) which of the call's B*Q query tokens those are (None: all of them)
+    tables: torch.Tensor | None         # (B, nb) block tables to gather (None: `view` or `tokens` reads)
+    view: tuple[int, int] | None        # (first block, blocks between rows): tables that are equally spaced runs
+    tokens: torch.Tensor | None         # (T,) flat slots a packed call reads, every row's K/V one after another
+    rows: int                           # B
+    kv_len: int                         # K/V positions each row reads
 
-    def __init__(self, cache: "SlotKVCache", shape: tuple[int, int, int, int], dtype: torch.dtype, device):
+
+class PagedLayer(CacheLayerMixin):
+    """The K/V of one decoder layer: views of the cache's pool."""
+
+    def __init__(self, cache: "PagedKVCache", index: int):
         super().__init__()
         self.cache = cache
-        self.keys = torch.zeros(shape, dtype=dtype, device=device)    # (S, H, L + 1, D)
-        self.values = torch.zeros(shape, dtype=dtype, device=device)  # (S, H, L + 1, D)
+        self.keys = cache.pool[index, 0]    # (N, bs, H, D)
+        self.values = cache.pool[index, 1]  # (N, bs, H, D)
         self.is_initialized = True
-        self.device = device
+        self.device = cache.device
 
-    def lazy_initialization(self, key_states, value_states) -> None:  # preallocated in __init__
+    def lazy_initialization(self, key_states, value_states) -> None:  # preallocated in the pool
         pass
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        # key_states: (B, H, Q, D) -> (B * Q, H, D), the flat order Plan.src counts in
         c = self.cache
-        # key_states: (B, H, Q, D) -> (B, Q, H, D) to match keys[rows, :, positions] indexing
-        self.keys[c.rows_index, :, c.write_pos] = key_states.transpose(1, 2)
-        self.values[c.rows_index, :, c.write_pos] = value_states.transpose(1, 2)
-        if c.read is not None:  # packed: the rows' K/V one after another, (T, H, D) -> (1, H, T, D)
-            slots, cols = c.read
-            return self.keys[slots, :, cols].transpose(0, 1)[None], self.values[slots, :, cols].transpose(0, 1)[None]
-        if c.row_slice is not None:  # contiguous rows: a view, no copy
-            return self.keys[c.row_slice, :, :c.kv_len], self.values[c.row_slice, :, :c.kv_len]
-        return self.keys[c.rows, :, :c.kv_len], self.values[c.rows, :, :c.kv_len]  # (B, H, kv_len, D)
+        H, D = key_states.shape[1], key_states.shape[3]
+        c.write(self, key_states.transpose(1, 2).reshape(-1, H, D), value_states.transpose(1, 2).reshape(-1, H, D))
+        return c.read(self.keys, which=0), c.read(self.values, which=1)
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-        return self.cache.kv_len, 0
+        return self.cache.plan_now.kv_len, 0
 
     def get_seq_length(self) -> int:
-        return self.cache.kv_len
+        return self.cache.plan_now.kv_len
 
     def get_max_length(self) -> int:
-        return self.keys.shape[2] - 1
+        return self.keys.shape[0] * self.keys.shape[1]
 
 
-class SlotKVCache(Cache):
-    def __init__(self, num_layers: int, slots: int, kv_heads: int, row_len: int, head_dim: int,
-                 dtype: torch.dtype, device):
-        self.slots = slots
-        self.row_len = row_len              # tokens a row can hold; column row_len is the scratch column
-        shape = (slots, kv_heads, row_len + 1, head_dim)
-        super().__init__(layers=[SlotLayer(self, shape, dtype, device) for _ in range(num_layers)])
-        self.device = device
-        self.plan([0], torch.zeros(1, 1, dtype=torch.long), 1)
+class PagedKVCache(Cache):
+    def __init__(self, num_layers: int, num_blocks: int, block_size: int, kv_heads: int, head_dim: int,
+                 dtype: torch.dtype, device, host_blocks: int = 0):
+        self.device = torch.device(device)
+        self.num_blocks, self.block_size = num_blocks, block_size
+        shape = (num_layers, 2, num_blocks, block_size, kv_heads, head_dim)
+        self.pool = torch.zeros(shape, dtype=dtype, device=device)                    # (L, 2, N, bs, H, D)
+        self.host = None                                                              # (L, 2, host_blocks, bs, H, D)
+        if host_blocks:
+            self.host = torch.zeros((*shape[:2], host_blocks, *shape[3:]), dtype=dtype,
+                                    pin_memory=self.device.type == "cuda")
+        self.workspace = [torch.empty(0, dtype=dtype), torch.empty(0, dtype=dtype)]  # CPU gathers of K, V (reused)
+        super().__init__(layers=[PagedLayer(self, i) for i in range(num_layers)])
+        self.plan([[0]], [[-1]], 1)
 
     @property
-    def scratch(self) -> int:
-        return self.row_len
+    def kv_bytes(self) -> int:
+        return self.pool.numel() * self.pool.element_size()
 
-    def plan(self, rows: list[int], write_pos: torch.Tensor, kv_len: int) -> None:
-        """Set where the next forward writes: batch row b is slot rows[b]; its query token q goes to
-        column write_pos[b, q]; attention reads columns [0, kv_len) of each row."""
-        self.rows = torch.tensor(rows, device=self.device)                 # (B,)
-        self.rows_index = self.rows[:, None]                               # (B, 1), broadcasts with write_pos
-        self.write_pos = write_pos.to(self.device)                         # (B, Q)
-        contiguous = rows == list(range(rows[0], rows[0] + len(rows)))
-        self.row_slice = slice(rows[0], rows[0] + len(rows)) if contiguous else None
-        self.kv_len = kv_len
-        self.read = None
+    # -- planning a forward ---------------------------------------------------------------------------------
+    def plan(self, tables: list[list[int]], positions: list[list[int]], kv_len: int) -> Plan:
+        """A padded batch: row b reads positions [0, kv_len) through tables[b]; its query token q sits at position
+        positions[b][q] and writes its K/V there (-1: a padded query, which writes nothing)."""
+        bs, B = self.block_size, len(tables)
+        nb = -(-kv_len // bs)
+        flat = [(b * len(p) + q, t[x // bs] * bs + x % bs) for b, (t, p) in enumerate(zip(tables, positions))
+                for q, x in enumerate(p) if x >= 0]
+        src, dst = zip(*flat) if flat else ((), ())
+        every = len(src) == sum(len(p) for p in positions)
+        view = self.run_of(tables, nb)
+        padded = None if view is not None else [list(t[:nb]) + [t[0]] * (nb - len(t[:nb])) for t in tables]
+        self.plan_now = Plan(torch.tensor(dst, dtype=torch.long, device=self.device),
+                             None if every else torch.tensor(src, dtype=torch.long, device=self.device),
+                             None if padded is None else torch.tensor(padded, device=self.device),
+                             view, None, B, kv_len)
+        return self.plan_now
 
-    def plan_packed(self, slots: torch.Tensor, write_pos: torch.Tensor, read_slots: torch.Tensor,
-                    read_pos: torch.Tensor) -> None:
-        """Set a packed forward, a batch of one sequence holding every row's tokens without padding: token m
-        belongs to slot slots[m] and goes to column write_pos[m]; attention reads the K/V of slot
-        read_slots[t], column read_pos[t], for t in [0, T) (each row's columns, one row after another)."""
-        self.rows_index = slots.to(self.device)[None]     # (1, M)
-        self.write_pos = write_pos.to(self.device)[None]  # (1, M)
-        self.read = (read_slots.to(self.device), read_pos.to(self.device))  # (T,), (T,)
-        self.row_slice = None
-        self.kv_len = len(read_pos)
+    def plan_packed(self, tables: list[list[int]], starts: list[int], lengths: list[int]) -> Plan:
+        """A packed forward, a batch of one sequence holding every row's tokens without padding: row i's
+        lengths[i] tokens sit at positions starts[i] onwards; attention reads every row's positions
+        [0, starts[i] + lengths[i]), one row after another."""
+        bs = self.block_size
+        slot = lambda t, x: t[x // bs] * bs + x % bs  # noqa: E731
+        dst = [slot(t, x) for t, s, n in zip(tables, starts, lengths) for x in range(s, s + n)]
+        read = [slot(t, x) for t, s, n in zip(tables, starts, lengths) for x in range(s + n)]
+        self.plan_now = Plan(torch.tensor(dst, device=self.device), None, None, None,
+                             torch.tensor(read, device=self.device), 1, len(read))
+        return self.plan_now
+
+    def run_of(self, tables: list[list[int]], nb: int) -> tuple[int, int] | None:
+        """(first block, stride) when each table starts with a run of nb consecutive blocks and the runs are equally
+        spaced by a positive stride in the pool (then the rows' K/V is one strided view); else None."""
+        if any(len(t) < nb or list(t[:nb]) != list(range(t[0], t[0] + nb)) for t in tables):
+            return None
+        stride = tables[1][0] - tables[0][0] if len(tables) > 1 else nb
+        if stride <= 0 or any(t[0] != tables[0][0] + b * stride for b, t in enumerate(tables)):
+            return None
+        return tables[0][0], stride
+
+    # -- what a layer does with the plan --------------------------------------------------------------------
+    def write(self, layer: PagedLayer, k: torch.Tensor, v: torch.Tensor, plan: Plan | None = None) -> None:
+        """Write the real tokens of k, v (B * Q, H, D) into the layer's blocks."""
+        p = plan or self.plan_now
+        if p.src is not None:
+            k, v = k[p.src], v[p.src]
+        layer.keys.view(-1, *k.shape[1:]).index_copy_(0, p.dst, k)    # (N * bs, H, D)
+        layer.values.view(-1, *v.shape[1:]).index_copy_(0, p.dst, v)
+
+    def read(self, blocks: torch.Tensor, plan: Plan | None = None, which: int = 0) -> torch.Tensor:
+        """Each row's K or V (B, H, kv_len, D) from one layer's blocks (N, bs, H, D): a view where the plan allows.
+        A gather on a CPU goes into a reused workspace (`which`: 0 keys, 1 values), valid until the next layer's
+        read: index_select into memory already paged in ran ~3x faster here than `blocks[tables]`."""
+        p = plan or self.plan_now
+        N, bs, H, D = blocks.shape
+        if p.tokens is not None:  # packed: (T, H, D) -> (1, H, T, D)
+            return blocks.view(N * bs, H, D)[p.tokens].transpose(0, 1)[None]
+        if p.view is not None:
+            first, stride = p.view
+            return blocks.as_strided((p.rows, p.kv_len, H, D), (stride * bs * H * D, H * D, D, 1),
+                                     blocks.storage_offset() + first * bs * H * D).transpose(1, 2)
+        index, out = p.tables.flatten(), None
+        if self.device.type == "cpu":
+            space = self.workspace[which]
+            if space.numel() < index.numel() * bs * H * D:
+                space = self.workspace[which] = torch.empty(index.numel() * bs * H * D, dtype=blocks.dtype)
+            out = space[:index.numel() * bs * H * D].view(index.numel(), bs * H * D)
+        gathered = torch.index_select(blocks.view(N, bs * H * D), 0, index, out=out)  # (B * nb, bs * H * D)
+        return gathered.view(p.rows, -1, H, D)[:, :p.kv_len].transpose(1, 2)
+
+    # -- whole blocks, all layers at once -------------------------------------------------------------------
+    def apply(self, swap_out=(), swap_in=(), copies=()) -> float:
+        """Apply a step's block copies in this order: device -> host, host -> device, device -> device (copy on
+        write); how long they took in ms (synchronized on CUDA)."""
+        if not (swap_out or swap_in or copies):
+            return 0.0
+        t0 = time.perf_counter()
+        self.swap_out(list(swap_out))
+        self.swap_in(list(swap_in))
+        self.copy(list(copies))
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return (time.perf_counter() - t0) * 1000
+
+    def copy(self, pairs: list[tuple[int, int]]) -> None:
+        """Device block src -> device block dst for each (src, dst) (copy-on-write)."""
+        if pairs:
+            src, dst = (torch.tensor(x, device=self.device) for x in zip(*pairs))
+            self.pool[:, :, dst] = self.pool[:, :, src]
+
+    def swap_out(self, pairs: list[tuple[int, int]]) -> None:
+        """Device block -> host block for each (device, host)."""
+        if pairs:
+            assert self.host is not None, "swap_out on a cache without a host pool"
+            dev, host = (torch.tensor(x) for x in zip(*pairs))
+            self.host[:, :, host] = self.pool[:, :, dev.to(self.device)].to("cpu")
+
+    def swap_in(self, pairs: list[tuple[int, int]]) -> None:
+        """Host block -> device block for each (host, device)."""
+        if pairs:
+            assert self.host is not None, "swap_in on a cache without a host pool"
+            host, dev = (torch.tensor(x) for x in zip(*pairs))
+            self.pool[:, :, dev.to(self.device)] = self.host[:, :, host].to(self.device, non_blocking=True)

@@ -37,9 +37,9 @@ class LiveLane:
         config = EngineConfig(slots=slots, prefix_cache=True, kv_budget=slots * -(-self.row_len // block) * block)
         scheduler = ContinuousScheduler(config, [], eos_ids=frozenset() if lm is None else lm.eos_ids,
                                         pad_id=0 if lm is None else lm.pad_id, timed=True)
-        blocks = scheduler.blocks  # TODO(tensors merge): ModelRunner(lm, slots, blocks.num_blocks, blocks.block_size)
+        blocks = scheduler.blocks
         runner = SimRunner(slots, blocks.num_blocks, blocks.block_size) if lm is None else \
-            ModelRunner(lm, slots, self.row_len)
+            ModelRunner(lm, slots, blocks.num_blocks, blocks.block_size)
         self.lane = Lane("live", scheduler, runner, kv_capacity=slots * self.row_len)
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()   # ("add", spec, listener) | ("cancel", request id)
         self.listeners: dict[str, Listener] = {}

@@ -1,9 +1,10 @@
 """The model runner computes the rows a scheduler decided on and returns one token per row that wants one.
 
-`ModelRunner` runs a real model over a per-slot KV cache: each row feeds its tokens at its own cache
-positions, left-padded to the longest row of the call with explicit `position_ids`, and the logit
-is read at the last column, where every row's last real token sits. Padded query positions attend to
-column 0 and write to the scratch column, so they can neither produce NaN nor touch real K/V. On CPU
+`ModelRunner` runs a real model over a paged KV cache (`kv_cache.PagedKVCache`): each row feeds its tokens at its own
+positions, read and written through its block table (`Row.blocks`, the scheduler's), left-padded to the longest row
+of the call with explicit `position_ids`, and the logit is read at the last column, where every row's last real token
+sits. Padded query positions attend to their row's position 0 and write nothing, so they can neither produce NaN nor
+touch real K/V. Before the forward `run` applies the step's block copies (swap out, swap in, copy-on-write), timed. On CPU
 its calls compute the model's linear layers with oneDNN-packed copies of their weights (`packed_linears`).
 A decode call (one token a row) goes through `fast_decode.FastDecode` where the model allows (CUDA graphs on a GPU,
 the compiled few-row linear on a CPU), every other call through transformers' forward.
@@ -17,11 +18,9 @@ import weakref
 import torch
 
 from .batch import ForwardResult, Row, call_kind
-from .block_store import BlockStore
-from .cpu_kernels import MAX_ROWS
 from .fast_decode import FastDecode, unsupported
-from .kv_cache import SlotKVCache
-from .linears import additive_mask, can_pack, packed_linears, padded_rows
+from .kv_cache import PagedKVCache
+from .linears import additive_mask, can_pack, packed_linears
 from .model import LoadedModel
 from .request import Request
 from . import grammar
@@ -31,128 +30,102 @@ from .speculative import accept
 from .step import Forward, SlotState
 
 
-# A filler row costs about as much as gathering this many K/V tokens (rows x length) of the real rows
-# (measured here: filling 1 gap among 6 rows lost 10% at 100 tokens a row and won 5% at 400).
-FILLER_KV_TOKENS = 1000
-
 _REFERENCE_MS: "weakref.WeakKeyDictionary[torch.nn.Module, dict[str, float]]" = weakref.WeakKeyDictionary()
+
+
+def table_of(row: Row) -> tuple[int, ...]:
+    """The block table `row` reads and writes through (the scheduler's `Row.blocks`)."""
+    assert row.blocks, f"a row of {row.request.id} without a block table"
+    return row.blocks
 
 
 class ModelRunner:
     simulated = False
 
-    def __init__(self, lm: LoadedModel, slots: int, row_len: int, fused: bool = False, block_size: int = 16):
+    def __init__(self, lm: LoadedModel, slots: int, num_blocks: int, block_size: int = 16, host_blocks: int = 0,
+                 fused: bool = False):
         cfg = lm.model.config
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         self.lm = lm
         self.fused = fused
+        self.slots = slots
         self.packed = can_pack(lm.model, lm.device)
-        self.cache = SlotKVCache(cfg.num_hidden_layers, slots, cfg.num_key_value_heads, row_len, head_dim,
-                                 lm.dtype, lm.device)
+        self.cache = PagedKVCache(cfg.num_hidden_layers, num_blocks, block_size, cfg.num_key_value_heads, head_dim,
+                                  lm.dtype, lm.device, host_blocks)
         # decode calls (one token a row) go through our own step where the model allows; everything else, and
         # every call of a model it cannot run, through transformers' forward
-        self.fast = FastDecode(lm.model, self.cache, self.packed) \
+        self.fast = FastDecode(lm.model, self.cache, self.packed, slots) \
             if lm.decode_step == "fast" and unsupported(lm.model) is None else None
-        if self.fast is not None and self.fast.graphed:
-            self.fast.capture_all()  # CUDA graphs of this cache, before the lane's first step: no step pays for them
-        self.store = BlockStore(block_size)  # the prefix cache's blocks (used only by a lane with prefix_cache)
+        if self.fast is not None and self.fast.graphed:  # CUDA graphs of this pool before the lane's first step
+            self.fast.capture_all(max(1, num_blocks // slots))
+
+    @property
+    def kv_bytes(self) -> int:
+        """Bytes of this runner's device K/V tensors: exactly its blocks."""
+        return self.cache.kv_bytes
 
     def run(self, rows: list[Row], swap_out=(), swap_in=(), copies=()) -> ForwardResult:
-        assert not (swap_out or swap_in or copies), "the slot-row cache cannot copy blocks (swap, siblings): branch tensors"
         prefills = [r for r in rows if r.state is SlotState.PREFILL]
         decodes = [r for r in rows if r.state is not SlotState.PREFILL]
         fused = bool(self.fused and prefills and decodes)
         calls = [rows] if fused or not prefills or not decodes else [prefills, decodes]
         kind = Forward.FUSED if fused else call_kind(len(calls), bool(prefills))
-        tokens, fillers = {}, []
+        tokens = {}
+        copy_ms = self.cache.apply(swap_out, swap_in, copies)  # before the forward reads the blocks
+        if not rows:
+            return ForwardResult(tokens, 0.0, Forward.NONE, copy_ms=copy_ms)
         t0 = time.perf_counter()
-        self.store.load(self.cache, rows)  # prefix cache hits: their cached K/V into the rows first
         for call in calls:
-            if fused:
-                tokens.update(self.forward_packed(call))
-            else:
-                fillers = self.fillers(call) if call is decodes or not prefills else []
-                tokens.update(self.forward(call, fillers))
-        self.store.save(self.cache, rows)  # new full prompt blocks of the prefix cache, out of the rows
+            tokens.update(self.forward_packed(call) if fused else self.forward(call))
         for row in rows:  # a speculative row: keep the proposals the model agrees with, then its own token
             if row.proposed:
                 tokens[row.slot] = accept(row.token_ids[1:], tokens[row.slot])
         if self.lm.device.type == "cuda":
             torch.cuda.synchronize()
-        return ForwardResult(tokens, (time.perf_counter() - t0) * 1000, kind, tuple(fillers))
-
-    def fillers(self, rows: list[Row]) -> list[int]:
-        """Idle slots to compute beside a decode call's rows, each feeding one pad token that writes only to
-        the scratch column: enough for `padded_rows`, and to make the call's slots one contiguous run, so
-        that every layer's K/V is a view of the cache rather than a gathered copy. A gap is filled only
-        while its extra rows cost less than gathering the real rows' K/V."""
-        if self.lm.device.type != "cpu":
-            return []  # a CPU trick (MKL's few-row anomaly, gathered K/V copies): CUDA has neither
-        if self.fast is not None and self.fast.w.kernel is not None and len(rows) <= MAX_ROWS:
-            return []  # few_row_linear computes 1-4 rows faster than oneDNN computes 4
-        slots = sorted(r.slot for r in rows)
-        taken, num_slots = set(slots), self.cache.slots
-        lo, width = slots[0], slots[-1] + 1 - slots[0]
-        kv_len = max(r.start + len(r.token_ids) for r in rows)
-        extra = padded_rows(width) - padded_rows(len(rows))
-        if width > len(rows) and extra * FILLER_KV_TOKENS > len(rows) * kv_len:
-            return []  # a wide gap over short rows: gather their K/V (padding a gathered call did not pay)
-        n = min(padded_rows(width), num_slots)
-        hi = min(num_slots, lo + n)
-        return [s for s in range(hi - n, hi) if s not in taken]
+        return ForwardResult(tokens, (time.perf_counter() - t0) * 1000, kind, copy_ms=copy_ms)
 
     @torch.inference_mode()
-    def forward(self, rows: list[Row], fillers: list[int] = ()) -> dict[int, int]:
-        """One forward over `rows` (plus idle `fillers` slots that feed a pad token and write only to the
-        scratch column); the greedy token of every row that wants one, by slot."""
+    def forward(self, rows: list[Row]) -> dict[int, int]:
+        """One forward over `rows`, left-padded; the greedy token of every row that wants one, by slot."""
         Q = max(len(r.token_ids) for r in rows)
-        scratch = self.cache.scratch
         pad_id = self.lm.pad_id
-        batch = sorted([(r.slot, r) for r in rows] + [(s, None) for s in fillers], key=lambda b: b[0])
-        ids, pos, write = [], [], []
-        for _, r in batch:
-            if r is None:  # a filler: a pad token at position 0, attending to column 0, written to scratch
-                ids.append([pad_id] * Q)
-                pos.append([0] * Q)
-                write.append([scratch] * Q)
-                continue
+        batch = sorted([(r.slot, r) for r in rows], key=lambda b: b[0])
+        ids, pos, write, tables = [], [], [], []
+        for slot, r in batch:
+            tables.append(table_of(r))
             pad = Q - len(r.token_ids)
             real = list(range(r.start, r.start + len(r.token_ids)))
-            assert real[-1] < scratch, "row longer than the KV cache row"
+            assert real[-1] < len(tables[-1]) * self.cache.block_size, "row longer than its block table"
             ids.append([pad_id] * pad + r.token_ids)
-            pos.append([0] * pad + real)          # pad queries sit at position 0 and attend to column 0
-            write.append([scratch] * pad + real)  # ...and write their K/V to the scratch column
+            pos.append([0] * pad + real)   # pad queries sit at position 0 and attend to their row's position 0
+            write.append([-1] * pad + real)  # ...and write nothing
         kv_len = max(r.start + len(r.token_ids) for r in rows)
         # left padding puts every row's last token at column -1 (a speculative row wants its last proposed + 1)
-        wanted = [(slot, b, q, r.request) for b, (slot, r) in enumerate(batch) if r is not None and r.wants_token
+        wanted = [(slot, b, q, r.request) for b, (slot, r) in enumerate(batch) if r.wants_token
                   for q in range(-1 - r.proposed, 0)]
         scores = [(b, Q - len(r.token_ids), len(r.token_ids), r.start, r.request) for b, (_, r) in enumerate(batch)
-                  if r is not None and r.state is SlotState.PREFILL and r.request.spec.prompt_logprobs is not None]
+                  if r.state is SlotState.PREFILL and r.request.spec.prompt_logprobs is not None]
         if Q == 1 and self.fast is not None and not scores:
-            logits = self.fast.decode([i[0] for i in ids], [p[0] for p in pos], [w[0] for w in write],
-                                      [slot for slot, _ in batch], kv_len, self.needs_mask(rows, fillers, 1),
-                                      [b for _, b, _, _ in wanted])
+            logits = self.fast.decode([i[0] for i in ids], [p[0] for p in pos], [True] * len(ids), tables, kv_len,
+                                      self.needs_mask(rows, [], 1), [b for _, b, _, _ in wanted])
             return self.pick(logits, wanted)
         device = self.lm.device
+        self.cache.plan(tables, write, kv_len)
         ids = torch.tensor(ids, device=device)                        # (B, Q)
         pos = torch.tensor(pos, device=device)                        # (B, Q)
-        self.cache.plan([slot for slot, _ in batch], torch.tensor(write), kv_len)
-        return self.compute(ids, pos, self.mask(rows, fillers, pos, kv_len), wanted, scores)
+        return self.compute(ids, pos, self.mask(rows, [], pos, kv_len), wanted, scores)
 
     @torch.inference_mode()
     def forward_packed(self, rows: list[Row]) -> dict[int, int]:
         """One forward over `rows` packed into a single sequence, without padding (the fused step: a joiner's
         whole prompt beside others' single decode tokens). Each token keeps its row's position; a
         block-diagonal causal mask keeps the rows apart, and each layer reads the rows' K/V one after another."""
-        ids, pos, slots, q_row, read_slots, read_pos, k_row, wanted, scores = [], [], [], [], [], [], [], [], []
+        ids, pos, q_row, read_pos, k_row, wanted, scores = [], [], [], [], [], [], []
         for i, r in enumerate(rows):
             n, kv = len(r.token_ids), r.start + len(r.token_ids)
-            assert kv <= self.cache.scratch, "row longer than the KV cache row"
             ids += r.token_ids
             pos += range(r.start, kv)
-            slots += [r.slot] * n
             q_row += [i] * n
-            read_slots += [r.slot] * kv
             read_pos += range(kv)
             k_row += [i] * kv
             if r.wants_token:
@@ -164,7 +137,8 @@ class ModelRunner:
         visible = (torch.tensor(q_row, device=device)[:, None] == torch.tensor(k_row, device=device)) \
             & (read_pos <= pos[:, None])  # (M, T): same row, key not after the query
         mask = additive_mask(visible, self.lm.dtype)[None, None]  # (1, 1, M, T)
-        self.cache.plan_packed(torch.tensor(slots), pos, torch.tensor(read_slots), read_pos)
+        self.cache.plan_packed([table_of(r) for r in rows], [r.start for r in rows],
+                               [len(r.token_ids) for r in rows])
         return self.compute(torch.tensor([ids], device=device), pos[None], mask, wanted, scores)
 
     def compute(self, ids: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor | None,
@@ -232,8 +206,8 @@ class ModelRunner:
         known = _REFERENCE_MS.setdefault(model, {})
         if path not in known:
             x = torch.tensor([[self.lm.pad_id]], device=self.lm.device)
-            scratch = self.cache.scratch  # the fast call writes to slot 0's scratch column and reads its column 0
-            call = (lambda: self.fast.decode([self.lm.pad_id], [0], [scratch], [0], 1, False, [0])) \
+            # the fast call reads block 0's first position and writes nothing
+            call = (lambda: self.fast.decode([self.lm.pad_id], [0], [False], [(0,)], 1, False, [0])) \
                 if self.fast is not None else (lambda: model(x))
             times = []
             with torch.inference_mode(), packed_linears(model) if self.packed else contextlib.nullcontext():

@@ -24,6 +24,9 @@ Sections (each a key of the JSON; `targets` sums up the goals):
                           `vllm bench serve` reports per rate and lane, and where each lane's p95 TTFT crosses 2 s
   prefix_cache            a preset's continuous lane with and without prefix_cache (demos/shared-instructions.json,
                           demos/mixed.json): wall time, tokens/s, prompt tokens computed and cached, same tokens
+  paged_cache             the paged KV cache vs the slot rows it replaced (their commit's code, same process): decode
+                          at 1/4/8/16 rows x 128/512 context, the gather's cost, prefill 64/256, swap vs recompute ms
+                          per block, a lane's KV bytes before and after (scripts/bench_paged.py)
 
 Every ratio compares runs made in the same process, interleaved repeat by repeat, so the load other
 processes put on the machine hits both sides alike; absolute numbers still move with that load (the
@@ -44,6 +47,7 @@ from scripts.bench_common import (CHAT_PROMPTS, ROOT, Records, log, median, outp
 import torch  # noqa: E402
 from scripts.bench_decode import decode_steps, weight_read_floor  # noqa: E402
 from scripts.bench_features import chunked_prefill, preemption, split_vs_fused  # noqa: E402
+from scripts.bench_paged import paged_cache  # noqa: E402
 from scripts.bench_prefix import prefix_cache  # noqa: E402
 from scripts.bench_spec import speculative  # noqa: E402
 from scripts.bench_sweep import load_sweep  # noqa: E402
@@ -59,13 +63,15 @@ SIZES = {  # what each section runs; --quick shrinks everything to a smoke test
                  demo_max_new_tokens=None, chunk_sizes=(64, 128), pressure_budgets=(None, 320, 224, 128),
                  bandwidth_mib=512, warmup_slots=16, decode_rows=(1, 2, 4, 8, 16), decode_context=64, decode_calls=15, fresh_processes=3,
                  sweep_rates=[0.25, 0.5, 1, 2, 4], sweep_requests=24, sweep_output={"min": 16, "max": 48},
-                 prefix_presets=("shared-instructions", "mixed")),
+                 prefix_presets=("shared-instructions", "mixed"), paged_rows=(1, 4, 8, 16), paged_contexts=(128, 512),
+                 paged_prefill=(64, 256)),
     "quick": dict(repeats=1, batches=(1, 2), static_new_tokens=3,
                   chat_requests=4, chat_slots=2, chat_new_tokens=6, chat_repeats=1,
                   mixed_scale=1, mixed_repeats=1, fused_prompt_lens=(8,),
                   demo_max_new_tokens=4, chunk_sizes=(128,), pressure_budgets=(None, 128),
                   bandwidth_mib=32, warmup_slots=4, decode_rows=(1, 2), decode_context=8, decode_calls=1, fresh_processes=1,
-                  sweep_rates=[1, 8], sweep_requests=3, sweep_output=[2], prefix_presets=("shared-instructions",)),
+                  sweep_rates=[1, 8], sweep_requests=3, sweep_output=[2], prefix_presets=("shared-instructions",),
+                  paged_rows=(1, 2), paged_contexts=(16,), paged_prefill=(8,)),
 }
 
 
@@ -222,13 +228,13 @@ def decode_floor(lm, size: dict, static: dict | None, steps: dict | None) -> dic
 # -- the run ----------------------------------------------------------------------------------------------------
 SECTIONS = ("static_vs_generate", "continuous_vs_generate_batch", "mixed_x8", "decode_steps", "decode_floor", "split_vs_fused",
             "chunked_prefill", "preemption", "first_vs_second_run", "load_sweep", "prefix_cache",
-            "speculative")
+            "speculative", "paged_cache")
 
 
 SECTION_RUNS = {"static_vs_generate": static_vs_generate, "continuous_vs_generate_batch": continuous_vs_generate_batch,
                 "mixed_x8": mixed_x8, "split_vs_fused": split_vs_fused, "chunked_prefill": chunked_prefill,
                 "preemption": preemption, "load_sweep": load_sweep, "decode_steps": decode_steps,
-                "prefix_cache": prefix_cache, "speculative": speculative}
+                "prefix_cache": prefix_cache, "speculative": speculative, "paged_cache": paged_cache}
 # decode_floor reads static_vs_generate's figures instead; first_vs_second_run loads the model in fresh processes
 # of its own (from main's --model, --dtype, --device), so it never sees `lm`
 

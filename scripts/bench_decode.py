@@ -18,17 +18,19 @@ def decode_steps(lm, size: dict, records=None) -> dict:
     the fast path's batch-B step over its batch-1 step; and what making each runner cost (on CUDA: the graph captures)."""
     rows_list, context, calls = size["decode_rows"], size["decode_context"], size["decode_calls"]
     slots = max(rows_list)
+    per_row = -(-(context + 8) // 16)  # blocks of 16 tokens a row: row i reads blocks i*per_row onwards (one view)
     runners, init_ms = {}, {}
     for path in ("eager", "fast"):  # a runner's making: its KV cache, and on CUDA the fast path's graph captures
         t0 = time.perf_counter()
-        runners[path] = ModelRunner(replace(lm, decode_step=path), slots, context + 8)
+        runners[path] = ModelRunner(replace(lm, decode_step=path), slots, slots * per_row)
         init_ms[path] = (time.perf_counter() - t0) * 1000
     fast = runners["fast"].fast
     out = {"context": context, "calls": calls, "fast_available": fast is not None, "runner_init_ms": init_ms,
            "graph_buckets": sorted(fast.graphs) if fast is not None and fast.graphed else None, "rows": {}}
     for n in rows_list:
         requests = [Request(RequestSpec(id=f"D{i}", prompt="", max_new_tokens=1), order=i) for i in range(n)]
-        rows = [Row(i, r, SlotState.DECODE, [lm.pad_id + 1 + i], context, True) for i, r in enumerate(requests)]
+        rows = [Row(i, r, SlotState.DECODE, [lm.pad_id + 1 + i], context, True,
+                    blocks=tuple(range(i * per_row, (i + 1) * per_row))) for i, r in enumerate(requests)]
         times = {path: [] for path in runners}
         tokens = {}
         for i in range(calls + 2):  # two untimed calls first: packed weights, kernels, graphs

@@ -96,7 +96,7 @@ def tiny_graphs(device: str) -> dict:
     out = {}
     for n in (1, 3, 5, 8):
         t0 = time.perf_counter()
-        runners = {path: ModelRunner(replace(lm, decode_step=path), 8, 64) for path in ("eager", "fast")}
+        runners = {path: ModelRunner(replace(lm, decode_step=path), 8, 8 * 4) for path in ("eager", "fast")}
         out.setdefault("runner_init_ms", {})[str(n)] = (time.perf_counter() - t0) * 1000
         requests = [Request(RequestSpec(id=f"T{i}", prompt="", max_new_tokens=8), order=i) for i in range(n)]
         prompts = [[(7 * i + j) % 1000 for j in range(3 + 2 * i)] for i in range(n)]
@@ -105,7 +105,8 @@ def tiny_graphs(device: str) -> dict:
             for path, runner in runners.items():
                 rows = [Row(i, r, SlotState.PREFILL if step == 0 else SlotState.DECODE,
                             seqs[path][i] if step == 0 else seqs[path][i][-1:],
-                            0 if step == 0 else len(seqs[path][i]) - 1, True) for i, r in enumerate(requests)]
+                            0 if step == 0 else len(seqs[path][i]) - 1, True,
+                            blocks=tuple(range(4 * i, 4 * i + 4))) for i, r in enumerate(requests)]
                 tokens = runner.run(rows).tokens
                 for i in range(n):
                     seqs[path][i].append(tokens[i])
@@ -147,7 +148,7 @@ def main(argv=None) -> dict:
     p.add_argument("--device", default="cuda")
     p.add_argument("--quick", action="store_true", help="small workloads and sizes: a smoke run of every section")
     p.add_argument("--out", default=str(ROOT / "artifacts" / "gpu_check.json"))
-    p.add_argument("--sections", default="env,tiny_graphs,exact_float32,bfloat16,decode_steps,bench,socket_run")
+    p.add_argument("--sections", default="env,tiny_graphs,paged_graphs,exact_float32,bfloat16,decode_steps,bench,socket_run")
     args = p.parse_args(argv)
     out_path = Path(args.out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -177,6 +178,9 @@ def main(argv=None) -> dict:
                     "cuda": torch.version.cuda, "tf32_matmul": torch.backends.cuda.matmul.allow_tf32}
         if name == "tiny_graphs":
             return tiny_graphs(args.device)
+        if name == "paged_graphs":
+            from scripts.gpu_paged import paged_graphs
+            return paged_graphs(args.device)
         if name == "exact_float32":
             return agreement(model("float32"), workload(args.quick))
         if name == "bfloat16":
@@ -186,7 +190,7 @@ def main(argv=None) -> dict:
         if name == "bench":
             return bench.run_benchmark(model("float32"), quick=args.quick,
                                        sections=("static_vs_generate", "continuous_vs_generate_batch", "decode_steps",
-                                                 "decode_floor"))
+                                                 "decode_floor", "paged_cache"))
         if name == "socket_run":
             return socket_run(args.device, "float32", args.quick)
         raise ValueError(f"unknown section {name!r}")

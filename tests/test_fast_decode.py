@@ -104,17 +104,18 @@ def test_smollm2_fast_decode_writes_the_eager_tokens_and_generates_tokens(smol, 
 @pytest.mark.model
 def test_smollm2_fast_hidden_state_is_the_eager_one(smol):
     """One decode call of 3 rows of different lengths: the fast step's logits equal transformers' to float noise."""
-    runner = ModelRunner(smol, 4, 128)
+    runner = ModelRunner(smol, 4, 4 * 8)
     prompts = [smol.encode_prompt(p) for p in PROMPTS[:3]]
+    tables = [tuple(range(8 * slot, 8 * slot + 8)) for slot in range(3)]
     with torch.inference_mode():
-        for slot, ids in enumerate(prompts):  # each prompt's K/V into its slot, through transformers' forward
-            runner.cache.plan([slot], torch.tensor([list(range(len(ids)))]), len(ids))
+        for slot, ids in enumerate(prompts):  # each prompt's K/V into its slot's blocks, through transformers' forward
+            runner.cache.plan([tables[slot]], [list(range(len(ids)))], len(ids))
             smol.model.model(input_ids=torch.tensor([ids]), position_ids=torch.arange(len(ids))[None],
                              cache=runner.cache, use_cache=True)
         nxt, pos = [100, 200, 300], [len(p) for p in prompts]
         kv_len = max(pos) + 1
-        fast = runner.fast.decode(nxt, pos, pos, [0, 1, 2], kv_len, True, [0, 1, 2])
-        runner.cache.plan([0, 1, 2], torch.tensor(pos)[:, None], kv_len)
+        fast = runner.fast.decode(nxt, pos, [True] * 3, tables, kv_len, True, [0, 1, 2])
+        runner.cache.plan(tables, [[p] for p in pos], kv_len)
         mask = runner.mask([], [0], torch.tensor(pos)[:, None], kv_len)  # fillers given: a mask is built
         hidden = smol.model.model(input_ids=torch.tensor(nxt)[:, None], position_ids=torch.tensor(pos)[:, None],
                                   attention_mask=mask, cache=runner.cache, use_cache=True).last_hidden_state
@@ -124,25 +125,30 @@ def test_smollm2_fast_hidden_state_is_the_eager_one(smol):
 
 
 def test_what_a_cuda_graph_captures_computes_the_sliced_steps_logits(tiny):
-    """The graph's arithmetic, run eagerly on the CPU: whole cache rows under a mask built from the positions, the
-    call padded to its bucket with rows that write to slot 0's scratch column, give the sliced call's logits."""
-    runner = ModelRunner(tiny, 8, 48)
+    """The graph's arithmetic, run eagerly on the CPU: whole block tables under a mask built from the positions, the
+    call padded to its bucket with copies of its first row that write back what that row writes, give the sliced
+    call's logits."""
+    runner = ModelRunner(tiny, 8, 8 * 3)
     fast = runner.fast
     prompts = [tiny.encode_prompt(p)[:20 + 3 * i] for i, p in enumerate(PROMPTS[:3])]
+    tables = [tuple(range(3 * slot + 6, 3 * slot + 9)) for slot in range(3)]
     with torch.inference_mode():
         for slot, ids in enumerate(prompts):
-            runner.cache.plan([slot + 2], torch.tensor([list(range(len(ids)))]), len(ids))
+            runner.cache.plan([tables[slot]], [list(range(len(ids)))], len(ids))
             tiny.model.model(input_ids=torch.tensor([ids]), position_ids=torch.arange(len(ids))[None],
                              cache=runner.cache, use_cache=True)
-        nxt, pos, slots = [11, 12, 13], [len(p) for p in prompts], [2, 3, 4]
-        before = [layer.keys.clone() for layer in runner.cache.layers]
-        sliced = fast.decode(nxt, pos, pos, slots, max(pos) + 1, True, [0, 1, 2])
-        for layer, keys in zip(runner.cache.layers, before):
-            layer.keys.copy_(keys)
-        bucket = graph_bucket(3, 8)
+        nxt, pos = [11, 12, 13], [len(p) for p in prompts]
+        before = runner.cache.pool.clone()
+        sliced = fast.decode(nxt, pos, [True] * 3, tables, max(pos) + 1, True, [0, 1, 2])
+        runner.cache.pool.copy_(before)
+        bucket, width = fast.bucket(3, max(pos) + 1)
         pad = bucket - 3
         t = lambda values: torch.tensor(values)  # noqa: E731
-        graphed = fast.graph_step(t(nxt + [0] * pad), t(pos + [0] * pad), t(pos + [runner.cache.scratch] * pad),
-                                  t(slots + [0] * pad))[:3]
+        graphed = fast.graph_step(t(nxt + nxt[:1] * pad), t(pos + pos[:1] * pad),
+                                  t([list(tb[:width]) for tb in tables + tables[:1] * pad]),
+                                  t([0, 1, 2] + [0] * pad), t([True] * bucket))[:3]
+        changed = (runner.cache.pool != before).flatten(0, 1).flatten(1, 2).any(-1).any(-1)  # (L * 2, N * bs)
+    written = {tb[p // 16] * 16 + p % 16 for tb, p in zip(tables, pos)}
+    assert {int(i) for i in changed.nonzero()[:, 1]} == written  # the padded rows wrote nothing of their own
     assert bucket == 4 and (graphed - sliced).abs().max().item() < 1e-4
     assert torch.equal(graphed.argmax(-1), sliced.argmax(-1))

@@ -145,8 +145,9 @@ def test_tiny_model_stays_exact_through_preemption_and_eviction(tiny):
     check_against_solo(tiny, r, frozenset())
 
 
-def test_a_hit_copies_the_cached_kv_into_the_row(tiny):
-    """The cached K/V really is read: corrupt the stored blocks and the hit's tokens change."""
+def test_a_hit_reads_the_cached_kv_from_its_pool_blocks(tiny):
+    """The cached K/V really is read (by reference, from the pool): corrupt the cached blocks no request holds and
+    the hit's tokens change."""
     engine = Engine(tiny)
     wl = engine.prepare(workload([CACHED], slots=1, arrivals=[0, 1, 2, 3, 4, 5]))
     spec = wl.requests[1]
@@ -156,9 +157,9 @@ def test_a_hit_copies_the_cached_kv_into_the_row(tiny):
         r = engine.start(wl)
         lane = r.lanes["cached"]
         while not any(c.cached for rec in lane.records for c in rec.slots):
-            if corrupt and lane.runner.store.blocks:
-                for kv in lane.runner.store.blocks.values():
-                    kv.mul_(-3.0)
+            cached = lane.scheduler.blocks.cached_free()
+            if corrupt and cached:
+                lane.runner.cache.pool[:, :, cached] *= -3.0
             r.tick()
         r.run_to_end()
         runs.append(next(q for q in lane.scheduler.requests if q.id == spec.id).output_ids)

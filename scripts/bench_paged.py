@@ -1,0 +1,167 @@
+"""The paged KV cache next to the slot rows it replaced, in one process, interleaved call by call. A section of
+scripts/bench.py (`paged_cache`); nothing here asserts a timing.
+
+"slots" is the old code path itself: engine/ as it was at commit SLOT_ROWS_COMMIT (one `(slots, kv_heads, row + 1,
+head_dim)` row per slot), extracted from git into a temporary package and run on the same model. "paged" is today's
+runner with every row's blocks scattered over the pool (a random permutation: each layer gathers them), and
+"paged_runs" the same runner with each row's blocks one run, equally spaced (read as a view, no gather).
+Measured: the decode step at 1/4/8/16 rows and 128/512 tokens of context, what the gather costs of that, a
+one-row prefill of 64/256 tokens, swap-out and swap-in ms per block next to recompute ms per block (a prefill of
+one block's tokens), and a lane's KV bytes before (slots x row) and after (the budget's blocks).
+"""
+import importlib
+import io
+import os
+import random
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+import torch
+
+from engine.batch import Row
+from engine.request import Request, RequestSpec
+from engine.runner import ModelRunner
+from engine.step import SlotState
+from scripts.bench_common import ROOT, median
+
+SLOT_ROWS_COMMIT = "4c9b636"  # the last commit with per-slot rows (engine/kv_cache.py's SlotKVCache)
+BLOCK = 16
+
+
+def slot_rows_engine():
+    """engine/ of SLOT_ROWS_COMMIT as the package `engine_slot_rows` (None where git or that commit is not there)."""
+    try:
+        blob = subprocess.run(["git", "-C", str(ROOT), "archive", SLOT_ROWS_COMMIT, "engine"], check=True,
+                              capture_output=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    folder = tempfile.mkdtemp(prefix="slot_rows_")
+    with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
+        tar.extractall(folder, filter="data")
+    os.rename(os.path.join(folder, "engine"), os.path.join(folder, "engine_slot_rows"))
+    sys.path.insert(0, folder)
+    # the compiled decode kernel: today's module, so that its build (keyed by the source's path) is not redone
+    import engine.cpu_kernels
+    old = importlib.import_module("engine_slot_rows")
+    sys.modules["engine_slot_rows.cpu_kernels"] = old.cpu_kernels = engine.cpu_kernels
+    for name in ("runner", "batch", "request", "step"):
+        importlib.import_module(f"engine_slot_rows.{name}")
+    return sys.modules["engine_slot_rows"]
+
+
+def timed_calls(runners: dict, rows_of, calls: int) -> dict[str, float]:
+    """Median ms of `calls` runs of each runner on its rows, interleaved (two untimed calls first)."""
+    times = {name: [] for name in runners}
+    for i in range(calls + 2):
+        for name, runner in (runners.items() if i % 2 == 0 else reversed(runners.items())):
+            rows = rows_of(name)
+            t0 = time.perf_counter()
+            runner.run(rows)
+            if i >= 2:
+                times[name].append((time.perf_counter() - t0) * 1000)
+    return {name: median(t) for name, t in times.items()}
+
+
+def runs(rows: int, per_row: int) -> list[tuple[int, ...]]:
+    """Row i's table: blocks i*per_row .. (i+1)*per_row - 1 (the old slot rows' layout: read as one view)."""
+    return [tuple(range(i * per_row, (i + 1) * per_row)) for i in range(rows)]
+
+
+def make_runners(lm, old, slots: int, row_len: int) -> tuple[dict, dict]:
+    per_slot = -(-row_len // BLOCK)
+    ids = list(range(slots * per_slot))
+    random.Random(0).shuffle(ids)
+    tables = {"paged": [tuple(ids[i * per_slot:(i + 1) * per_slot]) for i in range(slots)],
+              "paged_runs": runs(slots, per_slot)}
+    runners = {"paged": ModelRunner(lm, slots, slots * per_slot, BLOCK),
+               "paged_runs": ModelRunner(lm, slots, slots * per_slot, BLOCK)}
+    if old is not None:
+        runners["slots"] = old.runner.ModelRunner(lm, slots, row_len)
+        tables["slots"] = [()] * slots
+    return runners, tables
+
+
+def rows_for(tables, state: str, n: int, tokens: list[int], start: int, old=None):
+    """Rows of n requests feeding `tokens` at `start` (state "prefill" or "decode"); the old runner's rows are made of
+    its own package's classes."""
+    def rows_of(name):
+        pkg = (old.batch, old.request, old.step) if name == "slots" else None
+        row, req, spec, step = (pkg[0].Row, pkg[1].Request, pkg[1].RequestSpec, pkg[2].SlotState) if pkg else \
+            (Row, Request, RequestSpec, SlotState)
+        requests = [req(spec(id=f"P{i}", prompt="", max_new_tokens=1), order=i) for i in range(n)]
+        return [row(i, r, step(state), tokens, start, True, **({"blocks": tables[name][i]} if name != "slots" else {}))
+                for i, r in enumerate(requests)]
+    return rows_of
+
+
+def gather_ms(runner: ModelRunner, tables, n: int, context: int, repeats: int = 5) -> dict:
+    """ms of reading one decode call's K and V through the tables, all layers (what the attention reads)."""
+    cache, out = runner.cache, {}
+    for name, t in (("gathered", [list(x) for x in tables[:n]]),
+                    ("view", [list(x) for x in runs(n, cache.num_blocks // len(tables))])):
+        cache.plan(t, [[-1]] * n, context)
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for layer in cache.layers:
+                cache.read(layer.keys, which=0), cache.read(layer.values, which=1)
+            times.append((time.perf_counter() - t0) * 1000)
+        out[name + "_ms"] = median(times)
+    return out
+
+
+def paged_cache(lm, size: dict, records=None) -> dict:
+    old = slot_rows_engine()
+    rows_list, contexts, calls = size["paged_rows"], size["paged_contexts"], size["decode_calls"]
+    out = {"slot_rows": f"engine/ at commit {SLOT_ROWS_COMMIT}" if old else None, "block_size": BLOCK,
+           "decode": {}, "prefill": {}}
+    with torch.inference_mode():
+        for context in contexts:
+            runners, tables = make_runners(lm, old, max(rows_list), context + BLOCK)
+            for n in rows_list:
+                ms = timed_calls(runners, rows_for(tables, "decode", n, [lm.pad_id + 1], context, old), calls)
+                entry = {**{f"{k}_ms": v for k, v in ms.items()}, **gather_ms(runners["paged"], tables["paged"], n,
+                                                                             context + 1)}
+                if "slots" in ms:
+                    entry["paged_over_slots"] = ms["paged"] / ms["slots"]
+                    entry["runs_over_slots"] = ms["paged_runs"] / ms["slots"]
+                out["decode"][f"{n}x{context}"] = entry
+            del runners
+        runners, tables = make_runners(lm, old, 1, max(size["paged_prefill"]) + BLOCK)
+        for length in size["paged_prefill"]:
+            prompt = [(7 * j) % 1000 + 1 for j in range(length)]
+            ms = timed_calls(runners, rows_for(tables, "prefill", 1, prompt, 0, old),
+                             max(2, calls // 3))
+            out["prefill"][str(length)] = {**{f"{k}_ms": v for k, v in ms.items()},
+                                           **({"paged_over_slots": ms["paged"] / ms["slots"]} if "slots" in ms else {})}
+        out["swap"] = swap_vs_recompute(lm, runners, tables, calls)
+        out["kv_bytes"] = lane_bytes(lm, old)
+    return out
+
+
+def swap_vs_recompute(lm, runners, tables, calls: int, blocks: int = 16) -> dict:
+    runner = ModelRunner(lm, 1, blocks, BLOCK, host_blocks=blocks)
+    pairs = [(i, i) for i in range(blocks)]
+    out_ms = [runner.cache.apply(swap_out=pairs) for _ in range(calls)]
+    in_ms = [runner.cache.apply(swap_in=pairs) for _ in range(calls)]
+    prompt = [(7 * j) % 1000 + 1 for j in range(BLOCK)]
+    recompute = timed_calls({"paged": runners["paged"]}, rows_for(tables, "prefill", 1, prompt, 0),
+                            max(2, calls // 3))["paged"]
+    swap_out, swap_in = median(out_ms) / blocks, median(in_ms) / blocks
+    return {"blocks_per_copy": blocks, "swap_out_ms_per_block": swap_out, "swap_in_ms_per_block": swap_in,
+            "recompute_ms_per_block": recompute, "recompute_over_swap_round_trip": recompute / (swap_out + swap_in),
+            "host_pool": "pinned host memory" if runner.cache.host.is_pinned() else "a separate CPU tensor (same DRAM)"}
+
+
+def lane_bytes(lm, old, slots: int = 8, row_len: int = 512, budget: int = 448) -> dict:
+    """A lane of `slots` slots whose longest request needs `row_len` tokens, with a KV budget of `budget` tokens."""
+    after = ModelRunner(lm, slots, budget // BLOCK, BLOCK).kv_bytes if budget // BLOCK >= slots else None
+    before = None
+    if old is not None:
+        cache = old.runner.ModelRunner(lm, slots, row_len).cache
+        before = sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
+    return {"slots": slots, "row_len": row_len, "kv_budget": budget, "slot_rows_bytes": before, "paged_bytes": after,
+            "paged_over_slot_rows": after / before if before and after else None}
