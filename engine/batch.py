@@ -20,10 +20,6 @@ class Row:
     token_ids: list[int]       # tokens fed this step
     start: int                 # cache position of token_ids[0]; the row's KV length before the step
     wants_token: bool          # sample a token from the last position (False for a partial prefill chunk)
-    load: tuple[tuple[int, int], ...] = ()  # prefix cache hit: (cached block id, first position) to copy into
-                                            # the slot's row before the forward
-    save: tuple[tuple[int, int], ...] = ()  # (block id, first position) of new full prompt blocks to keep in the
-                                            # prefix cache after the forward
     proposed: int = 0          # a speculative decode row: its last `proposed` tokens are guesses to verify
     blocks: tuple[int, ...] = ()  # its block table: position p lives in block blocks[p // block_size] at offset
                                   # p % block_size; covers [0, start + len(token_ids)) after this step's growth

@@ -153,5 +153,5 @@ class Lane:
     def kv_pool(self) -> dict:
         """The lane's KV memory: the bytes its runner's K/V tensors take, its pool of blocks, how it allocates."""
         b, config = self.scheduler.blocks, self.scheduler.config
-        return {"kv_bytes": getattr(self.runner, "kv_bytes", 0), "num_blocks": b.num_blocks, "block_size": b.block_size,
+        return {"kv_bytes": self.runner.kv_bytes, "num_blocks": b.num_blocks, "block_size": b.block_size,
                 "host_blocks": b.host_blocks, "kv_allocation": config.kv_allocation, "preemption": config.preemption}

@@ -73,8 +73,6 @@ class Request:
     rng: object = None                          # a sampled request's random generator (the runner's to make)
     num_from_cache: int = 0                     # prefix cache: prompt tokens its latest (re)start took from the cache
     cache_hit_step: int | None = None           # ...in this step
-    cache_load: list[tuple[int, int]] = field(default_factory=list)  # (cached block id, first position) still to
-                                                                     # copy into its row (see scheduler.Row.load)
     token_logprobs: list = field(default_factory=list)  # engine.logprobs.Entry per output token (spec.logprobs set)
     prompt_logprobs: list = field(default_factory=list)  # an Entry (or None for the first) per prompt token
     matcher: object = None                      # a constrained request's grammar matcher (engine.grammar's to make)

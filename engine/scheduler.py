@@ -144,12 +144,10 @@ class Scheduler:
         start = request.num_cached
         plan.out.copies += self.blocks.grow(request, start + len(token_ids))
         table = self.blocks.tables[request.id]
-        load, save = (), ()  # the slot-row runner's copies of prefix blocks (until the runner reads block tables)
-        if self.prefix and state is SlotState.PREFILL:
-            load, request.cache_load = tuple(request.cache_load), []
-            save = tuple(self.prefix.add_computed(request, request.num_prefilled + len(token_ids), table))
+        if self.prefix and state is SlotState.PREFILL:  # its new full prompt blocks join the cache, by their pool ids
+            self.prefix.add_computed(request, request.num_prefilled + len(token_ids), table)
         blocks = tuple(table[:blocks_for(start + len(token_ids), self.blocks.block_size)])
-        plan.add(Row(request.slot, request, state, token_ids, start, wants_token, load, save, proposed, blocks))
+        plan.add(Row(request.slot, request, state, token_ids, start, wants_token, proposed, blocks))
 
     def proposals(self, plan: StepPlan, request: Request, others: list[Request]) -> list[int]:
         """Tokens to verify after `request`'s last one (speculative lanes; `others`: decoders still to come)."""
@@ -171,12 +169,11 @@ class Scheduler:
 
     def reuse_prefix(self, request: Request) -> None:
         """A request (re)starting its prefill takes its longest cached prefix: those tokens count as prefilled,
-        and their K/V are copied into its row before its first computed step."""
+        and their pool blocks head its block table (shared by reference, never copied)."""
         blocks = self.prefix.match(request)
         self.blocks.hold_cached(request, [b.id for b in blocks])
         size = self.blocks.block_size
         request.num_prefilled = request.num_cached = len(blocks) * size
-        request.cache_load = [(b.id, i * size) for i, b in enumerate(blocks)]
         if blocks:
             request.num_from_cache, request.cache_hit_step = len(blocks) * size, self.step
 
