@@ -25,6 +25,9 @@ os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the engine core 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "0-1")      # the default binding gives the worker one core of two
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+# vLLM 0.32's AOT compile cache fails to load on every start here ('function' object has no attribute
+# 'finalize_loading') and compiles again; its older Inductor cache path is tried instead
+os.environ.setdefault("VLLM_USE_AOT_COMPILE", "0")
 
 
 def ours(internal_id: str) -> str:

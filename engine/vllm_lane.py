@@ -11,6 +11,7 @@ a decode, or a preempted cell. Arrivals and the clock follow engine/lane.py's ru
 """
 import bisect
 import statistics
+import weakref
 from dataclasses import dataclass, field
 
 from .config import LaneSpec
@@ -53,6 +54,7 @@ class VllmLane:
         self.measured: list[float] = []
         self.args, self.model_folder = engine_args(spec), model_folder
         self.bridge = acquire(model_folder, self.args)     # vLLM's start (~60 s) happens here, before step 1
+        self.abandon = weakref.finalize(self, self.bridge.close)  # a run dropped mid-way (stopped, failed) ends it
         info = self.bridge.info
         self.kv_blocks, self.block_size = info["kv_blocks"], info["block_size"]
         self.vllm_config, self.reference_ms = info["config"], info["reference_ms"]
@@ -99,7 +101,8 @@ class VllmLane:
         self.clock = round(start + ms, 3)
         record = self.record(answer, start, ms)
         self.records.append(record)
-        if self.done:
+        if self.done:  # every request finished: the bridge is clean, kept warm for the next run
+            self.abandon.detach()
             release(self.bridge, self.args, self.model_folder)
         return record
 
