@@ -79,7 +79,7 @@ class LaneSpec:
         changes = self.config.changes(defaults)
         if self.engine != "batch-lanes":
             slots = {"slots": self.config.slots} if self.config.slots != defaults.slots else {}
-            return {"name": self.name, "engine": self.engine, **slots, **self.engine_options}
+            return {"name": self.name, "engine": self.engine, "policy": self.policy, **slots, **self.engine_options}
         if self.name == self.policy and not changes:
             return self.policy
         return {"name": self.name, "policy": self.policy, **changes}

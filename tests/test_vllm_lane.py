@@ -19,7 +19,7 @@ def test_a_vllm_lane_is_continuous_with_vllm_defaults_and_its_slots_as_max_num_s
     assert wl.lanes[0].engine == "batch-lanes"
     # the workload's chunk_size is our lanes' default, not vLLM's: only max_num_seqs (its slots) is set
     assert engine_args(spec) == {"max_num_seqs": 3, "max_model_len": 2048}
-    assert wl.to_dict()["lanes"][1] == {"name": "vLLM", "engine": "vllm"}
+    assert wl.to_dict()["lanes"][1] == {"name": "vLLM", "engine": "vllm", "policy": "continuous"}
     assert parse_workload(wl.to_dict()).lanes[1] == spec
 
 
@@ -61,3 +61,15 @@ def test_a_vllm_lane_where_vllm_is_not_installed_says_make_vllm(tiny, monkeypatc
     with pytest.raises(WorkloadError) as e:
         Engine(tiny).prepare(parse_workload(lanes({"name": "vLLM", "engine": "vllm"})))
     assert e.value.field == "lanes[1].engine" and "make vllm" in str(e.value)
+
+
+def test_the_vllm_preset_parses_and_on_the_simulator_says_it_needs_the_model():
+    import json
+    from pathlib import Path
+    obj = json.loads((Path(__file__).resolve().parents[1] / "demos" / "vllm.json").read_text())
+    wl = parse_workload(obj)
+    assert [(lane.name, lane.engine) for lane in wl.lanes] == [
+        ("continuous", "batch-lanes"), ("continuous chunked", "batch-lanes"), ("vLLM", "vllm")]
+    with pytest.raises(WorkloadError) as e:
+        Engine(None).prepare(wl)
+    assert e.value.field == "lanes[2].engine"
