@@ -24,6 +24,9 @@ Sections (each a key of the JSON; `targets` sums up the goals):
                           `vllm bench serve` reports per rate and lane, and where each lane's p95 TTFT crosses 2 s
   prefix_cache            a preset's continuous lane with and without prefix_cache (demos/shared-instructions.json,
                           demos/mixed.json): wall time, tokens/s, prompt tokens computed and cached, same tokens
+  vllm_race               our continuous lane beside the vLLM lane (a real vLLM engine, scripts/bench_vllm.py) on
+                          mixed x8, 16 chat prompts with EOS, Poisson at 1/2/4 req/s; then our endpoint vs vLLM's
+                          server under serve_bench (skipped with a line where `make vllm` was not run)
 
 Every ratio compares runs made in the same process, interleaved repeat by repeat, so the load other
 processes put on the machine hits both sides alike; absolute numbers still move with that load (the
@@ -48,6 +51,7 @@ from scripts.bench_prefix import prefix_cache  # noqa: E402
 from scripts.bench_spec import speculative  # noqa: E402
 from scripts.bench_sweep import load_sweep  # noqa: E402
 from scripts.bench_warmup import first_vs_second_run  # noqa: E402
+from scripts.bench_vllm import vllm_race  # noqa: E402
 from engine import Engine  # noqa: E402
 from engine.metrics import run_metrics  # noqa: E402
 from engine.step import Forward  # noqa: E402
@@ -65,7 +69,8 @@ SIZES = {  # what each section runs; --quick shrinks everything to a smoke test
                   mixed_scale=1, mixed_repeats=1, fused_prompt_lens=(8,),
                   demo_max_new_tokens=4, chunk_sizes=(128,), pressure_budgets=(None, 128),
                   bandwidth_mib=32, warmup_slots=4, decode_rows=(1, 2), decode_context=8, decode_calls=1, fresh_processes=1,
-                  sweep_rates=[1, 8], sweep_requests=3, sweep_output=[2], prefix_presets=("shared-instructions",)),
+                  sweep_rates=[1, 8], sweep_requests=3, sweep_output=[2], prefix_presets=("shared-instructions",),
+                  vllm_rates=(4,), vllm_serve=False),
 }
 
 
@@ -222,13 +227,13 @@ def decode_floor(lm, size: dict, static: dict | None, steps: dict | None) -> dic
 # -- the run ----------------------------------------------------------------------------------------------------
 SECTIONS = ("static_vs_generate", "continuous_vs_generate_batch", "mixed_x8", "decode_steps", "decode_floor", "split_vs_fused",
             "chunked_prefill", "preemption", "first_vs_second_run", "load_sweep", "prefix_cache",
-            "speculative")
+            "speculative", "vllm_race")
 
 
 SECTION_RUNS = {"static_vs_generate": static_vs_generate, "continuous_vs_generate_batch": continuous_vs_generate_batch,
                 "mixed_x8": mixed_x8, "split_vs_fused": split_vs_fused, "chunked_prefill": chunked_prefill,
                 "preemption": preemption, "load_sweep": load_sweep, "decode_steps": decode_steps,
-                "prefix_cache": prefix_cache, "speculative": speculative}
+                "prefix_cache": prefix_cache, "speculative": speculative, "vllm_race": vllm_race}
 # decode_floor reads static_vs_generate's figures instead; first_vs_second_run loads the model in fresh processes
 # of its own (from main's --model, --dtype, --device), so it never sees `lm`
 
