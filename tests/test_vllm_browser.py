@@ -36,7 +36,10 @@ def test_continuous_and_the_vllm_lane_on_one_clock_drawn_from_the_vllm_records(t
     assert sorted(lanes(tab, "order")) == ["continuous", "vLLM"]
     run = stored(server, lanes(tab, "runId"))
     records = run["records"]["vLLM"]
-    assert lanes(tab, "lanes['vLLM'].records.length") == len(records)
+    drawn = lanes(tab, "lanes['vLLM']")
+    assert drawn["steps"] == len(records) and drawn["policy"] == "continuous"
+    assert drawn["ends"][-1] == pytest.approx(records[-1]["start_ms"] + records[-1]["ms"], abs=1e-3)
+    assert drawn["metrics"]["tokens"] == run["metrics"]["vLLM"]["tokens"]
     assert run["metrics"]["vLLM"]["tokens"] == run["metrics"]["continuous"]["tokens"]
     # the first step's cells are where the vLLM lane's first record puts them, in its cell colours
     tab.keyboard.press("End")
