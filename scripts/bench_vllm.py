@@ -17,7 +17,7 @@ from engine import Engine
 from engine.limits import CLI_LIMITS
 from engine.metrics import run_metrics
 from engine.vllm_options import vllm_lane_problem
-from engine.vllm_process import vllm_python
+from engine.vllm_process import close_all, vllm_python
 from scripts.bench_common import CHAT_PROMPTS, ROOT, Records, log, outputs, prepare
 
 SLOTS = 8
@@ -63,6 +63,7 @@ def vllm_race(lm, size: dict, records: Records) -> dict:
         log(f"  {name}: continuous {lanes['continuous']['tokens_per_s']:.1f} tok/s, vLLM "
             f"{lanes['vLLM']['tokens_per_s']:.1f} tok/s, same tokens: {same}")
     if size.get("vllm_serve", True):
+        close_all()  # the lane's warm vLLM holds ~4 GB: one vLLM at a time on this machine
         out["serve"] = serve_race(lm, size)
     out["load_avg_after"] = os.getloadavg()[0]
     return out
