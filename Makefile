@@ -86,4 +86,4 @@ bench: setup
 	$(PY) scripts/bench.py
 
 clean:
-	rm -rf $(VENV) node_modules static/vendor
+	rm -rf $(VENV) $(VLLM_VENV) node_modules static/vendor
