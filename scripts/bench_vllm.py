@@ -60,11 +60,16 @@ def vllm_race(lm, size: dict, records: Records) -> dict:
         same = outputs(run, "continuous") == outputs(run, "vLLM")
         out[name] = {"lanes": lanes, "same_tokens": same,
                      "continuous_over_vllm_tokens_per_s": lanes["continuous"]["tokens_per_s"] / lanes["vLLM"]["tokens_per_s"]}
-        log(f"  {name}: continuous {lanes['continuous']['tokens_per_s']:.1f} tok/s, vLLM "
-            f"{lanes['vLLM']['tokens_per_s']:.1f} tok/s, same tokens: {same}")
+        log(f"  {name}: same tokens: {same}; " + "; ".join(
+            f"{lane} {x['tokens_per_s']:.1f} tok/s, TTFT p50/p95 {x['p50_ttft_ms']:.0f}/{x['p95_ttft_ms']:.0f} ms, "
+            f"TPOT p50/p95 {x['p50_tpot_ms'] or 0:.0f}/{x['p95_tpot_ms'] or 0:.0f} ms" for lane, x in lanes.items()))
     if size.get("vllm_serve", True):
         close_all()  # the lane's warm vLLM holds ~4 GB: one vLLM at a time on this machine
-        out["serve"] = serve_race(lm, size)
+        try:
+            out["serve"] = serve_race(lm, size)
+        except (OSError, RuntimeError) as e:  # a server that never got ready: the lane figures above still count
+            log(f"  serve race failed: {type(e).__name__}: {e}")
+            out["serve"] = {"error": f"{type(e).__name__}: {e}"}
     out["load_avg_after"] = os.getloadavg()[0]
     return out
 
