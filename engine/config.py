@@ -5,7 +5,7 @@ policy and its own `EngineConfig`, so one run can put "continuous" beside "conti
 It does not know workloads' JSON (workload.py checks that and names the field) or which policy takes which
 option (each scheduler's `Traits` says).
 """
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from .admission import ORDERS
 from .speculative import SpeculativeConfig
@@ -79,6 +79,8 @@ class LaneSpec:
     name: str              # what the page, the metrics and the exports call the lane (unique in a run)
     policy: str            # the batching policy: a name of policies.POLICIES (checked by the workload parser)
     config: EngineConfig   # the lane's options: the workload's, with the lane's own changes
+    engine: str = "batch-lanes"  # who computes it: our engine, or "vllm" (a real vLLM engine, engine/vllm_lane.py)
+    engine_options: dict = field(default_factory=dict)  # a vLLM lane: the options its object set (vllm_options.py)
 
     @classmethod
     def plain(cls, policy: str, config: EngineConfig) -> "LaneSpec":
@@ -87,6 +89,9 @@ class LaneSpec:
     def to_dict(self, defaults: EngineConfig) -> str | dict:
         """The bare policy name for a lane with no options of its own, else {"name", "policy", ...changes}."""
         changes = self.config.changes(defaults)
+        if self.engine != "batch-lanes":
+            slots = {"slots": self.config.slots} if self.config.slots != defaults.slots else {}
+            return {"name": self.name, "engine": self.engine, "policy": self.policy, **slots, **self.engine_options}
         if self.name == self.policy and not changes:
             return self.policy
         return {"name": self.name, "policy": self.policy, **changes}

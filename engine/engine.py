@@ -19,6 +19,7 @@ from .runner import ModelRunner
 from .siblings import written_index
 from .sim import SimNoise, SimRunner, sim_prompt_ids
 from .step import StepRecord
+from .vllm_options import vllm_lane_problem
 from .workload import Limits, Workload, WorkloadError
 
 
@@ -81,6 +82,8 @@ class Engine:
         """The KV checks of one lane: every request fits its budget alone; its slots allocate at most the limit."""
         config = lane.config
         where = f" on lane {lane.name!r}" if len(workload.lanes) > 1 else ""
+        if lane.engine == "vllm" and (problem := vllm_lane_problem(self.lm)) is not None:
+            raise WorkloadError(f"lanes[{index}].engine", f"a vLLM lane {problem}")
         if self.lm is None and config.speculative is not None:
             field = "speculative" if config.speculative == workload.config.speculative else f"lanes[{index}].speculative"
             raise WorkloadError(field, "needs the model's tokens: the simulator writes placeholders, so prompt lookup "
@@ -112,6 +115,9 @@ class Engine:
 
     def build_lane(self, spec: LaneSpec, workload: Workload, row_len: int, eos_ids: frozenset[int],
                    pad_id: int) -> Lane:
+        if spec.engine == "vllm":  # a real vLLM engine in its own process (started here: ~60 s)
+            from .vllm_lane import VllmLane
+            return VllmLane(spec, list(workload.requests), workload.timed, self.lm, str(self.lm.folder))
         config = spec.config
         kv_capacity = config.kv_budget // config.kv_block_size * config.kv_block_size if config.kv_budget \
             else config.slots * row_len

@@ -36,6 +36,7 @@ class LoadedModel:
     eos_ids: frozenset[int]
     pad_id: int
     decode_step: str = "fast"    # decode calls: "fast" (engine.fast_decode where the model allows) or "eager"
+    folder: Path | None = None   # the Hugging Face folder it loaded (a GGUF's converted float32 one): a vLLM lane's model
 
     @functools.cached_property
     def special_ids(self) -> frozenset[int]:
@@ -145,7 +146,8 @@ def load_model(path: str | os.PathLike | None = None, dtype: str = "float32", de
     with torch.inference_mode():
         model(torch.tensor([[pad_id]], device=device))
     report(1.0, "loaded")  # ready is for whoever loads it to say (the server warms the model up first)
-    return LoadedModel(model, tokenizer, name, torch.device(device), DTYPES[dtype], frozenset(eos_ids), pad_id)
+    return LoadedModel(model, tokenizer, name, torch.device(device), DTYPES[dtype], frozenset(eos_ids), pad_id,
+                       folder=folder if gguf is None else None)
 
 
 def convert_gguf(folder: Path, gguf: str, target: Path) -> None:

@@ -26,6 +26,7 @@ from .request import RequestSpec
 from .siblings import collapse, expand
 from .speculative import SpeculativeConfig
 from .trace import expand_trace
+from .vllm_options import ENGINES, check_vllm_lane
 
 __all__ = ["Workload", "parse_workload", "parse_lanes", "load_workload", "Limits", "CLI_LIMITS", "WorkloadError"]
 
@@ -33,7 +34,7 @@ REQUEST_KEYS = {"id", "prompt", "max_new_tokens", "ignore_eos", "arrival", "arri
                 "seed"}
 INT64 = (-2 ** 63, 2 ** 63 - 1)
 OPTION_KEYS = {f.name for f in fields(EngineConfig)} - {"slots"}
-LANE_KEYS = {"name", "policy", "slots"} | OPTION_KEYS
+LANE_KEYS = {"name", "policy", "slots", "engine"} | OPTION_KEYS
 # "claims": a preset's lesson claims, for the page to check against the run (static/js/claims.js); the engine ignores them
 WORKLOAD_KEYS = {"name", "description", "claims", "clock", "slots", "lanes", "requests", "generate", "policy", "trace"} | OPTION_KEYS
 CLOCKS = ("ms", "steps")  # the clocks a page can show a run on
@@ -142,15 +143,21 @@ def parse_lanes(raw, defaults: EngineConfig, limits: Limits, timed: bool = False
             spec, name_field = LaneSpec.plain(item, defaults), at
         elif isinstance(item, dict):
             reject_unknown(item, LANE_KEYS, f"{at}.")
-            policy = item.get("policy")
+            engine = item.get("engine", "batch-lanes")
+            if engine not in ENGINES:
+                raise WorkloadError(f"{at}.engine", f"must be one of {', '.join(ENGINES)}, got {str(engine)[:40]!r}")
+            vllm = check_vllm_lane(item, at) if engine == "vllm" else None
+            policy = "continuous" if vllm is not None else item.get("policy")
             if not isinstance(policy, str) or policy not in POLICIES:
                 raise WorkloadError(f"{at}.policy", f"must be one of {', '.join(POLICIES)}")
-            name = check_str(item.get("name", policy), f"{at}.name", limits.max_id_chars).strip()
+            name = check_str(item.get("name", "vLLM" if vllm is not None else policy), f"{at}.name",
+                             limits.max_id_chars).strip()
             for key, policies in options_only_for().items():
                 if key in item and policy not in policies:
                     raise WorkloadError(f"{at}.{key}", f"applies to {' and '.join(policies)} lanes, not to a "
                                                        f"{policy} lane")
-            spec = LaneSpec(name, policy, _config(defaults, _options(item, f"{at}.", limits, timed), f"{at}."))
+            spec = LaneSpec(name, policy, _config(defaults, _options(item, f"{at}.", limits, timed), f"{at}."),
+                            *(("vllm", vllm) if vllm is not None else ()))
             name_field = f"{at}.name"
         else:
             raise WorkloadError(at, f"must be a lane name or an object, got {type(item).__name__}")

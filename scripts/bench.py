@@ -27,6 +27,9 @@ Sections (each a key of the JSON; `targets` sums up the goals):
   paged_cache             the paged KV cache vs the slot rows it replaced (their commit's code, same process): decode
                           at 1/4/8/16 rows x 128/512 context, the gather's cost, prefill 64/256, swap vs recompute ms
                           per block, a lane's KV bytes before and after (scripts/bench_paged.py)
+  vllm_race               our continuous lane beside the vLLM lane (a real vLLM engine, scripts/bench_vllm.py) on
+                          mixed x8, 16 chat prompts with EOS, Poisson at 1/2/4 req/s; then our endpoint vs vLLM's
+                          server under serve_bench (skipped with a line where `make vllm` was not run)
 
 Every ratio compares runs made in the same process, interleaved repeat by repeat, so the load other
 processes put on the machine hits both sides alike; absolute numbers still move with that load (the
@@ -52,6 +55,7 @@ from scripts.bench_prefix import prefix_cache  # noqa: E402
 from scripts.bench_spec import speculative  # noqa: E402
 from scripts.bench_sweep import load_sweep  # noqa: E402
 from scripts.bench_warmup import first_vs_second_run  # noqa: E402
+from scripts.bench_vllm import vllm_race  # noqa: E402
 from engine import Engine  # noqa: E402
 from engine.metrics import run_metrics  # noqa: E402
 from engine.step import Forward  # noqa: E402
@@ -71,7 +75,8 @@ SIZES = {  # what each section runs; --quick shrinks everything to a smoke test
                   demo_max_new_tokens=4, chunk_sizes=(128,), pressure_budgets=(None, 128),
                   bandwidth_mib=32, warmup_slots=4, decode_rows=(1, 2), decode_context=8, decode_calls=1, fresh_processes=1,
                   sweep_rates=[1, 8], sweep_requests=3, sweep_output=[2], prefix_presets=("shared-instructions",),
-                  paged_rows=(1, 2), paged_contexts=(16,), paged_prefill=(8,)),
+                  paged_rows=(1, 2), paged_contexts=(16,), paged_prefill=(8,),
+                  vllm_rates=(4,), vllm_serve=False),
 }
 
 
@@ -228,13 +233,14 @@ def decode_floor(lm, size: dict, static: dict | None, steps: dict | None) -> dic
 # -- the run ----------------------------------------------------------------------------------------------------
 SECTIONS = ("static_vs_generate", "continuous_vs_generate_batch", "mixed_x8", "decode_steps", "decode_floor", "split_vs_fused",
             "chunked_prefill", "preemption", "first_vs_second_run", "load_sweep", "prefix_cache",
-            "speculative", "paged_cache")
+            "speculative", "paged_cache", "vllm_race")
 
 
 SECTION_RUNS = {"static_vs_generate": static_vs_generate, "continuous_vs_generate_batch": continuous_vs_generate_batch,
                 "mixed_x8": mixed_x8, "split_vs_fused": split_vs_fused, "chunked_prefill": chunked_prefill,
                 "preemption": preemption, "load_sweep": load_sweep, "decode_steps": decode_steps,
-                "prefix_cache": prefix_cache, "speculative": speculative, "paged_cache": paged_cache}
+                "prefix_cache": prefix_cache, "speculative": speculative, "paged_cache": paged_cache,
+                "vllm_race": vllm_race}
 # decode_floor reads static_vs_generate's figures instead; first_vs_second_run loads the model in fresh processes
 # of its own (from main's --model, --dtype, --device), so it never sees `lm`
 

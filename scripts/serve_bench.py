@@ -53,6 +53,15 @@ def get_json(url: str, timeout: float = 5.0):
         return json.loads(r.read())
 
 
+def _answers(url: str) -> bool:
+    """Whether `url` answers 200: another engine's readiness probe (vLLM's /health), which has no /healthz."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
 @contextmanager
 def server(url: str | None = None, args: list[str] | None = None, ready_timeout_s: float = 300.0):
     """The base URL of a ready server: `url` as given (once its /healthz says ready), or a `python -m app` started
@@ -62,7 +71,7 @@ def server(url: str | None = None, args: list[str] | None = None, ready_timeout_
             yield str(base)
         return
     deadline = time.monotonic() + ready_timeout_s
-    while not (_health(url.rstrip("/")) or {}).get("ready"):
+    while not ((_health(url.rstrip("/")) or {}).get("ready") or _answers(url.rstrip("/") + "/health")):
         if time.monotonic() > deadline:
             raise TimeoutError(f"the server at {url} was not ready after {ready_timeout_s:.0f} s")
         time.sleep(0.5)

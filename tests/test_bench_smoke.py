@@ -38,3 +38,4 @@ def test_bench_quick_prints_every_section_and_target(tiny, capsys):
     spec = out["speculative"]
     assert set(spec) == {"spec-quote", "spec-chat"} and all(s["tokens_match"] for s in spec.values())
     assert all(s[k]["wall_s"] > 0 and s[k]["tokens_per_s"] > 0 for s in spec.values() for k in ("with", "without"))
+    assert out["vllm_race"]["skipped"].startswith("skipped: a vLLM lane needs")  # the tiny Llama has no vLLM twin

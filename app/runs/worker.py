@@ -18,6 +18,7 @@ from typing import Callable
 
 from engine import Engine
 from engine.model import DEFAULT_GGUF
+from engine.vllm_options import vllm_lane_problem
 from engine.workload import WorkloadError
 
 from ..asyncmode import make_offload
@@ -32,6 +33,14 @@ from .sweeps import SweepSteps
 from .tokens import count_prompt_tokens
 
 log = logging.getLogger("batch_lanes.worker")
+
+
+def vllm_status(lm) -> dict:
+    """The vLLM lane capability the page reads: `vllm` (whether it may offer the lane) and, if not, why."""
+    problem = vllm_lane_problem(lm)
+    return {"vllm": problem is None, "vllm_problem": problem}
+
+
 KINDS: dict[str, Callable[[JobContext, Job], JobSteps]] = {RUN: RunSteps, SWEEP: SweepSteps}
 
 
@@ -41,7 +50,8 @@ def initial_status(config: dict, engine: Engine | None) -> dict:
             "message": "ready" if engine is not None else "loading the model",
             "model": "simulator" if engine is not None and lm is None else
             lm.name if lm is not None else Path(config["MODEL"] or DEFAULT_GGUF).name,
-            "device": "none" if engine is not None and lm is None else str(lm.device) if lm is not None else ""}
+            "device": "none" if engine is not None and lm is None else str(lm.device) if lm is not None else "",
+            **vllm_status(lm)}
 
 
 class EngineWorker:
@@ -158,7 +168,8 @@ class EngineWorker:
         if load.lm is not None:
             self.engine = Engine(load.lm, self.limits)
             self._set_status(ready=True, progress=1.0, message="ready", model=load.lm.name, device=str(load.lm.device),
-                             step_noise=load.step_noise)  # the page shows it beside the ms figures (static/js/noise.js)
+                             step_noise=load.step_noise,  # the page shows it beside the ms figures (static/js/noise.js)
+                             **vllm_status(load.lm))
             log.info("model %s ready on %s after %.1f s", load.lm.name, load.lm.device, time.perf_counter() - t0)
         elif load.error is not None:
             self._set_status(error=load.error, message="the model could not be loaded")

@@ -276,7 +276,7 @@ export function createEditor(root, { onChange, onRun, onGenerate }) {
   });
   runButton.addEventListener("click", () => onRun());
 
-  return { load, read, showErrors, setLimits, fillRequests,
+  return { load, read, showErrors, setLimits, fillRequests, setVllm: (on, problem) => lanes.setVllm(on, problem),
     /** Whether the editor has a field (or an error slot) of this name, e.g. "requests[2].prompt". */
     has: (name) => hasField(root, name),
     get meta() { return meta; } };

@@ -21,12 +21,14 @@ const OPTION_TEXT = Object.freeze({
   fused: (v) => (v ? "fused" : "split"),
   prefix_cache: (v) => (v ? "prefix cache" : "no prefix cache"),
   speculative: (v) => (v ? `prompt lookup k ${v.k}` : "no speculation"),
+  engine: (v) => (v === "vllm" ? "a real vLLM engine" : ""),
 });
 
 /** {name, policy, options} of one entry of workload.lanes. */
 export function laneConfig(entry) {
   if (typeof entry === "string") return { name: entry, policy: entry, options: {} };
-  const { name, policy, ...options } = entry || {};
+  const { name, policy: given, ...options } = entry || {};
+  const policy = given ?? (options.engine === "vllm" ? "continuous" : given);  // a vLLM lane batches continuously
   return { name: String(name ?? policy), policy: String(policy), options };
 }
 

@@ -4,7 +4,10 @@
  * max wait for dynamic; scheduling policy, chunk size, max batch tokens, prefix cache for continuous). An empty
  * option inherits the workload's default. A row reads back as a bare policy name when it is a plain lane, else
  * `{name, policy, ...options}`, the shape the server's `lanes` takes; its fields are named `lanes[i].chunk_size`
- * like the server's errors. Knows nothing of requests or the socket.
+ * like the server's errors. Where the server says vLLM is installed (model_status.vllm) the policy list offers
+ * "vLLM", a lane run by a real vLLM engine (`{name, engine: "vllm", policy: "continuous", ...}`: slots, KV budget,
+ * chunk size, max batch tokens, prefix cache); elsewhere a line says how to install it. Knows nothing of requests or
+ * the socket.
  */
 import { DEFAULT_LANES } from "./catalog.js";
 import { el } from "./dom.js";
@@ -18,6 +21,8 @@ import { LANE_ORDER } from "./vocab.js";
 const ONLY_FOR = Object.freeze(Object.fromEntries(Object.entries(OPTION_POLICIES).map(([k, v]) => [k, v.join(" ")])));
 const KEPT = ["kv_block_size", "fused", "kv_allocation", "preemption"];  // lane options without a field here: carried through unchanged
 const SPEC_K_MAX = 16;  // engine/speculative.py's bound on k
+const VLLM = "vllm";  // the policy select's value for a vLLM lane (its engine; its policy is continuous)
+const VLLM_HIDES = ["scheduling_policy", "speculative"];  // options a vLLM lane cannot take (engine/vllm_options.py)
 
 export function createLaneList(container, { onChange }) {
   let limits = { max_lanes: 4, max_slots: 16, max_kv_budget: 65536, min_kv_budget: 16, max_wait: 100, max_arrival_ms: 600000,
@@ -26,26 +31,38 @@ export function createLaneList(container, { onChange }) {
   let timed = false;
   const kept = new WeakMap();  // row -> options it carries without a field
   const speculativeOf = new WeakMap();  // row -> the speculative option it was loaded with (max_ngram, min_ngram kept)
+  let vllm = { on: false, problem: null };  // the server's vLLM lane capability
   const rows = el("div", { className: "lane-rows" });
   const addButton = el("button", { type: "button", className: "secondary", id: "add-lane", text: "+ Add lane" });
-  container.append(rows, el("div", { className: "lane-actions" }, [addButton, errorSlot("lanes")]));
+  const vllmHint = el("p", { className: "hint", id: "vllm-hint", hidden: true });
+  container.append(rows, el("div", { className: "lane-actions" }, [addButton, errorSlot("lanes")]), vllmHint);
+  const asPolicy = (value) => (value === VLLM ? "continuous" : value);
+  const policyChoices = (current) => [...LANE_ORDER.map((p) => [p, p]),
+    ...(vllm.on || current === VLLM ? [[VLLM, "vLLM (real engine)"]] : [])];
 
   const waitKey = () => (timed ? "max_wait_ms" : "max_wait");
   const inputs = (row) => Object.fromEntries([...row.querySelectorAll("[data-field]")].map((n) => [n.dataset.key, n]));
 
   function sync(row) {  // show the options the row's policy allows
-    const policy = inputs(row).policy.value;
+    const value = inputs(row).policy.value;
+    const policy = asPolicy(value);
     row.querySelectorAll("[data-only-for]").forEach((label) => { label.hidden = !label.dataset.onlyFor.split(" ").includes(policy); });
+    for (const key of VLLM_HIDES) {
+      const label = inputs(row)[key].closest("label");
+      if (value === VLLM) label.hidden = true;
+      else if (!label.dataset.onlyFor) label.hidden = false;
+    }
   }
 
   function addRow(entry) {
     const i = rows.children.length;
     const c = laneConfig(entry);
-    const o = c.options;
+    const { engine, ...o } = c.options;
+    if (engine === VLLM) c.policy = VLLM;
     const at = (key) => `lanes[${i}].${key}`;
     const make = {
       name: () => field(at("name"), "name", textInput(c.name)),
-      policy: () => field(at("policy"), "policy", select(LANE_ORDER.map((p) => [p, p]), c.policy)),
+      policy: () => field(at("policy"), "policy", select(policyChoices(c.policy), c.policy)),
       slots: () => field(at("slots"), "slots", numberInput(o.slots, 1, limits.max_slots, "default")),
       kv_budget: () => field(at("kv_budget"), "KV budget", numberInput(o.kv_budget, limits.min_kv_budget, limits.max_kv_budget, "default")),
       max_wait: () => field(at(waitKey()), timed ? "max wait ms" : "max wait steps",
@@ -102,8 +119,9 @@ export function createLaneList(container, { onChange }) {
     const names = new Set();
     const lanes = [...rows.children].map((row, i) => {
       const f = inputs(row);
-      const policy = f.policy.value;
-      const name = checkText(f.name.value.trim(), f.name.dataset.field, limits.max_id_chars, errors) || policy;
+      const isVllm = f.policy.value === VLLM;
+      const policy = asPolicy(f.policy.value);
+      const name = checkText(f.name.value.trim(), f.name.dataset.field, limits.max_id_chars, errors) || (isVllm ? "vLLM" : policy);
       if (names.has(name)) errors.push({ field: `lanes[${i}].name`, message: "another lane has this name" });
       names.add(name);
       const options = { ...kept.get(row) };
@@ -120,6 +138,7 @@ export function createLaneList(container, { onChange }) {
       if (takes(policy, "chunk_size")) add("chunk_size", int("chunk_size", limits.max_kv_budget));
       if (takes(policy, "max_batch_tokens")) add("max_batch_tokens", int("max_batch_tokens", limits.max_kv_budget));
       if (takes(policy, "prefix_cache") && f.prefix_cache.value === "on") options.prefix_cache = true;
+      if (isVllm) return { name, engine: VLLM, policy, ...options };  // vLLM's own defaults for what it leaves unset
       const k = checkInt(f.speculative.value, f.speculative.dataset.field, 1, SPEC_K_MAX, errors, true);
       if (k !== undefined) options.speculative = { ...(speculativeOf.get(row) || { method: "prompt_lookup" }), k };
       return name === policy && !Object.keys(options).length ? policy : { name, policy, ...options };
@@ -148,6 +167,20 @@ export function createLaneList(container, { onChange }) {
     refresh();
   }
 
+  /** The server's vLLM capability (model_status): offer the vLLM lane, or say how to install it. */
+  function setVllm(on, problem) {
+    vllm = { on: Boolean(on), problem: problem || null };
+    for (const row of rows.children) {
+      const select = inputs(row).policy;
+      const value = select.value;
+      select.replaceChildren(...policyChoices(value).map(([v, label]) => el("option", { value: v, text: label })));
+      select.value = value;
+    }
+    vllmHint.hidden = vllm.on;
+    vllmHint.textContent = vllm.on ? "" : `A vLLM lane (a real vLLM engine's scheduler and model beside these) `
+      + `${vllm.problem || "needs vLLM"}.`;
+  }
+
   addButton.addEventListener("click", () => {
     const used = new Set([...rows.children].map((row) => inputs(row).name.value.trim()));
     const policy = LANE_ORDER.find((p) => !used.has(p)) || LANE_ORDER[LANE_ORDER.length - 1];
@@ -174,5 +207,5 @@ export function createLaneList(container, { onChange }) {
     sync(row);
   });
 
-  return { load, read, setTimed, setLimits };
+  return { load, read, setTimed, setLimits, setVllm };
 }

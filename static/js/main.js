@@ -160,6 +160,7 @@ function onServer(event) {
   onClass(event);
   const before = state.run;
   state = applyEvent(state, event);
+  if (event.type === ServerEvent.MODEL_STATUS && "vllm" in event.payload) editor.setVllm(event.payload.vllm, event.payload.vllm_problem);
   const run = state.run;
   if (event.type === ConnectionEvent.CONNECTED && run && run.id && isLive(run)) socket.watch(run.id);  // rejoin
   const started = event.type === ServerEvent.RUN_STARTED && run && run.id === event.payload.run_id;

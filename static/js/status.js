@@ -55,6 +55,11 @@ export function highlightedPreset(state, presetName, presets) {
   return presets.some((p) => p.name === shown) ? shown : null;
 }
 
+/** Whether a run's workload has a vLLM lane, whose engine starts before the run's first step. */
+function startsVllm(workload) {
+  return Boolean(workload && Array.isArray(workload.lanes) && workload.lanes.some((l) => l && l.engine === "vllm"));
+}
+
 function runLine(state, hide, short) {
   if (!state.connected) return [state.run ? "Reconnecting to the server\u2026" : "Connecting to the server\u2026", "warn"];
   if (state.error && (state.error.run_id === null || (state.run && state.error.run_id === state.run.id))) {
@@ -72,7 +77,9 @@ function runLine(state, hide, short) {
       if (run.position && run.ahead) return [`Queued: position ${run.position} \u2014 ${behindText(run.ahead)}.`, "warn"];  // a class's run
       return [run.position ? `Queued: position ${run.position} in the engine's queue (1 = next); it starts when the runs ahead finish.`
         : "Joining the run\u2026", "warn"];
-    case RunStatus.RUNNING: return [`Running${on}: ${hide ? "" : `step ${run.t} computed, `}streaming in.`
+    case RunStatus.RUNNING:
+      if (!run.t && startsVllm(run.workload)) return [`Running${on}: starting vLLM\u2026 (its engine loads and compiles the model, about a minute on a CPU), then step 1.`, "warn"];
+      return [`Running${on}: ${hide ? "" : `step ${run.t} computed, `}streaming in.`
       + (run.own ? " Another preset or Run stops it and starts that mix." : ""), ""];
     case RunStatus.FINISHED: return [`Finished${on}: ${hide ? "predict, then reveal (the totals show at the end)"
       : count(run.t, "shared step")}.`, "ok"];
