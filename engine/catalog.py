@@ -6,7 +6,7 @@ module, static/js/catalog.js (committed; tests/test_metrics_table.py fails when 
 
 It carries the metric table (engine/metric_table.py: every metric and every table's columns, the metric
 glossary), the batching policies' traits in page order (engine/policies.py) and the lanes of a mix that names none
-(engine/workload.py), the admission orders (engine/admission.py) and the wire enums (engine/step.py). This module computes nothing; it only writes down.
+(engine/workload.py), the policy another engine's lane batches as (engine/vllm_options.py), the admission orders (engine/admission.py) and the wire enums (engine/step.py). This module computes nothing; it only writes down.
 """
 import json
 import sys
@@ -17,6 +17,7 @@ from .admission import ORDERS
 from .metric_table import table_dict
 from .policies import policy_traits
 from .step import Forward, SlotState, StopReason
+from .vllm_options import ENGINE_POLICIES
 from .workload import DEFAULT_LANES
 
 PATH = Path(__file__).resolve().parent.parent / "static" / "js" / "catalog.js"
@@ -28,7 +29,7 @@ def catalog() -> dict:
         return {m.name: m.value for m in e}
 
     return {**table_dict(), "POLICIES": policy_traits(), "ADMISSION_ORDERS": [o.to_dict() for o in ORDERS.values()],
-            "DEFAULT_LANES": list(DEFAULT_LANES),
+            "DEFAULT_LANES": list(DEFAULT_LANES), "ENGINE_POLICIES": ENGINE_POLICIES,
             "SlotState": enum(SlotState), "Forward": enum(Forward), "StopReason": enum(StopReason)}
 
 

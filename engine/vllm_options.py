@@ -12,6 +12,7 @@ from .config import LaneSpec
 from .limits import WorkloadError
 
 ENGINES = ("batch-lanes", "vllm")   # a lane's `engine`: ours (the default) or a real vLLM V1 engine
+ENGINE_POLICIES = {"vllm": "continuous"}  # the policy a lane of another engine batches as (the page reads it: catalog.js)
 MAPPED = {                          # our option -> vLLM's engine argument
     "max_batch_tokens": "max_num_batched_tokens",
     "chunk_size": "long_prefill_token_threshold",
@@ -29,8 +30,8 @@ MAX_MODEL_LEN = 2048                # SmolLM2's context; vLLM sizes its buffers 
 
 def check_vllm_lane(item: dict, at: str) -> dict:
     """The options a vLLM lane object sets, as vLLM takes them ({our name: value}); WorkloadError for the rest."""
-    policy = item.get("policy", "continuous")
-    if policy != "continuous":
+    policy = item.get("policy", ENGINE_POLICIES["vllm"])
+    if policy != ENGINE_POLICIES["vllm"]:
         raise WorkloadError(f"{at}.policy", f"a vLLM lane is continuous batching (vLLM's own scheduler), not {policy!r}:"
                                             f" leave policy out")
     for key, why in REFUSED.items():

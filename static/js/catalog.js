@@ -116,6 +116,9 @@ export const DEFAULT_LANES = frozen([
   "static",
   "continuous",
 ]);
+export const ENGINE_POLICIES = frozen({
+  "vllm": "continuous",
+});
 export const SlotState = frozen({
   "PREFILL": "prefill",
   "DECODE": "decode",

@@ -4,6 +4,7 @@
  * lane's policy is, in which order the page stacks lanes (by policy, then as given) and how a lane
  * is titled ("chunked 64 — continuous, chunk 64"). Pure; knows nothing of records or the canvas.
  */
+import { ENGINE_POLICIES } from "./catalog.js";
 import { traitsOf } from "./policies.js";
 import { LANE_ORDER } from "./vocab.js";
 import { count } from "./words.js";
@@ -28,7 +29,7 @@ const OPTION_TEXT = Object.freeze({
 export function laneConfig(entry) {
   if (typeof entry === "string") return { name: entry, policy: entry, options: {} };
   const { name, policy: given, ...options } = entry || {};
-  const policy = given ?? (options.engine === "vllm" ? "continuous" : given);  // a vLLM lane batches continuously
+  const policy = given ?? ENGINE_POLICIES[options.engine];  // a vLLM lane batches as the catalog says (continuous)
   return { name: String(name ?? policy), policy: String(policy), options };
 }
 

@@ -9,7 +9,7 @@
  * chunk size, max batch tokens, prefix cache); elsewhere a line says how to install it. Knows nothing of requests or
  * the socket.
  */
-import { DEFAULT_LANES } from "./catalog.js";
+import { DEFAULT_LANES, ENGINE_POLICIES } from "./catalog.js";
 import { el } from "./dom.js";
 import { laneConfig } from "./laneconfig.js";
 import { checkInt, checkKvBudget, checkNumber, checkText, errorSlot, field, numberInput, select, textInput } from "./fields.js";
@@ -36,7 +36,7 @@ export function createLaneList(container, { onChange }) {
   const addButton = el("button", { type: "button", className: "secondary", id: "add-lane", text: "+ Add lane" });
   const vllmHint = el("p", { className: "hint", id: "vllm-hint", hidden: true });
   container.append(rows, el("div", { className: "lane-actions" }, [addButton, errorSlot("lanes")]), vllmHint);
-  const asPolicy = (value) => (value === VLLM ? "continuous" : value);
+  const asPolicy = (value) => (value === VLLM ? ENGINE_POLICIES.vllm : value);
   const policyChoices = (current) => [...LANE_ORDER.map((p) => [p, p]),
     ...(vllm.on || current === VLLM ? [[VLLM, "vLLM (real engine)"]] : [])];
 
