@@ -1,7 +1,7 @@
 """The command line of the server: parse flags, configure logging, build the app and serve it.
 
     python -m app [--host H] [--port P] [--model PATH | --backend sim] [--async-mode MODE]
-                  [--data DIR] [--limit NAME=N ...] [--message-queue redis://HOST:PORT/DB [--store sqlite|redis]]
+                  [--data DIR] [--limit NAME=N ...] [--live-options JSON] [--message-queue redis://HOST:PORT/DB [--store sqlite|redis]]
 
 The page is served at once. In one process (the default) the engine worker loads the model in the background
 and reports its progress as `model_status` events and on `GET /healthz`. With `--message-queue` this is a web
@@ -44,6 +44,9 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", help="folder of the run store (default: $BATCH_LANES_DATA, else data/ in the repo)")
     p.add_argument("--store", choices=("sqlite", "redis"), default="sqlite",
                    help="sqlite (default; one machine) or redis (the message queue's Redis; several machines)")
+    p.add_argument("--live-options", metavar="JSON", default="{}",
+                   help='how the live lane batches, changes to its defaults, e.g. \'{"max_batch_tokens": 256, '
+                        '"chunk_size": null, "fused": false}\' (default: budget 128, chunks of 64, fused; docs/live-api.md)')
     p.add_argument("--limit", action="append", default=[], metavar="NAME=N",
                    help="change a limit listed by GET /api/limits, e.g. --limit max_requests=16 (repeatable)")
 
@@ -77,7 +80,32 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", config["METRICS_PREFIX"]):
         parser.error(f"--metrics-prefix {config['METRICS_PREFIX']!r}: letters, digits and _ only, not starting with a digit")
     config["LIMITS"] = replace(DEFAULTS["LIMITS"], **changes)
+    config["LIVE_OPTIONS"] = live_options(args.live_options, parser)
     return config
+
+
+LIVE_OPTION_NAMES = ("max_batch_tokens", "chunk_size", "fused")  # engine.live.LIVE_OPTIONS' keys (torch-free here)
+
+
+def live_options(text: str, parser: argparse.ArgumentParser) -> dict:
+    """--live-options JSON as a dict of checked changes to engine.live.LIVE_OPTIONS (an error names what is wrong)."""
+    import json
+
+    from engine.config import EngineConfig
+    try:
+        options = json.loads(text)
+    except json.JSONDecodeError as e:
+        parser.error(f"--live-options: not JSON ({e})")
+    if not isinstance(options, dict):
+        parser.error("--live-options: expected a JSON object, e.g. {\"max_batch_tokens\": 256}")
+    unknown = sorted(set(options) - set(LIVE_OPTION_NAMES))
+    if unknown:
+        parser.error(f"--live-options: unknown option {', '.join(unknown)}; known: {', '.join(LIVE_OPTION_NAMES)}")
+    try:
+        EngineConfig(slots=1, **options)
+    except (TypeError, ValueError) as e:
+        parser.error(f"--live-options: {e}")
+    return options
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,6 +27,7 @@ DEFAULTS = {
     "STORE": "sqlite",              # "sqlite" (one machine) or "redis" (the message queue's Redis, across machines)
     "ASYNC_MODE": "threading",      # one of app.asyncmode.MODES (the other one patches the standard library first)
     "LIVE_SLOTS": 8,                # slots of the live lane the OpenAI API's requests share (one process only)
+    "LIVE_OPTIONS": {},             # changes to how the live lane batches (engine.live.LIVE_OPTIONS; --live-options)
     "LIVE_MAX_WAITING": 64,         # live requests that may wait for a slot; more get 429
     "MESSAGE_QUEUE": None,          # redis://HOST:PORT/DB: a web process of several; engine workers run elsewhere
     "METRICS_PREFIX": "batch_lanes",  # /metrics names are PREFIX:name (`vllm` for a vLLM dashboard unchanged)

@@ -23,23 +23,43 @@ from .step import StepRecord
 
 Listener = Callable[[Request, StepRecord], None]  # called on the stepping thread after each step it took part in
 
+# How the live lane batches unless told otherwise, as vLLM's V1 scheduler does: a joiner's prompt is prefilled in
+# chunks mixed into the running requests' decode step, under a token budget, in one forward a step, so a long
+# prompt never stalls the streams for a whole prefill call (the figures: docs/live-api.md, scripts/live_bench.py).
+LIVE_OPTIONS = {"max_batch_tokens": 128, "chunk_size": 64, "fused": True}
+
+
+def live_config(slots: int, row_len: int, options: dict | None = None) -> EngineConfig:
+    """The live lane's EngineConfig: LIVE_OPTIONS with `options`' changes (None: turn the option off), a prefix
+    cache, and a KV budget of exactly the slots' rows. ValueError naming an unknown or bad option."""
+    options = {**LIVE_OPTIONS, **(options or {})}
+    unknown = set(options) - set(LIVE_OPTIONS)
+    if unknown:
+        raise ValueError(f"unknown live option {', '.join(sorted(unknown))}; known: {', '.join(LIVE_OPTIONS)}")
+    if options["max_batch_tokens"] is not None and isinstance(options["max_batch_tokens"], int):
+        options["max_batch_tokens"] = max(options["max_batch_tokens"], slots)  # every running request decodes
+    if not isinstance(options["fused"], bool):
+        raise ValueError(f"fused must be true or false, got {options['fused']!r}")
+    # a prefix cache (prompts that share a prefix reuse its K/V: the API's cached_tokens), within a KV budget of
+    # exactly the slots' rows: running requests always fit, and cached blocks no request holds are evicted
+    # (least recently used) before the cache outgrows the slot cache itself
+    block = EngineConfig.kv_block_size
+    return EngineConfig(slots=slots, prefix_cache=True, kv_budget=slots * -(-row_len // block) * block, **options)
+
 
 class LiveLane:
-    def __init__(self, engine, slots: int = 8, row_len: int | None = None, keep_steps: int = 2000):
+    def __init__(self, engine, slots: int = 8, row_len: int | None = None, keep_steps: int = 2000,
+                 options: dict | None = None):
         lm, limits = engine.lm, engine.limits
         self.engine = engine
         self.row_len = row_len or min(limits.max_prompt_tokens + limits.max_new_tokens,
                                       lm.max_context if lm is not None else 1 << 30)
-        # a prefix cache (prompts that share a prefix reuse its K/V: the API's cached_tokens), within a KV budget of
-        # exactly the slots' rows: running requests always fit, and cached blocks no request holds are evicted
-        # (least recently used) before the cache outgrows the slot cache itself
-        block = EngineConfig.kv_block_size
-        config = EngineConfig(slots=slots, prefix_cache=True, kv_budget=slots * -(-self.row_len // block) * block)
+        config = live_config(slots, self.row_len, options)
         scheduler = ContinuousScheduler(config, [], eos_ids=frozenset() if lm is None else lm.eos_ids,
                                         pad_id=0 if lm is None else lm.pad_id, timed=True)
         blocks = scheduler.blocks
-        runner = SimRunner(slots, blocks.num_blocks, blocks.block_size) if lm is None else \
-            ModelRunner(lm, slots, blocks.num_blocks, blocks.block_size)
+        runner = SimRunner(slots, blocks.num_blocks, blocks.block_size, fused=config.fused) if lm is None else \
+            ModelRunner(lm, slots, blocks.num_blocks, blocks.block_size, fused=config.fused)
         self.lane = Lane("live", scheduler, runner, kv_capacity=slots * self.row_len)
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()   # ("add", spec, listener) | ("cancel", request id)
         self.listeners: dict[str, Listener] = {}
@@ -53,6 +73,13 @@ class LiveLane:
     @property
     def scheduler(self) -> ContinuousScheduler:
         return self.lane.scheduler
+
+    def options(self) -> dict:
+        """How the lane batches, for the Live view: slots, token budget, chunk, fused, prefix cache, KV blocks."""
+        c = self.scheduler.config
+        return {"slots": c.slots, "max_batch_tokens": c.max_batch_tokens, "chunk_size": c.chunk_size,
+                "fused": c.fused, "prefix_cache": c.prefix_cache, "kv_blocks": c.kv_blocks,
+                "kv_block_size": c.kv_block_size, "kv_bytes": self.lane.runner.kv_bytes}
 
     def now_ms(self) -> float:
         return round((time.monotonic() - self.t0) * 1000, 3)

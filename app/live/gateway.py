@@ -271,6 +271,7 @@ class LiveGateway:
             requests = [dict(s) for s in self.summaries.values()]
         return {"ready": live is not None, "model": self.lane.model(),
                 "slots": live.slots() if live else None, "traits": live.traits() if live else None,
+                "options": live.options() if live else None,
                 "now_ms": live.now_ms() if live else None,
                 "started_at": time.time() - (live.now_ms() / 1000 if live else 0),
                 "records": [r.to_dict() for r in live.recent() if r.start_ms >= live.now_ms() - SNAPSHOT_MS]

@@ -36,6 +36,8 @@ class LaneHandle(Protocol):
     def slots(self) -> int: ...
     def traits(self) -> dict:
         """Its batching policy's traits (engine.scheduler.Traits.to_dict): what the Live view says the lane is."""
+    def options(self) -> dict:
+        """How it batches (engine.live.LiveLane.options): slots, token budget, chunk, fused, prefix cache, KV."""
     def row_len(self) -> int:
         """The most tokens (prompt + output) one request may hold."""
     def recent(self) -> list[StepRecord]:

@@ -23,8 +23,10 @@ log = logging.getLogger("batch_lanes.worker")
 
 class LiveDriver:
     def __init__(self, slots: int, engine: Callable[[], object], status: Callable[[], dict], wake: Callable[[], None],
-                 offload: Callable, tokenize_lock: threading.Lock, pace: float = 0.0, sleep: Callable | None = None):
+                 offload: Callable, tokenize_lock: threading.Lock, pace: float = 0.0, sleep: Callable | None = None,
+                 options: dict | None = None):
         self.slots_n = slots                  # the lane's slots (0: no live lane, as on a worker process)
+        self.options_in = options or {}       # changes to engine.live.LIVE_OPTIONS (--live-options)
         self.engine, self.status, self.wake, self.offload = engine, status, wake, offload
         self.tokenize_lock = tokenize_lock    # one tokenization at a time, shared with the run handlers
         self.pace, self.sleep = pace, sleep or time.sleep  # the simulator's live steps take pace x their ms, as runs'
@@ -41,7 +43,7 @@ class LiveDriver:
         with self._lock:
             if self.lane is None and self.status()["ready"] and self.slots_n:
                 from engine.live import LiveLane
-                self.lane = LiveLane(self.engine(), slots=self.slots_n)
+                self.lane = LiveLane(self.engine(), slots=self.slots_n, options=self.options_in)
             return self.lane
 
     def has_work(self) -> bool:
@@ -123,6 +125,9 @@ class LiveDriver:
 
     def traits(self) -> dict:
         return self.lane.scheduler.traits.to_dict()
+
+    def options(self) -> dict:
+        return self.lane.options()
 
     def row_len(self) -> int:
         return self.lane.row_len

@@ -72,7 +72,8 @@ class EngineWorker:
         self.prepare_lock = threading.Lock()      # one tokenization at a time from the handlers
         # The live lane (its slots 0: none, as on a worker process); the gateway holds it as its handle.
         self.live = LiveDriver(config.get("LIVE_SLOTS", 0), lambda: self.engine, lambda: self.status, self.wake,
-                               self.offload, self.prepare_lock, pace=self.pace, sleep=self.sleep)
+                               self.offload, self.prepare_lock, pace=self.pace, sleep=self.sleep,
+                               options=config.get("LIVE_OPTIONS"))
         self.on_live_step: Callable | None = None  # what a live step sends (app.live.gateway.LiveGateway.after_step)
         self._stopping = threading.Event()
         self._task = None
