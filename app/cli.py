@@ -1,7 +1,8 @@
 """The command line of the server: parse flags, configure logging, build the app and serve it.
 
     python -m app [--host H] [--port P] [--model PATH | --backend sim] [--async-mode MODE]
-                  [--data DIR] [--limit NAME=N ...] [--live-options JSON] [--message-queue redis://HOST:PORT/DB [--store sqlite|redis]]
+                  [--data DIR] [--limit NAME=N ...] [--live-options JSON]
+                  [--message-queue redis://HOST:PORT/DB [--store sqlite|redis]]
 
 The page is served at once. In one process (the default) the engine worker loads the model in the background
 and reports its progress as `model_status` events and on `GET /healthz`. With `--message-queue` this is a web

@@ -8,7 +8,7 @@
  */
 import { CAPTURE_DEFAULT, SECONDS_DEFAULT, captureCount, captureSeconds, fetchCapture, mainPageUrl } from "./live-capture.js";
 import { liveFigures } from "./live-figures.js";
-import { renderCapture, laneLine, renderEmpty, renderFigures, renderModel, renderRequests, setText,
+import { renderCapture, laneLine, renderEmpty, renderFigures, renderModel, renderOptions, renderRequests, setText,
   shownRequests } from "./live-panels.js";
 import { exposeLiveProbe } from "./live-probe.js";
 import { clockText, drawLive, liveLayout } from "./live-renderer.js";
@@ -21,7 +21,7 @@ import { ConnectionEvent, ServerEvent, StopReason } from "./vocab.js";
 const $ = (id) => document.getElementById(id);
 const dom = {
   wrap: $("canvas-wrap"), canvas: $("lanes"), status: $("live-status"), follow: $("btn-follow"), empty: $("empty"),
-  envLine: $("env-line"), curlLine: $("curl-line"), figures: $("figures"), rows: $("request-rows"),
+  envLine: $("env-line"), curlLine: $("curl-line"), figures: $("figures"), options: $("lane-options"), rows: $("request-rows"),
   n: $("capture-n"), by: $("capture-by"), seconds: $("capture-s"), compress: $("capture-compress"), download: $("capture-download"), open: $("capture-open"), captureNote: $("capture-note"),
   workerPick: $("worker-pick"), worker: $("live-worker"),
   modelStatus: $("model-status"), modelText: $("model-text"), modelProgress: $("model-progress"),
@@ -133,12 +133,13 @@ function renderPanels(shown, following) {
   setText(dom.follow, following ? "Pause" : "Follow");
   dom.follow.setAttribute("aria-pressed", String(!following));
   const figureText = renderFigures(dom.figures, figures);
+  const optionText = renderOptions(dom.options, state.lane && state.lane.options);
   const requests = shownRequests(s.requests);
   renderRequests(dom.rows, requests, rows);
   renderEmpty(dom, state.requests.length === 0 && !state.error, (state.lane && state.lane.model) || state.model.model);
   const finished = finishedCount(state);
   const note = renderCapture(dom, ui.capture, finished, ui.message && ui.message.finished === finished ? ui.message : null);
-  shownPanels = { figures, figureText, requests, empty: !dom.empty.hidden,
+  shownPanels = { figures, figureText, optionText, requests, empty: !dom.empty.hidden,
     capture: { n: ui.n, by: ui.capture.by, seconds: ui.capture.seconds, compress: ui.capture.compress, finished, note, download: dom.download.getAttribute("href"), opening: ui.opening } };
 }
 

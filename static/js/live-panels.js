@@ -58,6 +58,27 @@ export function renderFigures(container, f) {
   return text;
 }
 
+/** The lane options panel's text, by <dd data-option="...">: how the lane batches (engine.live.LiveLane.options). */
+export function optionTexts(o) {
+  if (!o) return { slots: "\u2013", budget: "\u2013", chunk: "\u2013", fused: "\u2013", prefix: "\u2013", kv: "\u2013" };
+  const mib = o.kv_bytes / (1 << 20);
+  return {
+    slots: String(o.slots),
+    budget: o.max_batch_tokens === null ? "no cap" : `${o.max_batch_tokens} tokens`,
+    chunk: o.chunk_size === null ? "whole prompt" : `${o.chunk_size} tokens`,
+    fused: o.fused ? "one forward a step" : "prefill call + decode call",
+    prefix: o.prefix_cache ? "on" : "off",
+    kv: `${count(o.kv_blocks, "block")} of ${o.kv_block_size} \u00b7 ${mib.toFixed(mib < 10 ? 1 : 0)} MiB`,
+  };
+}
+
+/** The lane options panel: one <dd data-option="..."> per option. */
+export function renderOptions(container, options) {
+  const text = optionTexts(options);
+  for (const node of container.querySelectorAll("[data-option]")) setText(node, text[node.dataset.option] ?? "");
+  return text;
+}
+
 /** The requests the table shows: newest first, at most SHOWN_REQUESTS, with their times. */
 export function shownRequests(requests) {
   return requests.slice(-SHOWN_REQUESTS).reverse().map((q) => ({ ...q, ...summaryTimes(q) }));

@@ -23,7 +23,7 @@ export function createLiveState() {
   return {
     connected: false,
     model: { ready: false, progress: 0, message: "connecting to the server", error: null, model: "", device: "" },
-    lane: null,      // {ready, model, slots, traits, startedAt} from the last snapshot
+    lane: null,      // {ready, model, slots, traits, options, startedAt} from the last snapshot
     clock: null,     // {laneMs, at}: the lane clock read `laneMs` when the page's clock read `at`
     records: [],     // step records, oldest first, no step twice
     requests: [],    // request summaries, in arrival order
@@ -72,7 +72,7 @@ function mergeRequests(requests, incoming) {
 function applySnapshot(state, s, at) {
   // worker/workers: a web process of a scale-out deployment shows one engine worker's lane of several (else null, [])
   const lane = { ready: Boolean(s.ready), model: s.model || "", slots: s.slots || 0, traits: s.traits || null,
-    startedAt: s.started_at, worker: s.worker || null, workers: s.workers || [] };
+    options: s.options || null, startedAt: s.started_at, worker: s.worker || null, workers: s.workers || [] };
   if (!lane.ready) return { ...state, lane, error: null };
   const restarted = state.lane && state.lane.ready && (Math.abs(lane.startedAt - state.lane.startedAt) > RESTARTED_S
     || lane.worker !== state.lane.worker);
@@ -84,7 +84,7 @@ function applySnapshot(state, s, at) {
 function applyStep(state, { record, requests, worker }, at) {
   if (worker && state.lane && state.lane.worker && worker !== state.lane.worker) return state;  // another worker's lane
   const lane = state.lane || { ready: true, model: state.model.model, slots: record.slots.length, traits: null,
-    startedAt: null, worker: worker || null, workers: [] };
+    options: null, startedAt: null, worker: worker || null, workers: [] };
   return { ...state, lane, clock: anchor(state, endOf(record), at), records: mergeRecords(state.records, [record]),
     requests: mergeRequests(state.requests, requests || []) };
 }
