@@ -82,9 +82,13 @@ def test_live_options_on_the_command_line_reach_the_config_and_bad_ones_are_refu
         assert says in capsys.readouterr().err
 
 
-def test_the_live_snapshot_carries_the_lanes_options(make_app):
+def test_the_live_snapshot_on_the_socket_and_over_http_carries_the_lanes_options(make_app, connect):
     app = make_app({"LIVE_SLOTS": 2, "LIVE_OPTIONS": {"chunk_size": 16}}, engine=Engine(None))
-    options = app.test_client().get("/api/live").get_json()["options"]
+    assert app.test_client().get("/api/live").get_json()["ready"]  # the lane opens on the first ask
+    viewer = connect(app)
+    viewer.emit("watch_live")
+    options = viewer.wait_for("live_snapshot", timeout=30)["options"]
+    assert app.test_client().get("/api/live").get_json()["options"] == options
     assert options["slots"] == 2 and options["chunk_size"] == 16 and options["max_batch_tokens"] == 128
     assert options["fused"] is True and options["prefix_cache"] is True
     assert options["kv_blocks"] > 0 and options["kv_bytes"] > 0 and options["kv_block_size"] == 16
