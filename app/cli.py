@@ -47,7 +47,7 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
                    help="sqlite (default; one machine) or redis (the message queue's Redis; several machines)")
     p.add_argument("--live-options", metavar="JSON", default="{}",
                    help='how the live lane batches, changes to its defaults, e.g. \'{"max_batch_tokens": 256, '
-                        '"chunk_size": null, "fused": false}\' (default: budget 128, chunks of 64, fused; docs/live-api.md)')
+                        '"chunk_size": null, "fused": false}\' (default: a budget of 256 tokens a step, chunking prompts, fused; docs/live-api.md)')
     p.add_argument("--limit", action="append", default=[], metavar="NAME=N",
                    help="change a limit listed by GET /api/limits, e.g. --limit max_requests=16 (repeatable)")
 

@@ -24,9 +24,10 @@ from .step import StepRecord
 Listener = Callable[[Request, StepRecord], None]  # called on the stepping thread after each step it took part in
 
 # How the live lane batches unless told otherwise, as vLLM's V1 scheduler does: a joiner's prompt is prefilled in
-# chunks mixed into the running requests' decode step, under a token budget, in one forward a step, so a long
-# prompt never stalls the streams for a whole prefill call (the figures: docs/live-api.md, scripts/live_bench.py).
-LIVE_OPTIONS = {"max_batch_tokens": 128, "chunk_size": 64, "fused": True}
+# chunks mixed into the running requests' decode step, under a token budget (a prompt longer than the room left
+# is chunked by it), in one forward a step, so a long prompt never stalls the streams for a whole prefill call.
+# Measured best of four option sets (docs/live-api.md, scripts/live_bench.py).
+LIVE_OPTIONS = {"max_batch_tokens": 256, "chunk_size": None, "fused": True}
 
 
 def live_config(slots: int, row_len: int, options: dict | None = None) -> EngineConfig:

@@ -17,9 +17,9 @@ from scripts.serve_bench import serve_bench  # noqa: E402
 
 VARIANTS = {  # name -> --live-options (engine.live.LIVE_OPTIONS changed)
     "old: whole prompts, split calls": {"max_batch_tokens": None, "chunk_size": None, "fused": False},
-    "new default: budget 128, chunk 64, fused": {},
+    "budget 128, chunk 64, fused": {"max_batch_tokens": 128, "chunk_size": 64},
     "budget 64, chunk 32, fused": {"max_batch_tokens": 64, "chunk_size": 32},
-    "budget 256, no chunk cap, fused": {"max_batch_tokens": 256, "chunk_size": None},
+    "default: budget 256, no chunk cap, fused": {},
 }
 
 

@@ -43,11 +43,11 @@ def assert_chunked_and_fused(steps, prompt_len: int, chunk: int):
 
 def test_the_live_lane_defaults_to_a_token_budget_chunks_and_one_fused_forward():
     config = live_config(8, 512)
-    assert (config.max_batch_tokens, config.chunk_size, config.fused) == (128, 64, True) and config.prefix_cache
+    assert (config.max_batch_tokens, config.chunk_size, config.fused) == (256, None, True) and config.prefix_cache
     assert set(LIVE_OPTIONS) == set(LIVE_OPTION_NAMES)       # the command line checks the same names, torch-free
     off = live_config(8, 512, {"max_batch_tokens": None, "chunk_size": None, "fused": False})
     assert (off.max_batch_tokens, off.chunk_size, off.fused) == (None, None, False)
-    assert live_config(200, 512).max_batch_tokens == 200     # every running request can still decode
+    assert live_config(32, 512, {"max_batch_tokens": 16}).max_batch_tokens == 32  # every running request decodes
     with pytest.raises(ValueError, match="unknown live option"):
         live_config(8, 512, {"chunk": 3})
 
@@ -55,9 +55,9 @@ def test_the_live_lane_defaults_to_a_token_budget_chunks_and_one_fused_forward()
 def test_a_joiners_prefill_is_chunked_and_fused_with_the_running_decode_on_the_simulator():
     lane = LiveLane(Engine(None), slots=2)
     first = RequestSpec(id="L1", prompt="x", max_new_tokens=40, prompt_ids=(1,) * 20)
-    joiner = RequestSpec(id="L2", prompt="y", max_new_tokens=4, prompt_ids=tuple(range(2, 202)))
+    joiner = RequestSpec(id="L2", prompt="y", max_new_tokens=4, prompt_ids=tuple(range(2, 602)))
     steps, out = joiner_steps(lane, first, joiner)
-    assert_chunked_and_fused(steps, 200, 64)
+    assert_chunked_and_fused(steps, 600, 256 - 1)                # the default budget, less L1's decode token
     assert len(out["L1"]) == 40 and len(out["L2"]) == 4
 
 
@@ -89,6 +89,6 @@ def test_the_live_snapshot_on_the_socket_and_over_http_carries_the_lanes_options
     viewer.emit("watch_live")
     options = viewer.wait_for("live_snapshot", timeout=30)["options"]
     assert app.test_client().get("/api/live").get_json()["options"] == options
-    assert options["slots"] == 2 and options["chunk_size"] == 16 and options["max_batch_tokens"] == 128
+    assert options["slots"] == 2 and options["chunk_size"] == 16 and options["max_batch_tokens"] == 256
     assert options["fused"] is True and options["prefix_cache"] is True
     assert options["kv_blocks"] > 0 and options["kv_bytes"] > 0 and options["kv_block_size"] == 16

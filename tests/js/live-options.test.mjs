@@ -6,11 +6,11 @@ import { test } from "node:test";
 import { optionTexts } from "../../static/js/live-panels.js";
 import { applyLiveEvent, createLiveState } from "../../static/js/live-state.js";
 
-const OPTIONS = { slots: 8, max_batch_tokens: 128, chunk_size: 64, fused: true, prefix_cache: true, kv_blocks: 256,
+const OPTIONS = { slots: 8, max_batch_tokens: 256, chunk_size: 64, fused: true, prefix_cache: true, kv_blocks: 256,
   kv_block_size: 16, kv_bytes: 256 * 16 * 46080 };
 
 test("the options panel names the budget, the chunk, the fused step, the prefix cache and the KV pool", () => {
-  assert.deepEqual(optionTexts(OPTIONS), { slots: "8", budget: "128 tokens", chunk: "64 tokens",
+  assert.deepEqual(optionTexts(OPTIONS), { slots: "8", budget: "256 tokens", chunk: "64 tokens",
     fused: "one forward a step", prefix: "on", kv: "256 blocks of 16 \u00b7 180 MiB" });
   const off = optionTexts({ ...OPTIONS, max_batch_tokens: null, chunk_size: null, fused: false });
   assert.equal(off.budget, "no cap");
