@@ -3,8 +3,10 @@ scripts/bench.py (`paged_cache`); nothing here asserts a timing.
 
 "slots" is the old code path itself: engine/ as it was at commit SLOT_ROWS_COMMIT (one `(slots, kv_heads, row + 1,
 head_dim)` row per slot), extracted from git into a temporary package and run on the same model. "paged" is today's
-runner with every row's blocks scattered over the pool (a random permutation: each layer gathers them), and
-"paged_runs" the same runner with each row's blocks one run, equally spaced (read as a view, no gather).
+runner with every row's blocks scattered over the pool (a random permutation), its decode attention the compiled
+kernel that reads them in place (engine/kernels/paged_attention.cpp); "paged_gather" the same tables with that kernel
+off (each layer gathers the blocks into a workspace, then sdpa), and "paged_runs" today's runner with each row's blocks
+one run, equally spaced (read as a view by the gather path, in place by the kernel).
 Measured: the decode step at 1/4/8/16 rows and 128/512 tokens of context, what the gather costs of that, a
 one-row prefill of 64/256 tokens, swap-out and swap-in ms per block next to recompute ms per block (a prefill of
 one block's tokens), and a lane's KV bytes before (slots x row) and after (the budget's blocks).
@@ -76,8 +78,10 @@ def make_runners(lm, old, slots: int, row_len: int) -> tuple[dict, dict]:
     random.Random(0).shuffle(ids)
     tables = {"paged": [tuple(ids[i * per_slot:(i + 1) * per_slot]) for i in range(slots)],
               "paged_runs": runs(slots, per_slot)}
-    runners = {"paged": ModelRunner(lm, slots, slots * per_slot, BLOCK),
-               "paged_runs": ModelRunner(lm, slots, slots * per_slot, BLOCK)}
+    tables["paged_gather"] = tables["paged"]
+    runners = {name: ModelRunner(lm, slots, slots * per_slot, BLOCK) for name in ("paged", "paged_gather", "paged_runs")}
+    if runners["paged_gather"].fast is not None:
+        runners["paged_gather"].fast.attend = None  # the gather + sdpa path
     if old is not None:
         runners["slots"] = old.runner.ModelRunner(lm, slots, row_len)
         tables["slots"] = [()] * slots
@@ -113,10 +117,16 @@ def gather_ms(runner: ModelRunner, tables, n: int, context: int, repeats: int = 
     return out
 
 
+def attends_in_place(runner: ModelRunner) -> bool:
+    """Whether the runner's decode step uses the compiled paged-attention kernel (else gather + sdpa)."""
+    return runner.fast is not None and runner.fast.attend is not None
+
+
 def paged_cache(lm, size: dict, records=None) -> dict:
     old = slot_rows_engine()
     rows_list, contexts, calls = size["paged_rows"], size["paged_contexts"], size["decode_calls"]
     out = {"slot_rows": f"engine/ at commit {SLOT_ROWS_COMMIT}" if old else None, "block_size": BLOCK,
+           "paged_kernel": "in place" if attends_in_place(ModelRunner(lm, 1, 1, BLOCK)) else "off (gather + sdpa)",
            "decode": {}, "prefill": {}}
     with torch.inference_mode():
         for context in contexts:
@@ -125,8 +135,10 @@ def paged_cache(lm, size: dict, records=None) -> dict:
                 ms = timed_calls(runners, rows_for(tables, "decode", n, [lm.pad_id + 1], context, old), calls)
                 entry = {**{f"{k}_ms": v for k, v in ms.items()}, **gather_ms(runners["paged"], tables["paged"], n,
                                                                              context + 1)}
+                entry["kernel_over_gather"] = ms["paged"] / ms["paged_gather"]
                 if "slots" in ms:
                     entry["paged_over_slots"] = ms["paged"] / ms["slots"]
+                    entry["gather_over_slots"] = ms["paged_gather"] / ms["slots"]
                     entry["runs_over_slots"] = ms["paged_runs"] / ms["slots"]
                 out["decode"][f"{n}x{context}"] = entry
             del runners
