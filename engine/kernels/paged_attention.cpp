@@ -3,8 +3,9 @@
 // One query token per row: out[b, h] = softmax(q[b, h] . K[b]^T * scale) V[b] over the row's first lens[b]
 // positions, where position t of row b lives in block tables[b, t / bs] at offset t % bs of the layer's pool
 // (num_blocks, bs, kv_heads, D). The gather+sdpa path copies every row's blocks into a workspace first (its cost
-// grows with rows x context); here each task (row, kv head) walks its blocks where they lie and computes the G =
-// H / kv_heads query heads that share that K/V head at once, so each K and V vector is read once per step.
+// grows with rows x context); here each task (a row, or a row's K/V head when rows are fewer than threads) walks its
+// blocks where they lie and computes the G = H / kv_heads query heads of each K/V head at once, so each K and V
+// vector is read once per step.
 // Softmax is the stable one: scores, their max, exp(s - max), then the weighted V sum divided by the exp sum.
 //
 // What it does not do: more than one query token a row (prefill keeps sdpa), other dtypes, masks other than a
@@ -12,6 +13,7 @@
 #include <torch/extension.h>
 #include <immintrin.h>
 #include <cmath>
+#include <omp.h>
 #include <vector>
 
 static inline float dot(const float* a, const float* b, int64_t D) {
@@ -59,36 +61,41 @@ torch::Tensor paged_decode_attention(torch::Tensor q, torch::Tensor keys, torch:
   const float* V = values.data_ptr<float>();
   float* O = out.data_ptr<float>();
   const float s = static_cast<float>(scale);
+  // A task is a row's K/V heads [h0, h0 + span): all of them (span = KV) when there are rows enough for the
+  // threads, so each token's K/V (kv_heads x D, adjacent in the pool) is read as one stretch; one head a task
+  // (span = 1) when there are fewer rows than threads.
+  const int64_t span = B >= omp_get_max_threads() ? KV : 1, per_row = KV / span;
 #pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t task = 0; task < B * KV; ++task) {
-    const int64_t b = task / KV, kvh = task % KV, n = L[b];
+  for (int64_t task = 0; task < B * per_row; ++task) {
+    const int64_t b = task / per_row, h0 = (task % per_row) * span, n = L[b], GS = G * span;
     if (n == 0) continue;
-    std::vector<float> scores(G * n);                    // (G, n)
-    const float* qb = Q + (b * H + kvh * G) * D;          // the G query heads of this K/V head, (G, D)
+    std::vector<float> scores(GS * n);                   // (span * G, n)
+    const float* qb = Q + (b * H + h0 * G) * D;           // the query heads of these K/V heads, (span * G, D)
     for (int64_t t = 0; t < n; ++t) {
-      const float* k = K + ((T[b * width + t / bs] * bs + t % bs) * KV + kvh) * D;
-      for (int64_t g = 0; g < G; ++g) scores[g * n + t] = dot(qb + g * D, k, D) * s;
+      const float* k = K + ((T[b * width + t / bs] * bs + t % bs) * KV + h0) * D;
+      for (int64_t j = 0; j < GS; ++j) scores[j * n + t] = dot(qb + j * D, k + (j / G) * D, D) * s;
     }
-    std::vector<float> total(G);
-    for (int64_t g = 0; g < G; ++g) {
-      float* sc = scores.data() + g * n;
+    std::vector<float> total(GS);
+    for (int64_t j = 0; j < GS; ++j) {
+      float* sc = scores.data() + j * n;
       float top = sc[0];
       for (int64_t t = 1; t < n; ++t) top = std::max(top, sc[t]);
       float sum = 0.f;
       for (int64_t t = 0; t < n; ++t) sum += (sc[t] = std::exp(sc[t] - top));
-      total[g] = sum;
+      total[j] = sum;
     }
-    float* ob = O + (b * H + kvh * G) * D;                // (G, D), zeroed
+    float* ob = O + (b * H + h0 * G) * D;                 // (span * G, D), zeroed
     for (int64_t t = 0; t < n; ++t) {
-      const float* v = V + ((T[b * width + t / bs] * bs + t % bs) * KV + kvh) * D;
-      for (int64_t g = 0; g < G; ++g) {
-        const float p = scores[g * n + t];
-        float* o = ob + g * D;
-        for (int64_t d = 0; d < D; ++d) o[d] += p * v[d];
+      const float* v = V + ((T[b * width + t / bs] * bs + t % bs) * KV + h0) * D;
+      for (int64_t j = 0; j < GS; ++j) {
+        const float p = scores[j * n + t];
+        const float* vj = v + (j / G) * D;
+        float* o = ob + j * D;
+        for (int64_t d = 0; d < D; ++d) o[d] += p * vj[d];
       }
     }
-    for (int64_t g = 0; g < G; ++g)
-      for (int64_t d = 0; d < D; ++d) ob[g * D + d] /= total[g];
+    for (int64_t j = 0; j < GS; ++j)
+      for (int64_t d = 0; d < D; ++d) ob[j * D + d] /= total[j];
   }
   return out;
 }
