@@ -1,13 +1,15 @@
-"""Our one compiled CPU kernel, `few_row_linear` (engine/kernels/gemv.cpp): a float32 linear for 1-4 rows that streams
-the weights at close to the machine's read bandwidth, for the fast decode step.
+"""Our compiled CPU kernels, one extension: `few_row_linear` (engine/kernels/gemv.cpp), a float32 linear for 1-4 rows
+that streams the weights at close to the machine's read bandwidth, and `paged_decode_attention`
+(engine/kernels/paged_attention.cpp), one-token attention that reads the paged pool's K/V blocks in place through
+the block tables (no gather), both for the fast decode step.
 
 It is built with torch's C++ extension tooling (g++ and ninja, from requirements.txt) once per machine, into the
 user cache folder (`python -m engine.cpu_kernels`, which `make setup` runs; or on first use), and loaded from there
 on every later start in well under a second. Anything that keeps it from building or loading (no compiler, a CPU
 without AVX2, a read-only cache) leaves `kernel()` returning None with the reason in `why_not()`, and the decode step
-uses oneDNN's packed linears instead: same tokens, slower.
+uses oneDNN's packed linears and the gather + sdpa attention instead: same tokens, slower.
 
-What it does not know: models, rows or slots; it multiplies matrices.
+What it does not know: models, rows or slots; it multiplies matrices and attends over block tables.
 """
 import hashlib
 import os
@@ -18,14 +20,14 @@ import torch
 
 from .model import cache_root
 
-SOURCE = Path(__file__).resolve().parent / "kernels" / "gemv.cpp"
+SOURCES = [Path(__file__).resolve().parent / "kernels" / name for name in ("gemv.cpp", "paged_attention.cpp")]
 MAX_ROWS = 4  # rows it computes (at 4 rows oneDNN's packed kernels are as fast, from 5 on faster; measured here)
 
 _state: dict = {}
 
 
 def build_folder() -> Path:
-    key = hashlib.sha1(SOURCE.read_bytes() + torch.__version__.encode()).hexdigest()[:12]
+    key = hashlib.sha1(b"".join(s.read_bytes() for s in SOURCES) + torch.__version__.encode()).hexdigest()[:12]
     return cache_root() / "kernels" / f"gemv-{key}"
 
 
@@ -45,10 +47,11 @@ def load(verbose: bool = False):
             folder = build_folder()
             folder.mkdir(parents=True, exist_ok=True)
             os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"  # venv's ninja
-            module = load_extension("batch_lanes_gemv", [str(SOURCE)], build_directory=str(folder),
-                                    extra_cflags=["-O3", "-mavx2", "-mfma"], verbose=verbose)
+            # -fopenmp: the attention kernel's `omp parallel for` (libgomp is the one torch already loaded)
+            module = load_extension("batch_lanes_gemv", [str(s) for s in SOURCES], build_directory=str(folder),
+                                    extra_cflags=["-O3", "-mavx2", "-mfma", "-fopenmp"], verbose=verbose)
         except (OSError, RuntimeError, ImportError, SystemExit) as e:  # no compiler or ninja, a failed build
-            reason = f"could not build {SOURCE.name}: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}"
+            reason = f"could not build {'/'.join(s.name for s in SOURCES)}: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}"
     _state["module"], _state["why_not"] = module, reason
     return module
 
@@ -56,6 +59,12 @@ def load(verbose: bool = False):
 def kernel():
     """The loaded extension or None (never raises)."""
     return load()
+
+
+def attention_usable(q: torch.Tensor, keys: torch.Tensor) -> bool:
+    """Whether `paged_decode_attention(q, keys, ...)` applies: float32 on a CPU, q (B, H, D), a contiguous pool view."""
+    return (q.device.type == "cpu" and q.dtype == torch.float32 and keys.dtype == torch.float32 and q.dim() == 3
+            and keys.is_contiguous())
 
 
 def why_not() -> str | None:
@@ -71,4 +80,4 @@ def usable(x: torch.Tensor, w: torch.Tensor) -> bool:
 
 if __name__ == "__main__":  # `python -m engine.cpu_kernels`: build now (make setup), say where or why not
     built = load(verbose="-v" in sys.argv)
-    print(f"few_row_linear: built in {build_folder()}" if built else f"few_row_linear: not available: {why_not()}")
+    print(f"few_row_linear, paged_decode_attention: built in {build_folder()}" if built else f"compiled kernels: not available: {why_not()}")

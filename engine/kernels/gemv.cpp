@@ -49,6 +49,11 @@ torch::Tensor few_row_linear(torch::Tensor x, torch::Tensor w) {
   return y;
 }
 
+torch::Tensor paged_decode_attention(torch::Tensor q, torch::Tensor keys, torch::Tensor values,
+                                     torch::Tensor tables, torch::Tensor lens, double scale);  // paged_attention.cpp
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("few_row_linear", &few_row_linear, "y = x @ w.T for 1-4 float32 rows (x (B, K), w (N, K))");
+  m.def("paged_decode_attention", &paged_decode_attention,
+        "one-token attention (B, H, D) reading K/V blocks (num_blocks, block_size, kv_heads, D) through tables");
 }
