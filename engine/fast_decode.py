@@ -21,6 +21,7 @@ What it does not know: prefill (the runner keeps transformers' forward for every
 one token a row), sampling (it returns logits), and any model that is not a plain Llama (`unsupported` says why,
 and the runner falls back to the eager path).
 """
+import contextlib
 import weakref
 
 import torch
@@ -48,7 +49,7 @@ def unsupported(model: torch.nn.Module) -> str | None:
 class FusedWeights:
     """The decoder's weights as the fast step reads them: q|k|v and gate|up concatenated (one linear each). On a
     float32 CPU each linear keeps two forms: oneDNN-packed, and plain row-major for `cpu_kernels.few_row_linear`
-    (1-4 rows; at 1 row it streams the weights about 1.7x faster than oneDNN). Made once per model and shared by
+    (1-6 rows; at 1 row it streams the weights about 1.7x faster than oneDNN). Made once per model and shared by
     every runner of it."""
 
     def __init__(self, model: torch.nn.Module, packed: bool):
@@ -169,8 +170,11 @@ class FastDecode:
             nb = -(-kv_len // self.cache.block_size)
             table = torch.tensor([list(t[:nb]) + [t[0]] * (nb - len(t[:nb])) for t in tables])
             lens = (pos_t + 1).clamp(max=kv_len) if masked else torch.full((len(ids),), kv_len)
-            hidden = self.hidden(torch.tensor(ids, device=device), pos_t, plan, None, paged=(table, lens))
-            return self.logits(hidden[wanted])
+            # every linear ours at up to MAX_ROWS rows: torch's own small operations then run on this thread alone
+            alone = cpu_kernels.kernels_alone() if len(ids) <= cpu_kernels.MAX_ROWS else contextlib.nullcontext()
+            with alone:
+                hidden = self.hidden(torch.tensor(ids, device=device), pos_t, plan, None, paged=(table, lens))
+                return self.logits(hidden[wanted])
         mask = None
         if masked:
             visible = torch.arange(kv_len, device=device) <= pos_t[:, None]      # (B, kv_len)

@@ -13,8 +13,9 @@
 #include <torch/extension.h>
 #include <immintrin.h>
 #include <cmath>
-#include <omp.h>
 #include <vector>
+
+#include "pool.h"
 
 static inline float dot(const float* a, const float* b, int64_t D) {
   int64_t d = 0;
@@ -64,11 +65,11 @@ torch::Tensor paged_decode_attention(torch::Tensor q, torch::Tensor keys, torch:
   // A task is a row's K/V heads [h0, h0 + span): all of them (span = KV) when there are rows enough for the
   // threads, so each token's K/V (kv_heads x D, adjacent in the pool) is read as one stretch; one head a task
   // (span = 1) when there are fewer rows than threads.
-  const int64_t span = B >= omp_get_max_threads() ? KV : 1, per_row = KV / span;
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t task = 0; task < B * per_row; ++task) {
+  lanes::SpinPool& pool = lanes::SpinPool::get();
+  const int64_t span = B >= pool.threads() ? KV : 1, per_row = KV / span;
+  auto attend = [&](int64_t task) {
     const int64_t b = task / per_row, h0 = (task % per_row) * span, n = L[b], GS = G * span;
-    if (n == 0) continue;
+    if (n == 0) return;
     std::vector<float> scores(GS * n);                   // (span * G, n)
     const float* qb = Q + (b * H + h0 * G) * D;           // the query heads of these K/V heads, (span * G, D)
     for (int64_t t = 0; t < n; ++t) {
@@ -96,6 +97,9 @@ torch::Tensor paged_decode_attention(torch::Tensor q, torch::Tensor keys, torch:
     }
     for (int64_t j = 0; j < GS; ++j)
       for (int64_t d = 0; d < D; ++d) ob[j * D + d] /= total[j];
-  }
+  };
+  pool.run(B * per_row, 1, [&](int64_t first, int64_t last) {
+    for (int64_t task = first; task < last; ++task) attend(task);
+  });
   return out;
 }
