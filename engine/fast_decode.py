@@ -7,8 +7,10 @@ model's rotary module, the row's K/V written straight into the blocks of `kv_cac
 table, and sdpa over the rows' K/V read through their tables, with the query heads grouped by their K/V head, as
 transformers does for a one-token query.
 
-- On a CPU the linears use oneDNN-packed weights (as `linears.packed_linears` does) and each call reads
-  exactly the positions [0, kv_len) of its rows (a view of the pool where the tables allow, as the cache's plan says).
+- On a CPU the linears use oneDNN-packed weights (as `linears.packed_linears` does); in float32, where the compiled
+  extension built, attention is `cpu_kernels`' paged_decode_attention, reading each row's K/V blocks where they lie
+  through its table (no gather); otherwise each call reads exactly the positions [0, kv_len) of its rows (a view of
+  the pool where the tables allow, as the cache's plan says) into sdpa.
 - On CUDA each batch size (1, 2, 4, 8, ... up to the slots) and table width (1, 2, 4, ... blocks) is captured once
   as a CUDA graph that reads block tables and positions from static device tensors, gathers each row's whole
   table and masks it by the positions on the device, so a step replays one graph instead of launching some 400
@@ -19,6 +21,7 @@ What it does not know: prefill (the runner keeps transformers' forward for every
 one token a row), sampling (it returns logits), and any model that is not a plain Llama (`unsupported` says why,
 and the runner falls back to the eager path).
 """
+import contextlib
 import weakref
 
 import torch
@@ -46,7 +49,7 @@ def unsupported(model: torch.nn.Module) -> str | None:
 class FusedWeights:
     """The decoder's weights as the fast step reads them: q|k|v and gate|up concatenated (one linear each). On a
     float32 CPU each linear keeps two forms: oneDNN-packed, and plain row-major for `cpu_kernels.few_row_linear`
-    (1-4 rows; at 1 row it streams the weights about 1.7x faster than oneDNN). Made once per model and shared by
+    (1-6 rows; at 1 row it streams the weights about 1.7x faster than oneDNN). Made once per model and shared by
     every runner of it."""
 
     def __init__(self, model: torch.nn.Module, packed: bool):
@@ -114,16 +117,20 @@ class FastDecode:
         self.head_dim = cache.layers[0].keys.shape[3]
         self.inter = cfg.intermediate_size
         self.graphed = cache.device.type == "cuda"
+        # one-token attention reading the blocks in place (no gather), on a float32 CPU where the extension built
+        self.attend = cpu_kernels.kernel() if not self.graphed and cache.pool.dtype == torch.float32 else None
         self.graphs: dict[tuple[int, int], tuple] = {}  # (rows, blocks) -> (graph, static inputs, logits)
         self.pool = None
 
     # -- the step -------------------------------------------------------------------------------------------
     def hidden(self, ids: torch.Tensor, pos: torch.Tensor, plan: Plan, mask: torch.Tensor | None,
-               keep: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+               keep: tuple[torch.Tensor, torch.Tensor] | None = None,
+               paged: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         """The final-normed hidden state (B, E) of one token per row: ids, pos are (B,); row b feeds ids[b] at
         position pos[b], writes its K/V and reads its rows' K/V as `plan` says, under `mask` (B, 1, 1, kv_len)
         additive, or None (all visible). `keep` (graphs): (src (B,), valid (B,)): row b writes row src[b]'s K/V,
-        or, where not valid, what its destination held."""
+        or, where not valid, what its destination held. `paged` (the CPU kernel): (tables (B, nb), lens (B,)):
+        row b attends to its first lens[b] positions through tables[b], read in place (`mask` is then unused)."""
         B, H, KV, D = ids.shape[0], self.heads, self.kv_heads, self.head_dim
         w, cache = self.w, self.cache
         x = self.model.model.embed_tokens(ids)                                   # (B, E)
@@ -135,9 +142,12 @@ class FastDecode:
             if keep is not None:
                 k, v = (kept(t, blocks, plan.dst, *keep) for t, blocks in ((k, layer.keys), (v, layer.values)))
             cache.write(layer, k, v, plan)                                      # (B, KV, D) into their blocks
-            keys, values = cache.read(layer.keys, plan, 0), cache.read(layer.values, plan, 1)  # (B, KV, kv_len, D)
-            # the H query heads grouped by the K/V head they share: (B, KV, H / KV, D), as transformers' pack_gqa
-            o = F.scaled_dot_product_attention(q.reshape(B, KV, H // KV, D), keys, values, attn_mask=mask)
+            if paged is not None:                                               # (B, H, D), blocks read in place
+                o = self.attend.paged_decode_attention(q, layer.keys, layer.values, *paged, D ** -0.5)
+            else:
+                keys, values = cache.read(layer.keys, plan, 0), cache.read(layer.values, plan, 1)  # (B, KV, kv_len, D)
+                # the H query heads grouped by the K/V head they share: (B, KV, H / KV, D), as transformers' pack_gqa
+                o = F.scaled_dot_product_attention(q.reshape(B, KV, H // KV, D), keys, values, attn_mask=mask)
             x = x + w.linear(o.reshape(B, H * D), o_w)
             gu = w.linear(rms_norm(norm2, x), gu_w)                              # (B, 2 I)
             x = x + w.linear(F.silu(gu[:, :self.inter]) * gu[:, self.inter:], down_w)
@@ -155,11 +165,20 @@ class FastDecode:
             return self.replay(ids, pos, writes, tables, kv_len)[wanted]
         device = self.cache.device
         pos_t = torch.tensor(pos, device=device)
+        plan = self.cache.plan([list(t) for t in tables], [[p if w else -1] for p, w in zip(pos, writes)], kv_len)
+        if self.attend is not None:  # row b reads positions [0, pos[b]] (masked) or [0, kv_len), in place
+            nb = -(-kv_len // self.cache.block_size)
+            table = torch.tensor([list(t[:nb]) + [t[0]] * (nb - len(t[:nb])) for t in tables])
+            lens = (pos_t + 1).clamp(max=kv_len) if masked else torch.full((len(ids),), kv_len)
+            # every linear ours at up to MAX_ROWS rows: torch's own small operations then run on this thread alone
+            alone = cpu_kernels.kernels_alone() if len(ids) <= cpu_kernels.MAX_ROWS else contextlib.nullcontext()
+            with alone:
+                hidden = self.hidden(torch.tensor(ids, device=device), pos_t, plan, None, paged=(table, lens))
+                return self.logits(hidden[wanted])
         mask = None
         if masked:
             visible = torch.arange(kv_len, device=device) <= pos_t[:, None]      # (B, kv_len)
             mask = additive_mask(visible, self.model.dtype)[:, None, None]       # (B, 1, 1, kv_len)
-        plan = self.cache.plan([list(t) for t in tables], [[p if w else -1] for p, w in zip(pos, writes)], kv_len)
         hidden = self.hidden(torch.tensor(ids, device=device), pos_t, plan, mask)
         return self.logits(hidden[wanted])
 

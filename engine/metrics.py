@@ -141,8 +141,12 @@ def token_utilization(recs: list[dict], block_size: int) -> float | None:
 
 
 def lane_block_size(recs: list[dict], workload: Workload) -> int:
-    """The KV block size of the lane these records are of (its own option, else the workload's)."""
-    name = recs[0]["lane"] if recs else None
+    """The KV block size of the lane these records are of: its pool's (the first record's kv_pool), else its own
+    option, else the workload's (records compacted without their lane's name or pool: the workload's)."""
+    pool = recs[0].get("kv_pool") if recs else None
+    if pool:
+        return pool["block_size"]
+    name = recs[0].get("lane") if recs else None
     lane = next((spec for spec in workload.lanes if spec.name == name), None)
     return (lane.config if lane else workload.config).kv_block_size
 

@@ -27,6 +27,9 @@ Sections (each a key of the JSON; `targets` sums up the goals):
   paged_cache             the paged KV cache vs the slot rows it replaced (their commit's code, same process): decode
                           at 1/4/8/16 rows x 128/512 context, the gather's cost, prefill 64/256, swap vs recompute ms
                           per block, a lane's KV bytes before and after (scripts/bench_paged.py)
+  memory_presets          demos/paged-vs-reserve.json and swap-vs-recompute.json on the model: each lane's batch size
+                          (mean, most), token utilization, wall time, blocks swapped out and their copy time, same
+                          tokens (scripts/bench_memory.py)
   vllm_race               our continuous lane beside the vLLM lane (a real vLLM engine, scripts/bench_vllm.py) on
                           mixed x8, 16 chat prompts with EOS, Poisson at 1/2/4 req/s; then our endpoint vs vLLM's
                           server under serve_bench (skipped with a line where `make vllm` was not run)
@@ -55,6 +58,7 @@ from scripts.bench_prefix import prefix_cache  # noqa: E402
 from scripts.bench_spec import speculative  # noqa: E402
 from scripts.bench_sweep import load_sweep  # noqa: E402
 from scripts.bench_warmup import first_vs_second_run  # noqa: E402
+from scripts.bench_memory import memory_presets  # noqa: E402
 from scripts.bench_vllm import vllm_race  # noqa: E402
 from engine import Engine  # noqa: E402
 from engine.metrics import run_metrics  # noqa: E402
@@ -233,14 +237,14 @@ def decode_floor(lm, size: dict, static: dict | None, steps: dict | None) -> dic
 # -- the run ----------------------------------------------------------------------------------------------------
 SECTIONS = ("static_vs_generate", "continuous_vs_generate_batch", "mixed_x8", "decode_steps", "decode_floor", "split_vs_fused",
             "chunked_prefill", "preemption", "first_vs_second_run", "load_sweep", "prefix_cache",
-            "speculative", "paged_cache", "vllm_race")
+            "speculative", "paged_cache", "memory_presets", "vllm_race")
 
 
 SECTION_RUNS = {"static_vs_generate": static_vs_generate, "continuous_vs_generate_batch": continuous_vs_generate_batch,
                 "mixed_x8": mixed_x8, "split_vs_fused": split_vs_fused, "chunked_prefill": chunked_prefill,
                 "preemption": preemption, "load_sweep": load_sweep, "decode_steps": decode_steps,
                 "prefix_cache": prefix_cache, "speculative": speculative, "paged_cache": paged_cache,
-                "vllm_race": vllm_race}
+                "memory_presets": memory_presets, "vllm_race": vllm_race}
 # decode_floor reads static_vs_generate's figures instead; first_vs_second_run loads the model in fresh processes
 # of its own (from main's --model, --dtype, --device), so it never sees `lm`
 

@@ -3,11 +3,14 @@ scripts/bench.py (`paged_cache`); nothing here asserts a timing.
 
 "slots" is the old code path itself: engine/ as it was at commit SLOT_ROWS_COMMIT (one `(slots, kv_heads, row + 1,
 head_dim)` row per slot), extracted from git into a temporary package and run on the same model. "paged" is today's
-runner with every row's blocks scattered over the pool (a random permutation: each layer gathers them), and
-"paged_runs" the same runner with each row's blocks one run, equally spaced (read as a view, no gather).
+runner with every row's blocks scattered over the pool (a random permutation), its decode attention the compiled
+kernel that reads them in place (engine/kernels/paged_attention.cpp); "paged_gather" the same tables with that kernel
+off (each layer gathers the blocks into a workspace, then sdpa), and "paged_runs" today's runner with each row's blocks
+one run, equally spaced (read as a view by the gather path, in place by the kernel).
 Measured: the decode step at 1/4/8/16 rows and 128/512 tokens of context, what the gather costs of that, a
 one-row prefill of 64/256 tokens, swap-out and swap-in ms per block next to recompute ms per block (a prefill of
-one block's tokens), and a lane's KV bytes before (slots x row) and after (the budget's blocks).
+one block's tokens), a lane's KV bytes before (slots x row) and after (the budget's blocks), and where a 1-row
+decode step's ms go (`decode_profile`: linears, attention, K/V writes, the rest).
 """
 import importlib
 import io
@@ -76,8 +79,10 @@ def make_runners(lm, old, slots: int, row_len: int) -> tuple[dict, dict]:
     random.Random(0).shuffle(ids)
     tables = {"paged": [tuple(ids[i * per_slot:(i + 1) * per_slot]) for i in range(slots)],
               "paged_runs": runs(slots, per_slot)}
-    runners = {"paged": ModelRunner(lm, slots, slots * per_slot, BLOCK),
-               "paged_runs": ModelRunner(lm, slots, slots * per_slot, BLOCK)}
+    tables["paged_gather"] = tables["paged"]
+    runners = {name: ModelRunner(lm, slots, slots * per_slot, BLOCK) for name in ("paged", "paged_gather", "paged_runs")}
+    if runners["paged_gather"].fast is not None:
+        runners["paged_gather"].fast.attend = None  # the gather + sdpa path
     if old is not None:
         runners["slots"] = old.runner.ModelRunner(lm, slots, row_len)
         tables["slots"] = [()] * slots
@@ -113,10 +118,16 @@ def gather_ms(runner: ModelRunner, tables, n: int, context: int, repeats: int = 
     return out
 
 
+def attends_in_place(runner: ModelRunner) -> bool:
+    """Whether the runner's decode step uses the compiled paged-attention kernel (else gather + sdpa)."""
+    return runner.fast is not None and runner.fast.attend is not None
+
+
 def paged_cache(lm, size: dict, records=None) -> dict:
     old = slot_rows_engine()
     rows_list, contexts, calls = size["paged_rows"], size["paged_contexts"], size["decode_calls"]
     out = {"slot_rows": f"engine/ at commit {SLOT_ROWS_COMMIT}" if old else None, "block_size": BLOCK,
+           "paged_kernel": "in place" if attends_in_place(ModelRunner(lm, 1, 1, BLOCK)) else "off (gather + sdpa)",
            "decode": {}, "prefill": {}}
     with torch.inference_mode():
         for context in contexts:
@@ -125,8 +136,10 @@ def paged_cache(lm, size: dict, records=None) -> dict:
                 ms = timed_calls(runners, rows_for(tables, "decode", n, [lm.pad_id + 1], context, old), calls)
                 entry = {**{f"{k}_ms": v for k, v in ms.items()}, **gather_ms(runners["paged"], tables["paged"], n,
                                                                              context + 1)}
+                entry["kernel_over_gather"] = ms["paged"] / ms["paged_gather"]
                 if "slots" in ms:
                     entry["paged_over_slots"] = ms["paged"] / ms["slots"]
+                    entry["gather_over_slots"] = ms["paged_gather"] / ms["slots"]
                     entry["runs_over_slots"] = ms["paged_runs"] / ms["slots"]
                 out["decode"][f"{n}x{context}"] = entry
             del runners
@@ -139,6 +152,7 @@ def paged_cache(lm, size: dict, records=None) -> dict:
                                            **({"paged_over_slots": ms["paged"] / ms["slots"]} if "slots" in ms else {})}
         out["swap"] = swap_vs_recompute(lm, runners, tables, calls)
         out["kv_bytes"] = lane_bytes(lm, old)
+        out["profile_1_row"] = decode_profile(lm, calls=calls)
     return out
 
 
@@ -165,3 +179,56 @@ def lane_bytes(lm, old, slots: int = 8, row_len: int = 512, budget: int = 448) -
         before = sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
     return {"slots": slots, "row_len": row_len, "kv_budget": budget, "slot_rows_bytes": before, "paged_bytes": after,
             "paged_over_slot_rows": after / before if before and after else None}
+
+
+def decode_profile(lm, context: int = 128, calls: int = 15) -> dict:
+    """Where a 1-row decode step's ms go (manual timers, medians): the whole step (runner.run); all its linears
+    (q|k|v, o, gate|up, down of every layer and the lm_head, on the same packed/compiled weights); the attention
+    (the in-place kernel, or gather + sdpa); the K/V writes; and the rest (embedding, norms, RoPE, SiLU, residual
+    adds, sampling, Python and dispatch) as the step minus those."""
+    per = -(-(context + BLOCK) // BLOCK)
+    runner = ModelRunner(lm, 1, per, BLOCK)
+    fast = runner.fast
+    if fast is None:
+        return {"skipped": "no fast decode step"}
+    tables = {"paged": [tuple(range(per))]}
+    rows_of = rows_for(tables, "decode", 1, [lm.pad_id + 1], context)
+    w, cache, H, KV, D = fast.w, fast.cache, fast.heads, fast.kv_heads, fast.head_dim
+    E = lm.model.config.hidden_size
+    plan = cache.plan([list(range(per))], [[context]], context + 1)
+    table, lens = torch.tensor([list(range(per))]), torch.tensor([context + 1])
+    x, q, kv = torch.randn(1, E), torch.randn(1, H, D), torch.randn(1, KV, D)
+    o_in, down_in = torch.randn(1, H * D), torch.randn(1, fast.inter)
+
+    def linears():
+        for _, qkv_w, o_w, _, gu_w, down_w in w.layers:
+            w.linear(x, qkv_w), w.linear(o_in, o_w), w.linear(x, gu_w), w.linear(down_in, down_w)
+        w.linear(x, w.lm_head)
+
+    def attention():
+        for layer in cache.layers:
+            if fast.attend is not None:
+                fast.attend.paged_decode_attention(q, layer.keys, layer.values, table, lens, D ** -0.5)
+            else:
+                k, v = cache.read(layer.keys, plan, 0), cache.read(layer.values, plan, 1)
+                torch.nn.functional.scaled_dot_product_attention(q.reshape(1, KV, H // KV, D), k, v)
+
+    def writes():
+        for layer in cache.layers:
+            cache.write(layer, kv, kv, plan)
+
+    parts = {"step": lambda: runner.run(rows_of("paged")), "linears": linears, "attention": attention,
+             "kv_writes": writes}
+    out = {}
+    with torch.inference_mode():
+        for name, fn in parts.items():
+            times = []
+            for i in range(calls + 2):
+                t0 = time.perf_counter()
+                fn()
+                if i >= 2:
+                    times.append((time.perf_counter() - t0) * 1000)
+            out[f"{name}_ms"] = median(times)
+    out["rest_ms"] = out["step_ms"] - out["linears_ms"] - out["attention_ms"] - out["kv_writes_ms"]
+    out.update(context=context, attention="in-place kernel" if fast.attend is not None else "gather + sdpa")
+    return out

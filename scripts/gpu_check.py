@@ -76,23 +76,29 @@ def agreement(lm, wl: dict) -> dict:
     return out
 
 
-def tiny_graphs(device: str) -> dict:
-    """A 2-layer random Llama on the device (no tokenizer needed): rows of 1, 3, 5 and 8 slots prefill through
-    transformers, then decode 6 steps with the fast step (CUDA graphs) and with the eager one; tokens compared."""
+def random_llama(device: str):
+    """A 2-layer random Llama (seeded, no tokenizer) on the device: what the graph checks decode with."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from engine.model import LoadedModel
-    from engine.request import Request, RequestSpec
-    from engine.runner import ModelRunner
-    from engine.batch import Row
-    from engine.step import SlotState
 
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, initializer_range=0.2,
                          attn_implementation="sdpa")
-    lm = LoadedModel(LlamaForCausalLM(config).to(device).eval(), None, "tiny", torch.device(device), torch.float32,
-                     frozenset(), 0)
+    return LoadedModel(LlamaForCausalLM(config).to(device).eval(), None, "tiny", torch.device(device), torch.float32,
+                       frozenset(), 0)
+
+
+def tiny_graphs(device: str) -> dict:
+    """A 2-layer random Llama on the device (no tokenizer needed): rows of 1, 3, 5 and 8 slots prefill through
+    transformers, then decode 6 steps with the fast step (CUDA graphs) and with the eager one; tokens compared."""
+    from engine.request import Request, RequestSpec
+    from engine.runner import ModelRunner
+    from engine.batch import Row
+    from engine.step import SlotState
+
+    lm = random_llama(device)
     out = {}
     for n in (1, 3, 5, 8):
         t0 = time.perf_counter()

@@ -8,18 +8,11 @@ import torch
 
 
 def paged_graphs(device: str) -> dict:
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    from engine.model import LoadedModel
     from engine.runner import ModelRunner
+    from scripts.gpu_check import random_llama
     from tests.kit.paged import drive, permuted_tables
 
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, initializer_range=0.2,
-                         attn_implementation="sdpa")
-    lm = LoadedModel(LlamaForCausalLM(config).to(device).eval(), None, "tiny", torch.device(device), torch.float32,
-                     frozenset(), 0)
+    lm = random_llama(device)
     out, bs, new = {}, 4, 8
     for n in (1, 3, 5, 8):
         prompts = [[(7 * i + j) % 1000 for j in range(3 + 5 * i)] for i in range(n)]

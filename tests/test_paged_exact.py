@@ -10,8 +10,7 @@ from engine.policies import ContinuousScheduler
 from engine.request import RequestSpec
 from engine.runner import ModelRunner
 from engine.step import SlotState
-from engine import Engine, parse_workload
-from tests.kit.reference import PROMPTS, check_against_solo, solo_generate
+from tests.kit.reference import PROMPTS, check_against_solo, run_lanes, solo_generate
 
 RESERVE = {"name": "reserve", "policy": "continuous", "kv_allocation": "reserve"}
 SWAP = {"name": "swap", "policy": "continuous", "preemption": "swap"}
@@ -21,14 +20,6 @@ CACHED = {"name": "cached", "policy": "continuous", "prefix_cache": True}
 def requests(n=6, new=24, together=False):
     return [{"id": f"R{i}", "prompt": PROMPTS[i % len(PROMPTS)] * (1 + i % 2), "max_new_tokens": new,
              "ignore_eos": True, "arrival": 0 if together else i // 2} for i in range(n)]
-
-
-def run_lanes(lm, reqs, slots, lanes, **options):
-    engine = Engine(lm)
-    run = engine.start(engine.prepare(parse_workload({"name": "exact", "slots": slots, "lanes": lanes,
-                                                      "requests": reqs, **options})))
-    run.run_to_end()
-    return run
 
 
 def swaps(lane) -> int:

@@ -10,7 +10,7 @@ import pytest
 from engine import Engine, lane_metrics, parse_workload
 from engine.speculative import SpeculativeConfig, accept, num_accepted, propose
 from engine.workload import WorkloadError
-from tests.kit.reference import PROMPTS, check_against_solo, solo_generate
+from tests.kit.reference import PROMPTS, check_against_solo, run_lanes, solo_generate
 
 DEMOS = Path(__file__).resolve().parent.parent / "demos"
 SPEC = {"method": "prompt_lookup", "k": 4}
@@ -84,13 +84,6 @@ def test_the_simulator_refuses_a_speculative_lane():
 
 
 # -- token-exactness --------------------------------------------------------------------------------
-def spec_run(lm, requests, slots, lanes, **options):
-    engine = Engine(lm)
-    run = engine.start(engine.prepare(parse_workload({"name": "spec", "slots": slots, "lanes": lanes,
-                                                      "requests": requests, **options})))
-    run.run_to_end()
-    return run
-
 
 def check_cells(run, lane: str) -> dict:
     """The records of `lane` agree with its requests (tokens, text, counts); return its metrics."""
@@ -127,7 +120,7 @@ def test_tiny_model_speculative_lanes_match_solo_generate(tiny_eos, fused):
     lanes = [{"name": f"{p} spec", "policy": p, "speculative": {"method": "prompt_lookup", "k": 3}}
              for p in ("static", "continuous")] + [{"name": "chunked spec", "policy": "continuous", "chunk_size": 16,
                                                    "max_batch_tokens": 20, "speculative": SPEC}]
-    run = spec_run(tiny_eos, requests, 3, lanes, fused=fused)
+    run = run_lanes(tiny_eos, requests, 3, lanes, fused=fused)
     check_against_solo(tiny_eos, run, tiny_eos.eos_ids)
     for lane in run.lanes:
         check_cells(run, lane)
@@ -138,7 +131,7 @@ def test_tiny_model_speculative_lane_under_a_kv_budget_matches_solo_generate(tin
     requests = [{"id": f"R{i}", "prompt": PROMPTS[i % 8] * 3, "max_new_tokens": 40 + i % 5, "ignore_eos": True}
                 for i in range(6)]
     lanes = [{"name": "spec KV", "policy": "continuous", "kv_budget": 384, "speculative": SPEC}]
-    run = spec_run(tiny_eos, requests, 4, lanes)
+    run = run_lanes(tiny_eos, requests, 4, lanes)
     check_against_solo(tiny_eos, run, tiny_eos.eos_ids)
     recs = run.lanes["spec KV"].records
     assert all(r.kv_blocks_used <= r.kv_blocks_total for r in recs) and proposed_and_accepted(run, "spec KV")[0] > 0
@@ -181,7 +174,7 @@ def test_real_model_eos_and_max_new_tokens_cut_an_accepted_run_exactly(smol):
     eos_lm = replace(smol, eos_ids=smol.eos_ids | {ref[9]})
     requests = [{"id": "EOS", "prompt": QUOTE, "max_new_tokens": 40, "ignore_eos": False}] + [
         {"id": f"LEN{n}", "prompt": QUOTE, "max_new_tokens": n, "ignore_eos": True} for n in (6, 7, 8, 9)]
-    run = spec_run(eos_lm, requests, 5, [{"name": "spec", "policy": "continuous", "speculative": SPEC}])
+    run = run_lanes(eos_lm, requests, 5, [{"name": "spec", "policy": "continuous", "speculative": SPEC}])
     check_against_solo(eos_lm, run, eos_lm.eos_ids)
     m = check_cells(run, "spec")
     assert m["requests"]["EOS"]["tokens"] == ref.index(ref[9]) + 1 and m["requests"]["EOS"]["stop"] == "eos"

@@ -27,6 +27,17 @@ export function formatLengths(spec) {
   return spec && typeof spec === "object" ? `${spec.min}-${spec.max}` : "";
 }
 
+/**
+ * Ask the server for the requests an arrival process (or a trace slice: `spec.trace`) draws; resolves to the input
+ * action main.js handles: {type: "generated", requests, workload} or {type: "generated", field, message}.
+ */
+export function requestGenerated(spec) {
+  return fetch("/api/generate", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(spec) })
+    .then((r) => r.json().then((body) => (r.ok ? { type: "generated", requests: body.requests || [], workload: body.workload || null }
+      : { type: "generated", field: body.field, message: String(body.error || "could not generate") })))
+    .catch(() => ({ type: "generated", field: spec.trace ? "trace" : "generate", message: "could not reach the server" }));
+}
+
 export function createArrivalPanel(container, { onGenerate }) {
   let limits = { max_requests: 32 };
   let kept = {};  // spec keys without a field here (own prompts, ignore_eos): carried through unchanged

@@ -7,6 +7,7 @@
  * model is ready. Widgets that never touch the run (the glossary's tips, sharing, the editor's token
  * counts) keep their own listeners. Tests read the result through window.__lanes (see probe.js).
  */
+import { requestGenerated } from "./arrivalpanel.js";
 import { Input, bindControls, syncControls } from "./controls.js";
 import { createEditor } from "./editor.js";
 import * as exporter from "./exports.js";
@@ -36,7 +37,7 @@ import { createReferences } from "./reference.js";
 import { applyTeach, syncTeach } from "./teach.js";
 import { bindGlossary } from "./tips.js";
 import { createTokenCount } from "./tokencount.js";
-import { MEMORY, bindMemory, memoryAvailable, renderMemory, syncMemory } from "./memmap-view.js";
+import { MEMORY, bindMemory, showMemory } from "./memmap-view.js";
 import { followZoom, viewOf } from "./zoom.js";
 
 const $ = (id) => document.getElementById(id);
@@ -238,7 +239,7 @@ function onInput(a, derived) {
       if (!classPage) writeUrl("/", encodeMix({ workload, generate }));
       break;
     }
-    case "generate": generate(a.spec); break;
+    case "generate": requestGenerated(a.spec).then(push); break;
     case "generated":
       if (a.requests) editor.fillRequests(a.requests, a.workload);
       else editor.showErrors([{ field: a.field || "generate", message: a.message }]);
@@ -315,14 +316,6 @@ function layoutOf(derived, axis, maxHeight) {
   return layoutMemo.value;
 }
 
-/** Ask the server for the requests an arrival process draws; the answer comes back through the input queue. */
-function generate(spec) {
-  fetch("/api/generate", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(spec) })
-    .then((r) => r.json().then((body) => push(r.ok ? { type: "generated", requests: body.requests || [], workload: body.workload || null }
-      : { type: "generated", field: body.field, message: String(body.error || "could not generate") })))
-    .catch(() => push({ type: "generated", field: spec.trace ? "trace" : "generate", message: "could not reach the server" }));
-}
-
 function render() {
   const derived = deriveRun(state.run);
   domain = nextDomain(derived, domain);
@@ -341,11 +334,9 @@ function render() {
   const budget = ui.present && derived.lanes.length ? presenterBudget(dom.wrap, dom.stage) : null;
   const layout = layoutOf(derived, shownAxis, budget);
   shownLayout = layout;
-  const memory = ui.memory && memoryAvailable(derived);  // the memory map in place of the lanes
+  const memory = showMemory({ canvas: $("memmap"), button: $("btn-memory") }, ui.memory, derived, scene, state.run,
+    { width: dom.wrap.clientWidth, maxHeight: budget, present: ui.present });  // the memory map in place of the lanes
   dom.canvas.hidden = !derived.lanes.length || memory;
-  $("memmap").hidden = !memory;
-  syncMemory($("btn-memory"), ui.memory, memoryAvailable(derived));
-  if (memory) renderMemory($("memmap"), scene, state.run, { width: dom.wrap.clientWidth, maxHeight: budget, present: ui.present });
   dom.empty.hidden = Boolean(derived.lanes.length);
   const hover = memory ? null : hovered(layout, scene, ui.hover);
   if (hover && hover.focus) scene = { ...scene, focus: hover.focus };

@@ -45,6 +45,18 @@ export function memoryAvailable(derived) {
   return derived.lanes.some((l) => hasBlockTables(l.records));
 }
 
+/**
+ * The map's part of a frame: the button's state, and the map drawn on `canvas` in place of the lanes when `on` and the
+ * run has block tables (`size` as renderMemory takes it). Returns whether the map shows.
+ */
+export function showMemory({ canvas, button }, on, derived, scene, run, size) {
+  const available = memoryAvailable(derived);
+  syncMemory(button, on, available);
+  canvas.hidden = !(on && available);
+  if (on && available) renderMemory(canvas, scene, run, size);
+  return on && available;
+}
+
 let sizeKey = "";
 /**
  * Draw the map of `scene`'s lanes (each at the step the playhead shows) on `canvas`, `width` CSS px wide; `maxHeight`:

@@ -199,8 +199,10 @@ export function requestTimes(arrivalMs, admittedMs, firstTokenMs, finishMs, retu
   };
 }
 
-/** The KV block size of the lane these records are of (its own option, else the workload's; engine/metrics.py). */
+/** The KV block size of the lane these records are of: its pool's (the first record's kv_pool), else its own option,
+ * else the workload's (engine/metrics.py). */
 export function laneBlockSize(records, workload) {
+  if (records.length && records[0].kv_pool) return records[0].kv_pool.block_size;
   const own = records.length ? configOf(workload, records[0].lane).options.kv_block_size : undefined;
   return own ?? workload.kv_block_size ?? 16;
 }

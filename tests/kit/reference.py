@@ -25,9 +25,12 @@ def solo_generate(lm: LoadedModel, prompt_ids, max_new_tokens: int, eos_ids=()) 
 
 
 def run_lanes(lm, requests, slots, lanes=("static", "dynamic", "continuous"), **options):
+    """A whole run of `requests` on `lanes`: policy names, or lane objects (which the workload itself carries)."""
     engine = Engine(lm)
-    wl = engine.prepare(parse_workload({"name": "exact", "slots": slots, "requests": requests, **options}))
-    run = engine.start(wl, list(lanes))
+    objects = any(isinstance(lane, dict) for lane in lanes)
+    wl = engine.prepare(parse_workload({"name": "exact", "slots": slots, "requests": requests, **options,
+                                        **({"lanes": list(lanes)} if objects else {})}))
+    run = engine.start(wl) if objects else engine.start(wl, list(lanes))
     run.run_to_end()
     return run
 

@@ -1,0 +1,73 @@
+"""The compiled paged-attention decode kernel (engine/kernels/paged_attention.cpp): reading K/V blocks in place
+through the tables gives what the gather + sdpa path gives (within 1e-5), on random pools with permuted, shared
+and ragged tables; and the cases it refuses are left to that path."""
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from engine import cpu_kernels
+
+
+def reference(q, keys, values, tables, lens, scale):
+    """The gather + sdpa path: each row's blocks gathered, positions past lens[b] masked, query heads grouped."""
+    B, H, D = q.shape
+    _, bs, KV, _ = keys.shape
+    out = torch.empty_like(q)
+    for b in range(B):
+        n = int(lens[b])
+        idx = tables[b, :-(-n // bs)]
+        k = keys[idx].reshape(-1, KV, D)[:n].transpose(0, 1)                   # (KV, n, D)
+        v = values[idx].reshape(-1, KV, D)[:n].transpose(0, 1)
+        qb = q[b].reshape(KV, H // KV, D)
+        out[b] = F.scaled_dot_product_attention(qb, k, v, scale=scale).reshape(H, D)
+    return out
+
+
+def random_case(seed: int, B: int, H: int, KV: int, D: int, bs: int, blocks: int, shared: bool):
+    g = torch.Generator().manual_seed(seed)
+    keys, values = torch.randn(blocks, bs, KV, D, generator=g), torch.randn(blocks, bs, KV, D, generator=g)
+    q = torch.randn(B, H, D, generator=g)
+    rng = random.Random(seed)
+    lens = [rng.randint(1, (blocks // B) * bs) for _ in range(B)]
+    ids = list(range(blocks))
+    rng.shuffle(ids)
+    width = max(-(-n // bs) for n in lens)
+    per = blocks // B
+    tables = [ids[b * per:(b + 1) * per] for b in range(B)]
+    if shared:  # every row heads its table with row 0's first block (a shared prefix)
+        tables = [[tables[0][0]] + t[1:] for t in tables]
+    tables = torch.tensor([t[:width] + [0] * (width - len(t[:width])) for t in tables])
+    return q, keys, values, tables, torch.tensor(lens)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("B, H, KV, D, bs", [(1, 9, 3, 64, 16), (4, 4, 2, 8, 4), (5, 6, 6, 12, 2), (3, 8, 1, 16, 3)])
+@pytest.mark.parametrize("shared", [False, True])
+def test_kernel_equals_gather_and_sdpa_on_permuted_ragged_tables(seed, B, H, KV, D, bs, shared):
+    q, keys, values, tables, lens = random_case(seed, B, H, KV, D, bs, blocks=B * 6, shared=shared)
+    scale = D ** -0.5
+    got = cpu_kernels.kernel().paged_decode_attention(q, keys, values, tables, lens, scale)
+    assert torch.allclose(got, reference(q, keys, values, tables, lens, scale), rtol=1e-5, atol=1e-5)
+
+
+def test_kernel_reads_a_layer_view_of_the_pool_and_large_scores_stay_finite():
+    pool = torch.randn(2, 2, 8, 4, 2, 8) * 30                                  # (L, 2, N, bs, KV, D): big logits
+    keys, values = pool[1, 0], pool[1, 1]
+    q = torch.randn(2, 4, 8) * 30
+    tables, lens = torch.tensor([[7, 2, 5], [3, 3, 0]]), torch.tensor([11, 5])
+    got = cpu_kernels.kernel().paged_decode_attention(q, keys, values, tables, lens, 8 ** -0.5)
+    assert torch.isfinite(got).all()
+    assert torch.allclose(got, reference(q, keys, values, tables, lens, 8 ** -0.5), rtol=1e-5, atol=1e-4)
+
+
+def test_what_the_attention_kernel_refuses_is_left_to_gather_and_sdpa():
+    keys = torch.randn(4, 2, 1, 8)
+    assert cpu_kernels.attention_usable(torch.randn(1, 2, 8), keys)
+    assert not cpu_kernels.attention_usable(torch.randn(1, 2, 8).double(), keys.double())
+    assert not cpu_kernels.attention_usable(torch.randn(1, 1, 2, 8), keys)       # more than one token a row
+    assert not cpu_kernels.attention_usable(torch.randn(1, 2, 8), keys.transpose(0, 1))
+    with pytest.raises(RuntimeError, match="outside the pool"):
+        cpu_kernels.kernel().paged_decode_attention(torch.randn(1, 2, 8), keys, keys, torch.tensor([[9]]),
+                                                    torch.tensor([2]), 1.0)
