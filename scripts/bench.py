@@ -59,7 +59,7 @@ from scripts.bench_spec import speculative  # noqa: E402
 from scripts.bench_sweep import load_sweep  # noqa: E402
 from scripts.bench_warmup import first_vs_second_run  # noqa: E402
 from scripts.bench_memory import memory_presets  # noqa: E402
-from scripts.bench_vllm import vllm_race  # noqa: E402
+from scripts.bench_vllm import cpu_model, vllm_race  # noqa: E402
 from engine import Engine  # noqa: E402
 from engine.metrics import run_metrics  # noqa: E402
 from engine.step import Forward  # noqa: E402
@@ -275,7 +275,7 @@ def run_benchmark(lm, quick: bool = False, sections=SECTIONS, model_args: tuple 
     t0 = time.perf_counter()
     out = {"meta": {"model": lm.name, "device": str(lm.device), "dtype": str(lm.dtype).removeprefix("torch."),
                     "decode_step": lm.decode_step,
-                    "torch": torch.__version__, "threads": torch.get_num_threads(), "cpus": os.cpu_count(),
+                    "torch": torch.__version__, "threads": torch.get_num_threads(), "cpus": os.cpu_count(), "cpu": cpu_model(),
                     "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "quick": quick,
                     "load_avg_before": os.getloadavg()[0]}}
     for name in sections:

@@ -114,18 +114,45 @@ def vllm_server(folder: str):
         log_file.close()
 
 
+SHAPES = {"single_stream": dict(rates=[1000] * 3, requests=1, max_tokens=128),  # one request alone, three times
+          "burst_8": dict(rates=[1000], requests=8, max_tokens=32)}                 # eight at once
+
+
 def serve_race(lm, size: dict) -> dict:
-    """Our live endpoint (a server started by serve_bench), then vLLM's server, one at a time, at the same rates."""
+    """Our live endpoint (a server started by serve_bench), then vLLM's server, one at a time, at the same rates and
+    shapes (one stream alone; a burst of 8); the issue's four ratios (Batch Lanes / vLLM) under `targets`."""
     from scripts.serve_bench import serve_bench
     rates, n = list(size.get("vllm_rates", RATES)), size["sweep_requests"]
-    ours = serve_bench(None, rates, requests=n, max_tokens=32)
+    shapes = {"poisson": dict(rates=rates, requests=n, max_tokens=32), **SHAPES}
+    ours = {name: serve_bench(None, **shape) for name, shape in shapes.items()}
     log("  serve: Batch Lanes done; starting vLLM's server")
     with vllm_server(str(lm.folder)) as url:
-        theirs = serve_bench(url, rates, requests=n, max_tokens=32)
+        theirs = {name: serve_bench(url, **shape) for name, shape in shapes.items()}
     keep = ("output_throughput", "median_ttft_ms", "p95_ttft_ms", "median_tpot_ms", "p95_tpot_ms")
-    points = []
-    for a, b in zip(ours["points"], theirs["points"]):
-        points.append({"rate": a["rate"], "batch_lanes": {k: a.get(k) for k in keep}, "vllm": {k: b.get(k) for k in keep},
-                       "output_throughput_ratio": a["output_throughput"] / b["output_throughput"]
-                       if b.get("output_throughput") else None})
-    return {"requests": n, "max_tokens": 32, "points": points}
+    out = {"requests": n, "max_tokens": 32, "cpu": cpu_model()}
+    for name in shapes:
+        out[name] = [{"rate": a["rate"], "batch_lanes": {k: a.get(k) for k in keep}, "vllm": {k: b.get(k) for k in keep},
+                      "output_throughput_ratio": a["output_throughput"] / b["output_throughput"]
+                      if b.get("output_throughput") else None}
+                     for a, b in zip(ours[name]["points"], theirs[name]["points"])]
+    median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    tpot = {side: median([p[side]["median_tpot_ms"] for p in out["single_stream"]]) for side in ("batch_lanes", "vllm")}
+    top = next(p for p in out["poisson"] if p["rate"] == max(rates))
+    ratio = lambda k: top["batch_lanes"][k] / top["vllm"][k] if top["vllm"][k] else None  # noqa: E731
+    out["targets"] = {  # issue 25: >= 1.0, <= 1.0, <= 1.0, >= 1.0
+        "single_stream_decode_tok_s": tpot["vllm"] / tpot["batch_lanes"],
+        f"poisson_{max(rates):g}_ttft_p50": ratio("median_ttft_ms"),
+        f"poisson_{max(rates):g}_tpot_p50": ratio("median_tpot_ms"),
+        "burst_8_output_tok_s": out["burst_8"][0]["output_throughput_ratio"]}
+    log("  serve targets (Batch Lanes / vLLM): " + ", ".join(f"{k} {v:.2f}" for k, v in out["targets"].items() if v))
+    return out
+
+
+def cpu_model() -> str | None:
+    """lscpu's model name: which CPU a figure came from."""
+    try:
+        text = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Model name")), None)
+
