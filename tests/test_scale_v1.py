@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from app.live.remote import INFLIGHT, WORKERS, alive_key
 from app.runs.redis_book import P
 from app.runs.worker_book import WorkerBook
+from app.settings import DEFAULTS
 from tests.kit.scale import Deployment, deployment
 
 pytestmark = pytest.mark.redis
@@ -99,7 +100,7 @@ def test_both_web_processes_answer_streamed_and_whole_requests(d):
     for url, _ in d.webs:   # the Live view's snapshot: one worker's lane (the first by default), every worker named
         first = requests.get(url + "/api/live", timeout=10).json()
         assert first["worker"] == names[0] and [w["worker"] for w in first["workers"]] == names
-        assert first["ready"] and first["slots"] == 8 and len(first["requests"]) >= 1
+        assert first["ready"] and first["slots"] == DEFAULTS["LIVE_SLOTS"] and len(first["requests"]) >= 1
         capture = requests.get(url + "/api/live/capture?last=2", timeout=10).json()
         assert len(capture["requests"]) == 2   # the first worker's finished requests, as a workload
     # /metrics on either web process: the workers' live lanes summed (each beat carries its worker's numbers)
