@@ -85,25 +85,20 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
     return config
 
 
-LIVE_OPTION_NAMES = ("max_batch_tokens", "chunk_size", "fused")  # engine.live.LIVE_OPTIONS' keys (torch-free here)
-
-
 def live_options(text: str, parser: argparse.ArgumentParser) -> dict:
-    """--live-options JSON as a dict of checked changes to engine.live.LIVE_OPTIONS (an error names what is wrong)."""
+    """--live-options JSON as a dict of changes to engine.config.LIVE_OPTIONS, checked by engine.config.live_config
+    (torch-free) as the live lane checks them (an error names what is wrong)."""
     import json
 
-    from engine.config import EngineConfig
+    from engine.config import live_config
     try:
         options = json.loads(text)
     except json.JSONDecodeError as e:
         parser.error(f"--live-options: not JSON ({e})")
     if not isinstance(options, dict):
         parser.error("--live-options: expected a JSON object, e.g. {\"max_batch_tokens\": 256}")
-    unknown = sorted(set(options) - set(LIVE_OPTION_NAMES))
-    if unknown:
-        parser.error(f"--live-options: unknown option {', '.join(unknown)}; known: {', '.join(LIVE_OPTION_NAMES)}")
     try:
-        EngineConfig(slots=1, **options)
+        live_config(1, 1, options)
     except (TypeError, ValueError) as e:
         parser.error(f"--live-options: {e}")
     return options

@@ -28,7 +28,7 @@ DEFAULTS = {
     "ASYNC_MODE": "threading",      # one of app.asyncmode.MODES (the other one patches the standard library first)
     "LIVE_SLOTS": 16,               # slots of the live lane the OpenAI API's requests share (one process only;
                                     # at 4 req/s, 8 slots queued requests: TTFT p95 1.3-1.7 s, 16: 0.31 s)
-    "LIVE_OPTIONS": {},             # changes to how the live lane batches (engine.live.LIVE_OPTIONS; --live-options)
+    "LIVE_OPTIONS": {},             # changes to how the live lane batches (engine.config.LIVE_OPTIONS; --live-options)
     "LIVE_MAX_WAITING": 64,         # live requests that may wait for a slot; more get 429
     "MESSAGE_QUEUE": None,          # redis://HOST:PORT/DB: a web process of several; engine workers run elsewhere
     "METRICS_PREFIX": "batch_lanes",  # /metrics names are PREFIX:name (`vllm` for a vLLM dashboard unchanged)

@@ -3,7 +3,8 @@
 A workload's options are the defaults of its lanes; each lane (`LaneSpec`) is a name, a batching
 policy and its own `EngineConfig`, so one run can put "continuous" beside "continuous, chunks of 64".
 It does not know workloads' JSON (workload.py checks that and names the field) or which policy takes which
-option (each scheduler's `Traits` says).
+option (each scheduler's `Traits` says). `live_config` is the live lane's configuration (engine/live.py), here so
+that the command line checks --live-options without loading torch.
 """
 from dataclasses import dataclass, field, fields
 
@@ -95,3 +96,28 @@ class LaneSpec:
         if self.name == self.policy and not changes:
             return self.policy
         return {"name": self.name, "policy": self.policy, **changes}
+
+
+# How the live lane batches unless told otherwise, as vLLM's V1 scheduler does: a joiner's prompt is prefilled in
+# chunks mixed into the running requests' decode step, under a token budget (a prompt longer than the room left
+# is chunked by it), in one forward a step, so a long prompt never stalls the streams for a whole prefill call.
+# Measured best of four option sets (docs/live-api.md, scripts/live_bench.py).
+LIVE_OPTIONS = {"max_batch_tokens": 256, "chunk_size": None, "fused": True}
+
+
+def live_config(slots: int, row_len: int, options: dict | None = None) -> EngineConfig:
+    """The live lane's EngineConfig: LIVE_OPTIONS with `options`' changes (None: turn the option off), a prefix
+    cache, and a KV budget of exactly the slots' rows. ValueError naming an unknown or bad option."""
+    options = {**LIVE_OPTIONS, **(options or {})}
+    unknown = set(options) - set(LIVE_OPTIONS)
+    if unknown:
+        raise ValueError(f"unknown live option {', '.join(sorted(unknown))}; known: {', '.join(LIVE_OPTIONS)}")
+    if isinstance(options["max_batch_tokens"], int):
+        options["max_batch_tokens"] = max(options["max_batch_tokens"], slots)  # every running request decodes
+    if not isinstance(options["fused"], bool):
+        raise ValueError(f"fused must be true or false, got {options['fused']!r}")
+    # a prefix cache (prompts that share a prefix reuse its K/V: the API's cached_tokens), within a KV budget of
+    # exactly the slots' rows: running requests always fit, and cached blocks no request holds are evicted
+    # (least recently used) before the cache outgrows the slot cache itself
+    block = EngineConfig.kv_block_size
+    return EngineConfig(slots=slots, prefix_cache=True, kv_budget=slots * -(-row_len // block) * block, **options)

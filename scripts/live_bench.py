@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from scripts.serve_bench import serve_bench  # noqa: E402
 
-VARIANTS = {  # name -> --live-options (engine.live.LIVE_OPTIONS changed)
+VARIANTS = {  # name -> --live-options (engine.config.LIVE_OPTIONS changed)
     "old: whole prompts, split calls": {"max_batch_tokens": None, "chunk_size": None, "fused": False},
     "budget 128, chunk 64, fused": {"max_batch_tokens": 128, "chunk_size": 64},
     "budget 64, chunk 32, fused": {"max_batch_tokens": 64, "chunk_size": 32},

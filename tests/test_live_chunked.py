@@ -1,14 +1,15 @@
-"""The live lane chunks and fuses by default (engine.live.LIVE_OPTIONS): a joiner's prompt is prefilled in chunks
+"""The live lane chunks and fuses by default (engine.config.LIVE_OPTIONS): a joiner's prompt is prefilled in chunks
 under the step's token budget, in the same forward as the running requests' decodes, and the tokens stay those of
 solo generate(); its options are changed by --live-options and shown on the Live view."""
 import pytest
 
 from engine import Engine
-from engine.live import LIVE_OPTIONS, LiveLane, live_config
+from engine.config import LIVE_OPTIONS, live_config
+from engine.live import LiveLane
 from engine.request import RequestSpec
 from engine.step import Forward, SlotState
 
-from app.cli import LIVE_OPTION_NAMES, build_parser, config_from_args
+from app.cli import build_parser, config_from_args
 from tests.kit.reference import solo_generate
 from tests.test_live_lane import drive, spec
 
@@ -44,7 +45,6 @@ def assert_chunked_and_fused(steps, prompt_len: int, chunk: int):
 def test_the_live_lane_defaults_to_a_token_budget_chunks_and_one_fused_forward():
     config = live_config(8, 512)
     assert (config.max_batch_tokens, config.chunk_size, config.fused) == (256, None, True) and config.prefix_cache
-    assert set(LIVE_OPTIONS) == set(LIVE_OPTION_NAMES)       # the command line checks the same names, torch-free
     off = live_config(8, 512, {"max_batch_tokens": None, "chunk_size": None, "fused": False})
     assert (off.max_batch_tokens, off.chunk_size, off.fused) == (None, None, False)
     assert live_config(32, 512, {"max_batch_tokens": 16}).max_batch_tokens == 32  # every running request decodes
@@ -75,7 +75,8 @@ def test_live_options_on_the_command_line_reach_the_config_and_bad_ones_are_refu
     parser = build_parser()
     args = parser.parse_args(["--live-options", '{"chunk_size": 32, "fused": false}'])
     assert config_from_args(args, parser)["LIVE_OPTIONS"] == {"chunk_size": 32, "fused": False}
-    for bad, says in (('{"chunk": 3}', "unknown option chunk"), ('{"chunk_size": 0}', "chunk_size must be"),
+    known = "known: " + ", ".join(LIVE_OPTIONS)                   # the command line checks the lane's own names
+    for bad, says in (('{"chunk": 3}', "unknown live option chunk; " + known), ('{"chunk_size": 0}', "chunk_size must be"),
                       ("[1]", "a JSON object"), ("{", "not JSON")):
         with pytest.raises(SystemExit):
             config_from_args(parser.parse_args(["--live-options", bad]), parser)

@@ -26,7 +26,7 @@ class LiveDriver:
                  offload: Callable, tokenize_lock: threading.Lock, pace: float = 0.0, sleep: Callable | None = None,
                  options: dict | None = None):
         self.slots_n = slots                  # the lane's slots (0: no live lane, as on a worker process)
-        self.options_in = options or {}       # changes to engine.live.LIVE_OPTIONS (--live-options)
+        self.options_in = options or {}       # changes to engine.config.LIVE_OPTIONS (--live-options)
         self.engine, self.status, self.wake, self.offload = engine, status, wake, offload
         self.tokenize_lock = tokenize_lock    # one tokenization at a time, shared with the run handlers
         self.pace, self.sleep = pace, sleep or time.sleep  # the simulator's live steps take pace x their ms, as runs'
