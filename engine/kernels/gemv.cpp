@@ -10,7 +10,8 @@
 // Each weight row is summed against every input row while it is in L1: 1-6 rows cost about what one costs (3072 x 576
 // weights: 240-350 us at 1-6 rows here, oneDNN's packed kernel 380-450); from 8 rows oneDNN is faster.
 //
-// What it does not do: more than 6 rows, other dtypes, or any shape whose K is not a multiple of 32 (the caller checks, and uses oneDNN then).
+// What it does not do: more than 6 rows, other dtypes, or any shape whose K is not a multiple of 32 (the caller
+// checks, and uses oneDNN then).
 #include <torch/extension.h>
 #include <immintrin.h>
 

@@ -3,9 +3,9 @@
 //
 // A decode step makes about 150 parallel calls (four linears and one attention a layer, the lm_head), each a few
 // tens of microseconds. OpenMP's threads either spin (fast alone; on a busy 2-core machine a spinning thread
-// holds the core the other process needs, and a 20 ms step took 55-270 ms, measured here) or sleep (robust, but
+// holds the core the other process needs, and a 20 ms step took 53-270 ms, measured here) or sleep (robust, but
 // each wake-up costs tens of microseconds: the step took 33 ms instead of 21). These helpers spin between calls,
-// yielding the core at every turn, so a call starts in about a microsecond when the machine is quiet and another
+// yielding the core at every 16th turn, so a call starts in about a microsecond when the machine is quiet and another
 // process runs when it is not; after SPIN_NS without work (between steps of a quiet server) they sleep.
 //
 // What it does not do: nest (a call made while another thread holds the pool runs on the calling thread alone),
