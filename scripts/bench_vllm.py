@@ -119,12 +119,14 @@ SHAPES = {"single_stream": dict(rates=[1000] * 3, requests=1, max_tokens=128),  
 
 
 def serve_race(lm, size: dict) -> dict:
-    """Our live endpoint (a server started by serve_bench), then vLLM's server, one at a time, at the same rates and
-    shapes (one stream alone; a burst of 8); the issue's four ratios (Batch Lanes / vLLM) under `targets`."""
-    from scripts.serve_bench import serve_bench
+    """Our live endpoint, then vLLM's server, one at a time, each started once for the same rates and shapes (one
+    stream alone; a burst of 8), so both carry their caches from shape to shape alike; the issue's four ratios
+    (Batch Lanes / vLLM) under `targets`."""
+    from scripts.serve_bench import serve_bench, server
     rates, n = list(size.get("vllm_rates", RATES)), size["sweep_requests"]
     shapes = {"poisson": dict(rates=rates, requests=n, max_tokens=32), **SHAPES}
-    ours = {name: serve_bench(None, **shape) for name, shape in shapes.items()}
+    with server() as url:
+        ours = {name: serve_bench(url, **shape) for name, shape in shapes.items()}
     log("  serve: Batch Lanes done; starting vLLM's server")
     with vllm_server(str(lm.folder)) as url:
         theirs = {name: serve_bench(url, **shape) for name, shape in shapes.items()}
