@@ -1,5 +1,6 @@
-"""Our compiled CPU kernels, one extension: `few_row_linear` (engine/kernels/gemv.cpp), a float32 linear for 1-6 rows
-that streams the weights at close to the machine's read bandwidth, and `paged_decode_attention`
+"""Our compiled CPU kernels, one extension: `few_row_linear` (engine/kernels/gemv.cpp), a float32 linear for 1-16
+rows over weights repacked once into panels (`pack_panels`), which streams them at close to the machine's read
+bandwidth and multiply-adds at close to the cores' rate, and `paged_decode_attention`
 (engine/kernels/paged_attention.cpp), one-token attention that reads the paged pool's K/V blocks in place through
 the block tables (no gather), both for the fast decode step.
 
@@ -23,13 +24,21 @@ from .model import cache_root
 
 SOURCES = [Path(__file__).resolve().parent / "kernels" / name for name in ("gemv.cpp", "paged_attention.cpp")]
 HEADERS = [Path(__file__).resolve().parent / "kernels" / "pool.h"]  # the kernels' threads
-MAX_ROWS = 6  # rows it computes (from 8 rows oneDNN's packed kernels are faster; measured here)
+MAX_ROWS = 16  # rows few_row_linear computes (gemv.cpp's MAX_ROWS): the live lane's 16 slots
+PANEL = 32  # output columns per panel (gemv.cpp's PANEL): a linear whose output size is not a multiple is oneDNN's
 
 _state: dict = {}
 
 
+def flags() -> list[str]:
+    """The compiler's flags: AVX-512 where torch finds it on this CPU (gemv.cpp then does 8 rows at once), else AVX2."""
+    wide = ["-mavx512f"] if torch.backends.cpu.get_cpu_capability() == "AVX512" else []
+    return ["-O3", "-mavx2", "-mfma", *wide, "-ffp-contract=fast"]
+
+
 def build_folder() -> Path:
-    key = hashlib.sha1(b"".join(s.read_bytes() for s in SOURCES + HEADERS) + torch.__version__.encode()).hexdigest()[:12]
+    key = hashlib.sha1(b"".join(s.read_bytes() for s in SOURCES + HEADERS) + torch.__version__.encode()
+                       + " ".join(flags()).encode()).hexdigest()[:12]
     return cache_root() / "kernels" / f"gemv-{key}"
 
 
@@ -50,7 +59,7 @@ def load(verbose: bool = False):
             folder.mkdir(parents=True, exist_ok=True)
             os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"  # venv's ninja
             module = load_extension("batch_lanes_gemv", [str(s) for s in SOURCES], build_directory=str(folder),
-                                    extra_cflags=["-O3", "-mavx2", "-mfma"], verbose=verbose)
+                                    extra_cflags=flags(), verbose=verbose)
         except (OSError, RuntimeError, ImportError, SystemExit) as e:  # no compiler or ninja, a failed build
             reason = f"could not build {'/'.join(s.name for s in SOURCES)}: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}"
     _state["module"], _state["why_not"] = module, reason
@@ -87,10 +96,19 @@ def why_not() -> str | None:
     return _state["why_not"]
 
 
-def usable(x: torch.Tensor, w: torch.Tensor) -> bool:
-    """Whether `few_row_linear(x, w)` applies: float32 on a CPU, 1-6 rows, K a multiple of 32, w contiguous."""
-    return (x.device.type == "cpu" and x.dtype == torch.float32 and w.dtype == torch.float32 and x.dim() == 2
-            and 1 <= x.shape[0] <= MAX_ROWS and x.shape[1] % 32 == 0 and w.is_contiguous())
+def panels(w: torch.Tensor) -> torch.Tensor | None:
+    """`w` (N, K) repacked for `few_row_linear`, or None where the kernel is not loaded or cannot take it (not a
+    float32 CPU weight, N not a multiple of PANEL)."""
+    module = kernel()
+    if module is None or w.device.type != "cpu" or w.dtype != torch.float32 or w.dim() != 2 or w.shape[0] % PANEL:
+        return None
+    return module.pack_panels(w.detach())
+
+
+def usable(x: torch.Tensor, panels: torch.Tensor | None) -> bool:
+    """Whether `few_row_linear(x, panels)` applies: panels from `panels()`, float32 x on a CPU with 1-16 rows."""
+    return (panels is not None and x.device.type == "cpu" and x.dtype == torch.float32 and x.dim() == 2
+            and 1 <= x.shape[0] <= MAX_ROWS and x.shape[1] == panels.shape[1])
 
 
 if __name__ == "__main__":  # `python -m engine.cpu_kernels`: build now (make setup), say where or why not

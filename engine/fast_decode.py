@@ -7,8 +7,8 @@ model's rotary module, the row's K/V written straight into the blocks of `kv_cac
 table, and sdpa over the rows' K/V read through their tables, with the query heads grouped by their K/V head, as
 transformers does for a one-token query.
 
-- On a CPU the linears use oneDNN-packed weights (as `linears.packed_linears` does); in float32, where the compiled
-  extension built, attention is `cpu_kernels`' paged_decode_attention, reading each row's K/V blocks where they lie
+- On a float32 CPU the linears of a call of 1-16 rows are `cpu_kernels`' few_row_linear where the compiled
+  extension built, oneDNN-packed weights otherwise (as `linears.packed_linears` does); attention is `cpu_kernels`' paged_decode_attention, reading each row's K/V blocks where they lie
   through its table (no gather); otherwise each call reads exactly the positions [0, kv_len) of its rows (a view of
   the pool where the tables allow, as the cache's plan says) into sdpa.
 - On CUDA each batch size (1, 2, 4, 8, ... up to the slots) and table width (1, 2, 4, ... blocks) is captured once
@@ -47,34 +47,37 @@ def unsupported(model: torch.nn.Module) -> str | None:
 
 
 class FusedWeights:
-    """The decoder's weights as the fast step reads them: q|k|v and gate|up concatenated (one linear each). On a
-    float32 CPU each linear keeps two forms: oneDNN-packed, and plain row-major for `cpu_kernels.few_row_linear`
-    (1-6 rows; at 1 row it streams the weights about 1.7x faster than oneDNN). Made once per model and shared by
-    every runner of it."""
+    """The decoder's weights as the fast step reads them: q|k|v and gate|up concatenated (one linear each). Each
+    linear is a triple (packed, panels, plain): on a float32 CPU, oneDNN-packed (for calls of more than 16 rows)
+    and repacked into `cpu_kernels.few_row_linear`'s panels (1-16 rows: at 1 row it streams the weights about 1.7x
+    faster than oneDNN, at 8-16 it multiply-adds about twice as fast), plain None; elsewhere plain alone. Made once
+    per model and shared by every runner of it."""
 
     def __init__(self, model: torch.nn.Module, packed: bool):
         self.packed = packed
         self.kernel = cpu_kernels.kernel() if packed else None
 
-        def pair(*weights):  # (packed or None, plain)
+        def forms(*weights):
             plain = (torch.cat(weights) if len(weights) > 1 else weights[0]).detach()
             if not packed:
-                return None, plain
-            return (packed_weight(weights[0]) if len(weights) == 1
-                    else torch.ops.mkldnn._reorder_linear_weight(plain)), plain.contiguous()
+                return None, None, plain
+            return ((packed_weight(weights[0]) if len(weights) == 1 else torch.ops.mkldnn._reorder_linear_weight(plain)),
+                    cpu_kernels.panels(plain) if self.kernel is not None else None, None)
 
         self.layers = []
         for layer in model.model.layers:
             a, m = layer.self_attn, layer.mlp
-            self.layers.append((layer.input_layernorm, pair(a.q_proj.weight, a.k_proj.weight, a.v_proj.weight),
-                                pair(a.o_proj.weight), layer.post_attention_layernorm,
-                                pair(m.gate_proj.weight, m.up_proj.weight), pair(m.down_proj.weight)))
-        self.lm_head = pair(model.lm_head.weight)
+            self.layers.append((layer.input_layernorm, forms(a.q_proj.weight, a.k_proj.weight, a.v_proj.weight),
+                                forms(a.o_proj.weight), layer.post_attention_layernorm,
+                                forms(m.gate_proj.weight, m.up_proj.weight), forms(m.down_proj.weight)))
+        self.lm_head = forms(model.lm_head.weight)
+        linears = [self.lm_head] + [f for layer in self.layers for f in (layer[1], layer[2], layer[4], layer[5])]
+        self.all_panels = all(f[1] is not None for f in linears)  # every linear ours up to MAX_ROWS rows
 
-    def linear(self, x: torch.Tensor, w: tuple[torch.Tensor | None, torch.Tensor]) -> torch.Tensor:
-        packed, plain = w
-        if self.kernel is not None and cpu_kernels.usable(x, plain):
-            return self.kernel.few_row_linear(x, plain)
+    def linear(self, x: torch.Tensor, w: tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]):
+        packed, panels, plain = w
+        if cpu_kernels.usable(x, panels):
+            return self.kernel.few_row_linear(x, panels)
         if packed is not None:
             return torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
         return F.linear(x, plain)
@@ -171,7 +174,8 @@ class FastDecode:
             table = torch.tensor([list(t[:nb]) + [t[0]] * (nb - len(t[:nb])) for t in tables])
             lens = (pos_t + 1).clamp(max=kv_len) if masked else torch.full((len(ids),), kv_len)
             # every linear ours at up to MAX_ROWS rows: torch's own small operations then run on this thread alone
-            alone = cpu_kernels.kernels_alone() if len(ids) <= cpu_kernels.MAX_ROWS else contextlib.nullcontext()
+            ours = self.w.all_panels and len(ids) <= cpu_kernels.MAX_ROWS
+            alone = cpu_kernels.kernels_alone() if ours else contextlib.nullcontext()
             with alone:
                 hidden = self.hidden(torch.tensor(ids, device=device), pos_t, plan, None, paged=(table, lens))
                 return self.logits(hidden[wanted])

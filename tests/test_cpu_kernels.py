@@ -1,5 +1,5 @@
 """The compiled few-row linear (engine/kernels/gemv.cpp through engine/cpu_kernels.py): built on this machine (make
-setup builds it), equal to F.linear to float32 rounding, used by the fast decode step for 1-6 rows, safe to call
+setup builds it), equal to F.linear to float32 rounding, used by the fast decode step for 1-16 rows, safe to call
 from several threads at once (its helper threads are engine/kernels/pool.h's), and a clean fallback to oneDNN when it
 cannot be had."""
 import threading
@@ -17,36 +17,48 @@ def test_the_kernel_builds_and_loads_here():
     assert cpu_kernels.why_not() is None
 
 
-@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 6])
-@pytest.mark.parametrize("n, k", [(960, 576), (576, 1536), (49152, 576), (5, 32)])
+@pytest.mark.parametrize("rows", list(range(1, 17)))
+@pytest.mark.parametrize("n, k", [(960, 576), (576, 1536), (49152, 576), (32, 5)])
 def test_few_row_linear_equals_f_linear(rows, n, k):
+    # every row count from 1 to 16: 1-8 are one pass over a panel, 9-16 two passes of near-equal parts (AVX-512)
     torch.manual_seed(rows)
     x, w = torch.randn(rows, k), torch.randn(n, k) * 0.05
-    got = cpu_kernels.kernel().few_row_linear(x, w)
+    got = cpu_kernels.kernel().few_row_linear(x, cpu_kernels.panels(w))
     want = F.linear(x, w)
     assert got.shape == want.shape and torch.allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def test_the_panels_hold_each_weight_at_panel_k_column():
+    w = torch.arange(64 * 3, dtype=torch.float32).view(64, 3)
+    p = cpu_kernels.panels(w)
+    assert p.shape == (2, 3, 32) and p[1, 2, 5].item() == w[32 + 5, 2].item() and p.is_contiguous()
+
+
 def test_what_the_kernel_refuses_is_left_to_onednn():
-    w = torch.randn(64, 64)
-    assert cpu_kernels.usable(torch.randn(6, 64), w) and not cpu_kernels.usable(torch.randn(7, 64), w)
-    assert not cpu_kernels.usable(torch.randn(1, 40), torch.randn(64, 40))            # K not a multiple of 32
-    assert not cpu_kernels.usable(torch.randn(1, 64).bfloat16(), w.bfloat16())       # float32 only
-    assert not cpu_kernels.usable(torch.randn(1, 64), w.t())                         # a transposed view
-    with pytest.raises(RuntimeError, match="1-6 rows"):
-        cpu_kernels.kernel().few_row_linear(torch.randn(7, 64), w)
+    w = cpu_kernels.panels(torch.randn(64, 64))
+    assert cpu_kernels.usable(torch.randn(16, 64), w) and not cpu_kernels.usable(torch.randn(17, 64), w)
+    assert cpu_kernels.panels(torch.randn(40, 64)) is None                            # N not a multiple of 32
+    assert cpu_kernels.panels(torch.randn(64, 64).bfloat16()) is None                 # float32 only
+    assert not cpu_kernels.usable(torch.randn(1, 64).bfloat16(), w)
+    assert not cpu_kernels.usable(torch.randn(1, 48), w)                              # K does not match
+    assert not cpu_kernels.usable(torch.randn(1, 64), None)
+    with pytest.raises(RuntimeError, match="1-16 rows"):
+        cpu_kernels.kernel().few_row_linear(torch.randn(17, 64), w)
+    with pytest.raises(RuntimeError, match="multiple of 32"):
+        cpu_kernels.kernel().pack_panels(torch.randn(40, 64))
 
 
 def test_calls_from_several_threads_at_once_each_get_their_own_answer():
     # one thread's call holds the helper threads; another's meanwhile runs on its own thread: both right
     torch.manual_seed(0)
     ws = [torch.randn(3072, 576) * 0.05 for _ in range(4)]
-    xs = [torch.randn(1 + i % 6, 576) for i in range(4)]
+    ps = [cpu_kernels.panels(w) for w in ws]
+    xs = [torch.randn(1 + 5 * i, 576) for i in range(4)]
     wrong = []
 
     def calls(i):
         for _ in range(25):
-            if not torch.allclose(kernel.few_row_linear(xs[i], ws[i]), F.linear(xs[i], ws[i]), rtol=1e-5, atol=1e-5):
+            if not torch.allclose(kernel.few_row_linear(xs[i], ps[i]), F.linear(xs[i], ws[i]), rtol=1e-5, atol=1e-5):
                 wrong.append(i)
 
     kernel = cpu_kernels.kernel()
@@ -72,7 +84,9 @@ def test_without_the_kernel_the_fast_step_uses_onednn_and_says_why(tiny, monkeyp
     monkeypatch.setenv("BATCH_LANES_NO_KERNEL", "1")
     assert cpu_kernels.kernel() is None and "BATCH_LANES_NO_KERNEL" in cpu_kernels.why_not()
     weights = FusedWeights(tiny.model, packed=True)
-    assert weights.kernel is None
+    assert weights.kernel is None and not weights.all_panels
     x = torch.randn(1, tiny.model.config.hidden_size)
-    packed, plain = weights.layers[0][1]
-    assert torch.allclose(weights.linear(x, (packed, plain)), F.linear(x, plain), atol=1e-5)
+    packed, panels, _ = weights.layers[0][2]                                          # o_proj
+    assert panels is None
+    want = F.linear(x, tiny.model.model.layers[0].self_attn.o_proj.weight)
+    assert torch.allclose(weights.linear(x, (packed, panels, None)), want, atol=1e-5)
