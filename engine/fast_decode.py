@@ -61,8 +61,8 @@ class FusedWeights:
             plain = (torch.cat(weights) if len(weights) > 1 else weights[0]).detach()
             if not packed:
                 return None, None, plain
-            return ((packed_weight(weights[0]) if len(weights) == 1 else torch.ops.mkldnn._reorder_linear_weight(plain)),
-                    cpu_kernels.panels(plain) if self.kernel is not None else None, None)
+            onednn = packed_weight(weights[0]) if len(weights) == 1 else torch.ops.mkldnn._reorder_linear_weight(plain)
+            return onednn, cpu_kernels.panels(plain) if self.kernel is not None else None, None
 
         self.layers = []
         for layer in model.model.layers:

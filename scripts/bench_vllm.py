@@ -1,9 +1,10 @@
-"""Benchmark section: the race, Batch Lanes' continuous lane beside the vLLM lane (a real vLLM V1 engine, issue 24)
-in one run, on one clock each, in lockstep (never two computations at once), on the same mixes: mixed x8, 16 chat
-prompts with EOS, a Poisson mix at 1, 2 and 4 req/s; tokens/s, TTFT and TPOT p50/p95 from the step records; then
-Batch Lanes' live endpoint against vLLM's OpenAI server under scripts/serve_bench.py at the same rates. Every run
-here has the same vLLM lane (8 slots), so vLLM starts once. Skipped, with the reason, where `make vllm` was not
-run. A figure, not a test: it asserts nothing about time.
+"""Benchmark section: the race, Batch Lanes' continuous lane (plain, and with the live lane's options: chunks under a
+token budget, fused) beside the vLLM lane (a real vLLM V1 engine, issue 24) in one run, on one clock each, in
+lockstep (never two computations at once), on the same mixes: mixed x8, 16 chat prompts with EOS, a Poisson mix at
+1, 2 and 4 req/s; tokens/s, TTFT and TPOT p50/p95 from the step records; then Batch Lanes' live endpoint against
+vLLM's OpenAI server under scripts/serve_bench.py at the same rates. Every run here has the same vLLM lane (8
+slots), so vLLM starts once. Skipped, with the reason, where `make vllm` was not run. A figure, not a test: it
+asserts nothing about time.
 """
 import contextlib
 import json
@@ -14,6 +15,7 @@ import time
 import urllib.request
 
 from engine import Engine
+from engine.config import LIVE_OPTIONS
 from engine.limits import CLI_LIMITS
 from engine.metrics import run_metrics
 from engine.vllm_options import vllm_lane_problem
@@ -21,7 +23,10 @@ from engine.vllm_process import close_all, vllm_python
 from scripts.bench_common import CHAT_PROMPTS, ROOT, Records, log, outputs, prepare
 
 SLOTS = 8
-LANES = ["continuous", {"name": "vLLM", "engine": "vllm"}]
+# plain continuous (whole prompts, prefill apart from decode), continuous as the live lane batches (chunks under a
+# token budget, fused into the decode step: vLLM V1's way), and the vLLM lane
+LANES = ["continuous", {"name": "live options", "policy": "continuous", **LIVE_OPTIONS},
+         {"name": "vLLM", "engine": "vllm"}]
 KEEP = ("steps", "tokens", "wall_s", "tokens_per_s", "p50_ttft_ms", "p95_ttft_ms", "p50_tpot_ms", "p95_tpot_ms")
 RATES = (1, 2, 4)
 
@@ -57,9 +62,12 @@ def vllm_race(lm, size: dict, records: Records) -> dict:
         records.add("vllm_race", run)
         m = run_metrics(run.records(), run.workload)
         lanes = {lane: {k: m[lane][k] for k in KEEP} for lane in m}
-        same = outputs(run, "continuous") == outputs(run, "vLLM")
+        same = outputs(run, "continuous") == outputs(run, "live options") == outputs(run, "vLLM")
+        over = lambda lane, k: lanes[lane][k] / lanes["vLLM"][k] if lanes["vLLM"][k] else None  # noqa: E731
         out[name] = {"lanes": lanes, "same_tokens": same,
-                     "continuous_over_vllm_tokens_per_s": lanes["continuous"]["tokens_per_s"] / lanes["vLLM"]["tokens_per_s"]}
+                     "continuous_over_vllm_tokens_per_s": over("continuous", "tokens_per_s"),
+                     "live_options_over_vllm": {k: over("live options", k) for k in ("tokens_per_s", "p50_ttft_ms",
+                                                                                     "p50_tpot_ms")}}
         log(f"  {name}: same tokens: {same}; " + "; ".join(
             f"{lane} {x['tokens_per_s']:.1f} tok/s, TTFT p50/p95 {x['p50_ttft_ms']:.0f}/{x['p95_ttft_ms']:.0f} ms, "
             f"TPOT p50/p95 {x['p50_tpot_ms'] or 0:.0f}/{x['p95_tpot_ms'] or 0:.0f} ms" for lane, x in lanes.items()))
