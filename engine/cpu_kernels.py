@@ -107,8 +107,9 @@ def panels(w: torch.Tensor) -> torch.Tensor | None:
 
 def usable(x: torch.Tensor, panels: torch.Tensor | None) -> bool:
     """Whether `few_row_linear(x, panels)` applies: panels from `panels()`, float32 x on a CPU with 1-16 rows."""
-    return (panels is not None and x.device.type == "cpu" and x.dtype == torch.float32 and x.dim() == 2
-            and 1 <= x.shape[0] <= MAX_ROWS and x.shape[1] == panels.shape[1])
+    return (panels is not None and panels.dim() == 3 and panels.shape[2] == PANEL and x.device.type == "cpu"
+            and x.dtype == torch.float32 and x.dim() == 2 and 1 <= x.shape[0] <= MAX_ROWS
+            and x.shape[1] == panels.shape[1])
 
 
 if __name__ == "__main__":  # `python -m engine.cpu_kernels`: build now (make setup), say where or why not

@@ -42,6 +42,7 @@ def test_what_the_kernel_refuses_is_left_to_onednn():
     assert not cpu_kernels.usable(torch.randn(1, 64).bfloat16(), w)
     assert not cpu_kernels.usable(torch.randn(1, 48), w)                              # K does not match
     assert not cpu_kernels.usable(torch.randn(1, 64), None)
+    assert not cpu_kernels.usable(torch.randn(1, 64), torch.randn(64, 64))          # a plain weight, not panels
     with pytest.raises(RuntimeError, match="1-16 rows"):
         cpu_kernels.kernel().few_row_linear(torch.randn(17, 64), w)
     with pytest.raises(RuntimeError, match="multiple of 32"):
