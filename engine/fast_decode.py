@@ -8,8 +8,8 @@ table, and sdpa over the rows' K/V read through their tables, with the query hea
 transformers does for a one-token query.
 
 - On a float32 CPU the linears of a call of 1-16 rows are `cpu_kernels`' few_row_linear where the compiled
-  extension built, oneDNN-packed weights otherwise (as `linears.packed_linears` does); attention is `cpu_kernels`' paged_decode_attention, reading each row's K/V blocks where they lie
-  through its table (no gather); otherwise each call reads exactly the positions [0, kv_len) of its rows (a view of
+  extension built, oneDNN-packed weights otherwise (as `linears.packed_linears` does); attention is `cpu_kernels`'
+  paged_decode_attention, reading each row's K/V blocks where they lie through its table (no gather); otherwise each call reads exactly the positions [0, kv_len) of its rows (a view of
   the pool where the tables allow, as the cache's plan says) into sdpa.
 - On CUDA each batch size (1, 2, 4, 8, ... up to the slots) and table width (1, 2, 4, ... blocks) is captured once
   as a CUDA graph that reads block tables and positions from static device tensors, gathers each row's whole
@@ -62,7 +62,7 @@ class FusedWeights:
             if not packed:
                 return None, None, plain
             onednn = packed_weight(weights[0]) if len(weights) == 1 else torch.ops.mkldnn._reorder_linear_weight(plain)
-            return onednn, cpu_kernels.panels(plain) if self.kernel is not None else None, None
+            return onednn, cpu_kernels.panels(plain), None  # panels None where the extension is not loaded
 
         self.layers = []
         for layer in model.model.layers:
