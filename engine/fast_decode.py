@@ -7,10 +7,12 @@ model's rotary module, the row's K/V written straight into the blocks of `kv_cac
 table, and sdpa over the rows' K/V read through their tables, with the query heads grouped by their K/V head, as
 transformers does for a one-token query.
 
-- On a float32 CPU the linears of a call of 1-16 rows are `cpu_kernels`' few_row_linear where the compiled
-  extension built, oneDNN-packed weights otherwise (as `linears.packed_linears` does); attention is `cpu_kernels`'
-  paged_decode_attention, reading each row's K/V blocks where they lie through its table (no gather); otherwise each call reads exactly the positions [0, kv_len) of its rows (a view of
-  the pool where the tables allow, as the cache's plan says) into sdpa.
+- On a float32 CPU where the compiled extension built (`cpu_kernels`), the linears of a call of 1-16 rows are its
+  few_row_linear (oneDNN-packed weights for more rows, or where it did not build, as `linears.packed_linears`
+  does); attention is its paged_decode_attention, reading each row's K/V blocks where they lie through its table
+  (no gather), and the operations between the linears are its layer_ops (`hidden_cpu`). Otherwise each call reads
+  exactly the positions [0, kv_len) of its rows (a view of the pool where the tables allow, as the cache's plan
+  says) into sdpa.
 - On CUDA each batch size (1, 2, 4, 8, ... up to the slots) and table width (1, 2, 4, ... blocks) is captured once
   as a CUDA graph that reads block tables and positions from static device tensors, gathers each row's whole
   table and masks it by the positions on the device, so a step replays one graph instead of launching some 400
@@ -120,20 +122,18 @@ class FastDecode:
         self.head_dim = cache.layers[0].keys.shape[3]
         self.inter = cfg.intermediate_size
         self.graphed = cache.device.type == "cuda"
-        # one-token attention reading the blocks in place (no gather), on a float32 CPU where the extension built
-        self.attend = cpu_kernels.kernel() if not self.graphed and cache.pool.dtype == torch.float32 else None
+        # on a float32 CPU where the extension built: attention reading the blocks in place, layer_ops between linears
+        self.ops = cpu_kernels.kernel() if not self.graphed and cache.pool.dtype == torch.float32 else None
         self.graphs: dict[tuple[int, int], tuple] = {}  # (rows, blocks) -> (graph, static inputs, logits)
         self.pool = None
 
     # -- the step -------------------------------------------------------------------------------------------
     def hidden(self, ids: torch.Tensor, pos: torch.Tensor, plan: Plan, mask: torch.Tensor | None,
-               keep: tuple[torch.Tensor, torch.Tensor] | None = None,
-               paged: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+               keep: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         """The final-normed hidden state (B, E) of one token per row: ids, pos are (B,); row b feeds ids[b] at
         position pos[b], writes its K/V and reads its rows' K/V as `plan` says, under `mask` (B, 1, 1, kv_len)
         additive, or None (all visible). `keep` (graphs): (src (B,), valid (B,)): row b writes row src[b]'s K/V,
-        or, where not valid, what its destination held. `paged` (the CPU kernel): (tables (B, nb), lens (B,)):
-        row b attends to its first lens[b] positions through tables[b], read in place (`mask` is then unused)."""
+        or, where not valid, what its destination held."""
         B, H, KV, D = ids.shape[0], self.heads, self.kv_heads, self.head_dim
         w, cache = self.w, self.cache
         x = self.model.model.embed_tokens(ids)                                   # (B, E)
@@ -145,16 +145,33 @@ class FastDecode:
             if keep is not None:
                 k, v = (kept(t, blocks, plan.dst, *keep) for t, blocks in ((k, layer.keys), (v, layer.values)))
             cache.write(layer, k, v, plan)                                      # (B, KV, D) into their blocks
-            if paged is not None:                                               # (B, H, D), blocks read in place
-                o = self.attend.paged_decode_attention(q, layer.keys, layer.values, *paged, D ** -0.5)
-            else:
-                keys, values = cache.read(layer.keys, plan, 0), cache.read(layer.values, plan, 1)  # (B, KV, kv_len, D)
-                # the H query heads grouped by the K/V head they share: (B, KV, H / KV, D), as transformers' pack_gqa
-                o = F.scaled_dot_product_attention(q.reshape(B, KV, H // KV, D), keys, values, attn_mask=mask)
+            keys, values = cache.read(layer.keys, plan, 0), cache.read(layer.values, plan, 1)  # (B, KV, kv_len, D)
+            # the H query heads grouped by the K/V head they share: (B, KV, H / KV, D), as transformers' pack_gqa
+            o = F.scaled_dot_product_attention(q.reshape(B, KV, H // KV, D), keys, values, attn_mask=mask)
             x = x + w.linear(o.reshape(B, H * D), o_w)
             gu = w.linear(rms_norm(norm2, x), gu_w)                              # (B, 2 I)
             x = x + w.linear(F.silu(gu[:, :self.inter]) * gu[:, self.inter:], down_w)
         return rms_norm(self.model.model.norm, x)
+
+    def hidden_cpu(self, ids: torch.Tensor, pos: torch.Tensor, slots: torch.Tensor, tables: torch.Tensor,
+                   lens: torch.Tensor) -> torch.Tensor:
+        """`hidden` on a float32 CPU with the compiled kernels: row b writes its K/V into pool slot slots[b] (none
+        where < 0) and attends to its first lens[b] positions through tables[b] (B, nb), read in place. Between the
+        linears each layer makes three calls of layer_ops.cpp: RoPE with the K/V write, SiLU * up, and the residual
+        add fused with the next RMS norm (the residual stream x is added to in place)."""
+        ops, w, H, D = self.ops, self.w, self.heads, self.head_dim
+        B = ids.shape[0]
+        x = self.model.model.embed_tokens(ids)                                   # (B, E), a new tensor
+        cos, sin = (t.reshape(B, D).contiguous() for t in self.model.model.rotary_emb(x, pos[:, None]))
+        norms = [layer[0] for layer in w.layers] + [self.model.model.norm]      # each layer's first, then the last
+        h = ops.add_rms_norm(x, None, norms[0].weight, norms[0].variance_epsilon)
+        for (_, qkv_w, o_w, norm2, gu_w, down_w), layer, after in zip(w.layers, self.cache.layers, norms[1:]):
+            q = ops.rope_write(w.linear(h, qkv_w), cos, sin, layer.keys, layer.values, slots, H)  # (B, H, D)
+            o = ops.paged_decode_attention(q, layer.keys, layer.values, tables, lens, D ** -0.5)
+            h = ops.add_rms_norm(x, w.linear(o.reshape(B, H * D), o_w), norm2.weight, norm2.variance_epsilon)
+            down = w.linear(ops.silu_mul(w.linear(h, gu_w)), down_w)
+            h = ops.add_rms_norm(x, down, after.weight, after.variance_epsilon)
+        return h
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.w.linear(hidden, self.w.lm_head)                            # (B, V)
@@ -168,17 +185,18 @@ class FastDecode:
             return self.replay(ids, pos, writes, tables, kv_len)[wanted]
         device = self.cache.device
         pos_t = torch.tensor(pos, device=device)
-        plan = self.cache.plan([list(t) for t in tables], [[p if w else -1] for p, w in zip(pos, writes)], kv_len)
-        if self.attend is not None:  # row b reads positions [0, pos[b]] (masked) or [0, kv_len), in place
-            nb = -(-kv_len // self.cache.block_size)
+        if self.ops is not None:  # row b reads positions [0, pos[b]] (masked) or [0, kv_len), in place
+            bs, nb = self.cache.block_size, -(-kv_len // self.cache.block_size)
             table = torch.tensor([list(t[:nb]) + [t[0]] * (nb - len(t[:nb])) for t in tables])
             lens = (pos_t + 1).clamp(max=kv_len) if masked else torch.full((len(ids),), kv_len)
+            slots = torch.tensor([t[p // bs] * bs + p % bs if w else -1 for t, p, w in zip(tables, pos, writes)])
             # every linear ours at up to MAX_ROWS rows: torch's own small operations then run on this thread alone
             ours = self.w.all_panels and len(ids) <= cpu_kernels.MAX_ROWS
             alone = cpu_kernels.kernels_alone() if ours else contextlib.nullcontext()
             with alone:
-                hidden = self.hidden(torch.tensor(ids, device=device), pos_t, plan, None, paged=(table, lens))
+                hidden = self.hidden_cpu(torch.tensor(ids, device=device), pos_t, slots, table, lens)
                 return self.logits(hidden[wanted])
+        plan = self.cache.plan([list(t) for t in tables], [[p if w else -1] for p, w in zip(pos, writes)], kv_len)
         mask = None
         if masked:
             visible = torch.arange(kv_len, device=device) <= pos_t[:, None]      # (B, kv_len)

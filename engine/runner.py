@@ -23,7 +23,7 @@ from .kv_cache import PagedKVCache
 from .linears import additive_mask, can_pack, packed_linears
 from .model import LoadedModel
 from .request import Request
-from . import grammar
+from . import cpu_kernels, grammar
 from .logprobs import note_prompt, note_written
 from .sampling import sample
 from .speculative import accept
@@ -163,7 +163,7 @@ class ModelRunner:
         if not wanted:
             return {}
         raw, logits = logits, grammar.mask(self.hold_eos(logits, wanted), wanted)
-        greedy = logits.argmax(-1).tolist()
+        greedy = cpu_kernels.argmax(logits).tolist()
         tokens, chosen = {}, []
         for i, (slot, _, _, r) in enumerate(wanted):
             chosen.append(greedy[i] if r.spec.temperature == 0 else sample(logits[i], r, self.lm.device))

@@ -82,7 +82,7 @@ def make_runners(lm, old, slots: int, row_len: int) -> tuple[dict, dict]:
     tables["paged_gather"] = tables["paged"]
     runners = {name: ModelRunner(lm, slots, slots * per_slot, BLOCK) for name in ("paged", "paged_gather", "paged_runs")}
     if runners["paged_gather"].fast is not None:
-        runners["paged_gather"].fast.attend = None  # the gather + sdpa path
+        runners["paged_gather"].fast.ops = None  # the gather + sdpa path
     if old is not None:
         runners["slots"] = old.runner.ModelRunner(lm, slots, row_len)
         tables["slots"] = [()] * slots
@@ -120,7 +120,7 @@ def gather_ms(runner: ModelRunner, tables, n: int, context: int, repeats: int = 
 
 def attends_in_place(runner: ModelRunner) -> bool:
     """Whether the runner's decode step uses the compiled paged-attention kernel (else gather + sdpa)."""
-    return runner.fast is not None and runner.fast.attend is not None
+    return runner.fast is not None and runner.fast.ops is not None
 
 
 def paged_cache(lm, size: dict, records=None) -> dict:
@@ -207,8 +207,8 @@ def decode_profile(lm, context: int = 128, calls: int = 15) -> dict:
 
     def attention():
         for layer in cache.layers:
-            if fast.attend is not None:
-                fast.attend.paged_decode_attention(q, layer.keys, layer.values, table, lens, D ** -0.5)
+            if fast.ops is not None:
+                fast.ops.paged_decode_attention(q, layer.keys, layer.values, table, lens, D ** -0.5)
             else:
                 k, v = cache.read(layer.keys, plan, 0), cache.read(layer.values, plan, 1)
                 torch.nn.functional.scaled_dot_product_attention(q.reshape(1, KV, H // KV, D), k, v)
@@ -230,5 +230,5 @@ def decode_profile(lm, context: int = 128, calls: int = 15) -> dict:
                     times.append((time.perf_counter() - t0) * 1000)
             out[f"{name}_ms"] = median(times)
     out["rest_ms"] = out["step_ms"] - out["linears_ms"] - out["attention_ms"] - out["kv_writes_ms"]
-    out.update(context=context, attention="in-place kernel" if fast.attend is not None else "gather + sdpa")
+    out.update(context=context, attention="in-place kernel" if fast.ops is not None else "gather + sdpa")
     return out
