@@ -84,7 +84,8 @@ def kernels_alone():
     """Inside: torch's own operations run on the calling thread alone, while our kernels keep their threads
     (pool.h). A decode step of our kernels still makes a few torch calls (the embedding, RoPE's angles, slicing;
     ~150 before layer_ops.cpp took the norms, RoPE and adds); under OMP_WAIT_POLICY=PASSIVE each one that goes
-    parallel wakes a sleeping OpenMP thread, and a 1-row step took 33 ms instead of 20 (measured then). Steps are never computed two at once, so lowering the count here is safe."""
+    parallel wakes a sleeping OpenMP thread, and a 1-row step took 33 ms instead of 20 (measured then). Steps are
+    never computed two at once, so lowering the count here is safe."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
