@@ -81,9 +81,9 @@ torch::Tensor rope_write(torch::Tensor qkv, torch::Tensor cos, torch::Tensor sin
   for (int64_t b = 0; b < B; ++b) {
     TORCH_CHECK(slot[b] < capacity, "slot ", slot[b], " is outside the pool's ", capacity);
     const float *row = QKV + b * width, *c = C + b * Dh, *s = S + b * Dh;
-    for (int64_t h = 0; h < heads + KV; ++h) {  // q heads, then k heads (where the row writes)
-      float* out = h < heads ? Q + (b * heads + h) * Dh : (slot[b] >= 0 ? K + (slot[b] * KV + h - heads) * Dh : nullptr);
-      if (out == nullptr) continue;
+    const int64_t rotated = slot[b] >= 0 ? heads + KV : heads;  // q heads, then k heads where the row writes
+    for (int64_t h = 0; h < rotated; ++h) {
+      float* out = h < heads ? Q + (b * heads + h) * Dh : K + (slot[b] * KV + h - heads) * Dh;
       const float* x = row + h * Dh;
       for (int64_t j = 0; j < half; ++j) out[j] = x[j] * c[j] + (-x[j + half]) * s[j];
       for (int64_t j = half; j < Dh; ++j) out[j] = x[j] * c[j] + x[j - half] * s[j];
