@@ -19,9 +19,13 @@ transformers does for a one-token query.
   kernels; a call pads its rows to the bucket with copies of its first row that write back exactly what that row
   writes (a write marked invalid writes back what the block held).
 
-What it does not know: prefill (the runner keeps transformers' forward for every call that feeds more than
-one token a row), sampling (it returns logits), and any model that is not a plain Llama (`unsupported` says why,
-and the runner falls back to the eager path).
+A fused runner's packed calls (prompt tokens beside decode tokens, `ModelRunner.forward_packed`) come here too on
+the compiled path: each token is a row of its own, with its request's table and a length of its position + 1, so
+rope_write stores every token's K/V before attention and each prompt token sees exactly its causal prefix.
+
+What it does not know: padded prefill (the runner keeps transformers' forward for every padded call that feeds
+more than one token a row), sampling (it returns logits), and any model that is not a plain Llama (`unsupported`
+says why, and the runner falls back to the eager path).
 """
 import contextlib
 import weakref

@@ -10,7 +10,7 @@ one run, equally spaced (read as a view by the gather path, in place by the kern
 Measured: the decode step at 1/4/8/16 rows and 128/512 tokens of context, what the gather costs of that, a
 one-row prefill of 64/256 tokens, swap-out and swap-in ms per block next to recompute ms per block (a prefill of
 one block's tokens), a lane's KV bytes before (slots x row) and after (the budget's blocks), and where a 1-row
-decode step's ms go (`decode_profile`: linears, attention, K/V writes, the rest).
+decode step's ms go (`decode_profile`: linears, attention, the work between them, the rest).
 """
 import importlib
 import io
@@ -184,8 +184,10 @@ def lane_bytes(lm, old, slots: int = 8, row_len: int = 512, budget: int = 448) -
 def decode_profile(lm, context: int = 128, calls: int = 15) -> dict:
     """Where a 1-row decode step's ms go (manual timers, medians): the whole step (runner.run); all its linears
     (q|k|v, o, gate|up, down of every layer and the lm_head, on the same packed/compiled weights); the attention
-    (the in-place kernel, or gather + sdpa); the K/V writes; and the rest (embedding, norms, RoPE, SiLU, residual
-    adds, sampling, Python and dispatch) as the step minus those."""
+    (the in-place kernel, or gather + sdpa); the work between the linears (the compiled path's layer_ops: RoPE
+    with the K/V write, the residual adds with the norms, SiLU * up; elsewhere the K/V writes alone); and the rest
+    (embedding, RoPE's angles, sampling, Python and dispatch; elsewhere also norms, RoPE, SiLU and adds) as the
+    step minus those."""
     per = -(-(context + BLOCK) // BLOCK)
     runner = ModelRunner(lm, 1, per, BLOCK)
     fast = runner.fast
@@ -193,12 +195,14 @@ def decode_profile(lm, context: int = 128, calls: int = 15) -> dict:
         return {"skipped": "no fast decode step"}
     tables = {"paged": [tuple(range(per))]}
     rows_of = rows_for(tables, "decode", 1, [lm.pad_id + 1], context)
-    w, cache, H, KV, D = fast.w, fast.cache, fast.heads, fast.kv_heads, fast.head_dim
+    w, cache, H, KV, D, ops = fast.w, fast.cache, fast.heads, fast.kv_heads, fast.head_dim, fast.ops
     E = lm.model.config.hidden_size
     plan = cache.plan([list(range(per))], [[context]], context + 1)
-    table, lens = torch.tensor([list(range(per))]), torch.tensor([context + 1])
+    table, lens, slot = torch.tensor([list(range(per))]), torch.tensor([context + 1]), torch.tensor([context])
     x, q, kv = torch.randn(1, E), torch.randn(1, H, D), torch.randn(1, KV, D)
     o_in, down_in = torch.randn(1, H * D), torch.randn(1, fast.inter)
+    qkv, gu, d = torch.randn(1, (H + 2 * KV) * D), torch.randn(1, 2 * fast.inter), torch.randn(1, E)
+    cos, sin = torch.ones(1, D), torch.zeros(1, D)
 
     def linears():
         for _, qkv_w, o_w, _, gu_w, down_w in w.layers:
@@ -207,28 +211,34 @@ def decode_profile(lm, context: int = 128, calls: int = 15) -> dict:
 
     def attention():
         for layer in cache.layers:
-            if fast.ops is not None:
-                fast.ops.paged_decode_attention(q, layer.keys, layer.values, table, lens, D ** -0.5)
+            if ops is not None:
+                ops.paged_decode_attention(q, layer.keys, layer.values, table, lens, D ** -0.5)
             else:
                 k, v = cache.read(layer.keys, plan, 0), cache.read(layer.values, plan, 1)
                 torch.nn.functional.scaled_dot_product_attention(q.reshape(1, KV, H // KV, D), k, v)
 
-    def writes():
-        for layer in cache.layers:
-            cache.write(layer, kv, kv, plan)
+    def between():
+        for (norm1, *_), layer in zip(w.layers, cache.layers):
+            if ops is None:
+                cache.write(layer, kv, kv, plan)
+                continue
+            ops.rope_write(qkv, cos, sin, layer.keys, layer.values, slot, H)
+            for _ in range(2):
+                ops.add_rms_norm(x, d, norm1.weight, norm1.variance_epsilon)  # x += d in place, then normed
+            ops.silu_mul(gu)
 
-    parts = {"step": lambda: runner.run(rows_of("paged")), "linears": linears, "attention": attention,
-             "kv_writes": writes}
+    name = "layer_ops" if ops is not None else "kv_writes"
+    parts = {"step": lambda: runner.run(rows_of("paged")), "linears": linears, "attention": attention, name: between}
     out = {}
     with torch.inference_mode():
-        for name, fn in parts.items():
+        for part, fn in parts.items():
             times = []
             for i in range(calls + 2):
                 t0 = time.perf_counter()
                 fn()
                 if i >= 2:
                     times.append((time.perf_counter() - t0) * 1000)
-            out[f"{name}_ms"] = median(times)
-    out["rest_ms"] = out["step_ms"] - out["linears_ms"] - out["attention_ms"] - out["kv_writes_ms"]
-    out.update(context=context, attention="in-place kernel" if fast.ops is not None else "gather + sdpa")
+            out[f"{part}_ms"] = median(times)
+    out["rest_ms"] = out["step_ms"] - out["linears_ms"] - out["attention_ms"] - out[f"{name}_ms"]
+    out.update(context=context, attention="in-place kernel" if ops is not None else "gather + sdpa")
     return out

@@ -6,8 +6,11 @@ import pytest
 import torch
 
 from engine import fast_decode
+from engine.batch import Row
 from engine.fast_decode import FastDecode, graph_bucket, rms_norm, unsupported
+from engine.request import Request, RequestSpec
 from engine.runner import ModelRunner
+from engine.step import SlotState
 from tests.kit.reference import PROMPTS, check_against_solo, outputs, run_lanes
 
 
@@ -99,6 +102,43 @@ def test_smollm2_fast_decode_writes_the_eager_tokens_and_generates_tokens(smol, 
     assert outputs(fast) == outputs(eager)
     check_against_solo(smol, fast, smol.eos_ids)
     assert decode_calls and max(decode_calls) >= 3
+
+
+def packed_logits_both_ways(lm) -> tuple[torch.Tensor, torch.Tensor]:
+    """The logits of one fused step (two decoders, and a prompt joining behind a 3-token prefix in its blocks)
+    through the compiled step, each token a row, and through transformers' packed forward, on the same K/V."""
+    runner = ModelRunner(lm, 4, 4 * 8, fused=True)
+    assert runner.fast is not None and runner.fast.ops is not None
+    prompts = [lm.encode_prompt(p) for p in PROMPTS[:3]]
+    reqs = [Request(RequestSpec(id=f"R{i}", prompt="", max_new_tokens=4), order=i) for i in range(3)]
+    tables = [tuple(range(8 * slot, 8 * slot + 8)) for slot in range(3)]
+    prefill = [Row(i, reqs[i], SlotState.PREFILL, prompts[i][:n], 0, True, blocks=tables[i])
+               for i, n in ((0, None), (1, None), (2, 3))]
+    runner.run(prefill)                                   # the decoders' prompts, and the joiner's first 3 tokens
+    step = [Row(i, reqs[i], SlotState.DECODE, [100 + i], len(prompts[i]), True, blocks=tables[i]) for i in (0, 1)]
+    step.insert(1, Row(2, reqs[2], SlotState.PREFILL, prompts[2][3:], 3, True, blocks=tables[2]))
+    seen = []
+    runner.pick = lambda logits, wanted: seen.append(logits) or {}
+    runner.run(step)                                      # through the compiled step
+    fast, runner.fast = runner.fast, None
+    runner.run(step)                                      # through transformers, rewriting the same K/V
+    runner.fast = fast
+    return seen[0], seen[1]
+
+
+def test_tiny_model_packed_step_through_the_compiled_kernels_is_transformers_packed_forward(tiny, decode_calls):
+    compiled, eager = packed_logits_both_ways(tiny)
+    assert decode_calls and max(decode_calls) > 4     # a packed call of more token rows than slots went through it
+    assert compiled.shape == eager.shape == (3, tiny.model.config.vocab_size)
+    assert (compiled - eager).abs().max().item() < 1e-4
+    assert torch.equal(compiled.argmax(-1), eager.argmax(-1))
+
+
+@pytest.mark.model
+def test_smollm2_packed_step_through_the_compiled_kernels_is_transformers_packed_forward(smol):
+    compiled, eager = packed_logits_both_ways(smol)
+    assert (compiled - eager).abs().max().item() < 1e-3
+    assert torch.equal(compiled.argmax(-1), eager.argmax(-1))
 
 
 @pytest.mark.model

@@ -95,7 +95,9 @@ def test_chat_logprobs_and_top_logprobs_equal_transformers_scores(client, model,
     chunks = list(client.chat.completions.create(model=model, messages=messages, max_tokens=3, temperature=0,
                                                  logprobs=True, top_logprobs=0, stream=True))
     got = [c.logprob for ch in chunks if ch.choices and ch.choices[0].logprobs for c in ch.choices[0].logprobs.content]
-    assert got == pytest.approx([c.logprob for c in content], abs=1e-5)
+    # the stream's request meets the prefix cache: its prompt's tail is computed in a smaller call than the first
+    # request's whole prompt (other kernels, float noise ~1e-5), so it is held to transformers' scores as the first is
+    assert got == pytest.approx([s[t].item() for t, s in zip(tokens, scores)], abs=TOL)
 
 
 @pytest.mark.model

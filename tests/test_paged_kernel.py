@@ -71,3 +71,29 @@ def test_what_the_attention_kernel_refuses_is_left_to_gather_and_sdpa():
     with pytest.raises(RuntimeError, match="outside the pool"):
         cpu_kernels.kernel().paged_decode_attention(torch.randn(1, 2, 8), keys, keys, torch.tensor([[9]]),
                                                     torch.tensor([2]), 1.0)
+
+
+def test_a_packed_prompt_as_rows_of_its_own_is_causal_attention():
+    """A fused step passes each prompt token as a row (its request's table, length its position + 1), after every
+    token's K/V is written: that is causal attention over the prompt behind its cached prefix, here beside a
+    decoder of another request, with the rows interleaved."""
+    g = torch.Generator().manual_seed(3)
+    H, KV, D, bs = 6, 2, 16, 4
+    keys, values = torch.randn(12, bs, KV, D, generator=g), torch.randn(12, bs, KV, D, generator=g)
+    prompt, decoder = [9, 4, 7, 1, 11], [2, 0, 5]      # block tables: a prompt at positions 5..17, a decoder at 9
+    start, n = 5, 13
+    rows = [(prompt, p) for p in range(start, start + n)]
+    rows.insert(4, (decoder, 9))
+    q = torch.randn(len(rows), H, D, generator=g)
+    width = max(len(prompt), len(decoder))
+    tables = torch.tensor([t + [t[0]] * (width - len(t)) for t, _ in rows])
+    lens = torch.tensor([p + 1 for _, p in rows])
+    got = cpu_kernels.kernel().paged_decode_attention(q, keys, values, tables, lens, D ** -0.5)
+    k = keys[prompt].reshape(-1, KV, D)[:start + n].transpose(0, 1)          # (KV, 18, D)
+    v = values[prompt].reshape(-1, KV, D)[:start + n].transpose(0, 1)
+    mine = [i for i, (t, _) in enumerate(rows) if t is prompt]
+    qp = q[mine].reshape(n, KV, H // KV, D).permute(1, 2, 0, 3)               # (KV, G, n, D)
+    causal = torch.arange(start + n)[None] <= torch.arange(start, start + n)[:, None]  # (n, 18)
+    want = F.scaled_dot_product_attention(qp, k[:, None], v[:, None], attn_mask=causal, scale=D ** -0.5)
+    assert torch.allclose(got[mine], want.permute(2, 0, 1, 3).reshape(n, H, D), rtol=1e-5, atol=1e-5)
+    assert torch.allclose(got[4:5], reference(q[4:5], keys, values, tables[4:5], lens[4:5], D ** -0.5), atol=1e-5)

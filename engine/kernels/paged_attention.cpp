@@ -10,8 +10,9 @@
 // dot products and V sums run on 16-float vectors and exp is vec.h's, which vectorizes (with one scalar dot and
 // std::exp a task took ~3x as long: 8 rows of 65 positions, 300 us a layer on an Intel Xeon's 2 cores, now ~90).
 //
-// What it does not do: more than one query token a row (prefill keeps sdpa), other dtypes, masks other than a
-// length per row (the caller passes pos + 1), or CUDA.
+// A packed prefill passes each prompt token as a row of its own (its request's table, length its position + 1),
+// its K/V already written: causal attention with no mask. What it does not do: several query tokens sharing a
+// row's K/V reads, other dtypes, masks other than a length per row, or CUDA.
 #include <torch/extension.h>
 
 #include <vector>
