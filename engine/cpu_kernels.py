@@ -73,12 +73,6 @@ def kernel():
     return load()
 
 
-def attention_usable(q: torch.Tensor, keys: torch.Tensor) -> bool:
-    """Whether `paged_decode_attention(q, keys, ...)` applies: float32 on a CPU, q (B, H, D), a contiguous pool view."""
-    return (q.device.type == "cpu" and q.dtype == torch.float32 and keys.dtype == torch.float32 and q.dim() == 3
-            and keys.is_contiguous())
-
-
 @contextlib.contextmanager
 def kernels_alone():
     """Inside: torch's own operations run on the calling thread alone, while our kernels keep their threads

@@ -3,7 +3,7 @@
 On a float32 CPU, MKL's sgemm behind F.linear reads a linear's weights slowly for a few rows; oneDNN's packed
 copies of the same weights compute the same layer faster (`packed_linears` swaps them in for a forward,
 `packed_weight` makes and keeps one copy per weight). `additive_mask` turns a visibility table into the mask sdpa
-takes; `padded_rows` is how many rows a decode call is worth computing on this CPU.
+takes.
 
 What it does not know: rows, slots, requests or policies; which calls use it is the runner's decision.
 """
@@ -19,12 +19,6 @@ def additive_mask(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """0 where a key is visible to a query, -inf where not: built once per call (sdpa would convert a bool
     mask in every layer)."""
     return torch.zeros(visible.shape, dtype=dtype, device=visible.device).masked_fill_(~visible, -math.inf)
-
-
-def padded_rows(n: int) -> int:
-    """Rows worth computing for `n` rows: on CPU a 2-row decode step costs more than a 4-row one (measured
-    here, packed linears: 1-4 rows 64, 74, 63, 62 ms; then ~3.5 ms a row, 8 rows 78, 16 rows 102)."""
-    return 4 if n == 2 else n
 
 
 _PACKED: dict[int, tuple[weakref.ref, int, torch.Tensor]] = {}  # id(weight) -> (its ref, its version, packed)

@@ -1,6 +1,7 @@
 """The compiled paged-attention decode kernel (engine/kernels/paged_attention.cpp): reading K/V blocks in place
 through the tables gives what the gather + sdpa path gives (within 1e-5), on random pools with permuted, shared
-and ragged tables; and the cases it refuses are left to that path."""
+and ragged tables, and on a packed prompt's tokens as rows of their own; and it refuses, by name, what it cannot
+read."""
 import random
 
 import pytest
@@ -62,12 +63,18 @@ def test_kernel_reads_a_layer_view_of_the_pool_and_large_scores_stay_finite():
     assert torch.allclose(got, reference(q, keys, values, tables, lens, 8 ** -0.5), rtol=1e-5, atol=1e-4)
 
 
-def test_what_the_attention_kernel_refuses_is_left_to_gather_and_sdpa():
-    keys = torch.randn(4, 2, 1, 8)
-    assert cpu_kernels.attention_usable(torch.randn(1, 2, 8), keys)
-    assert not cpu_kernels.attention_usable(torch.randn(1, 2, 8).double(), keys.double())
-    assert not cpu_kernels.attention_usable(torch.randn(1, 1, 2, 8), keys)       # more than one token a row
-    assert not cpu_kernels.attention_usable(torch.randn(1, 2, 8), keys.transpose(0, 1))
+def test_the_attention_kernel_refuses_what_it_cannot_read():
+    keys, kernel = torch.randn(4, 2, 1, 8), cpu_kernels.kernel()
+    tables, lens = torch.tensor([[1]]), torch.tensor([2])
+    with pytest.raises(RuntimeError, match="float32 only"):
+        kernel.paged_decode_attention(torch.randn(1, 2, 8).double(), keys.double(), keys.double(), tables, lens, 1.0)
+    with pytest.raises(RuntimeError, match=r"q \(B, H, D\)"):                   # more than one token a row
+        kernel.paged_decode_attention(torch.randn(1, 1, 2, 8), keys, keys, tables, lens, 1.0)
+    with pytest.raises(RuntimeError, match="contiguous"):
+        kernel.paged_decode_attention(torch.randn(1, 2, 8), keys.transpose(0, 1), keys.transpose(0, 1), tables,
+                                      lens, 1.0)
+    with pytest.raises(RuntimeError, match="fit in the row's table"):
+        kernel.paged_decode_attention(torch.randn(1, 2, 8), keys, keys, tables, torch.tensor([3]), 1.0)
     with pytest.raises(RuntimeError, match="outside the pool"):
         cpu_kernels.kernel().paged_decode_attention(torch.randn(1, 2, 8), keys, keys, torch.tensor([[9]]),
                                                     torch.tensor([2]), 1.0)
