@@ -51,7 +51,7 @@ import time
 from scripts.bench_common import (CHAT_PROMPTS, ROOT, Records, log, median, outputs, prepare,  # noqa: E402
                                   side_by_side, timed, timed_run)
 import torch  # noqa: E402
-from scripts.bench_decode import decode_steps, weight_read_floor  # noqa: E402
+from scripts.bench_decode import decode_steps, paired_floor, weight_read_floor  # noqa: E402
 from scripts.bench_features import chunked_prefill, preemption, split_vs_fused  # noqa: E402
 from scripts.bench_paged import paged_cache  # noqa: E402
 from scripts.bench_prefix import prefix_cache  # noqa: E402
@@ -226,12 +226,14 @@ def overhead(records: Records) -> dict:
 # -- 5) batch-1 decode vs the weight-read floor --------------------------------------------------------------
 def decode_floor(lm, size: dict, static: dict | None, steps: dict | None) -> dict:
     """The batch-1 decode step (the static lane's, engine included; and the bare call of decode_steps) next to the
-    time it takes to read every weight once."""
+    time it takes to read every weight once; and `paired`: the bare call and the read alternated, each call over
+    the floor read beside it."""
     out = weight_read_floor(lm, size["bandwidth_mib"])
     lane_ms = (static or {}).get("batches", {}).get("1", {}).get("static_decode_step_ms")
     call_ms = (steps or {}).get("rows", {}).get("1", {}).get("fast_ms")
     return {**out, "decode_step_ms_batch1": lane_ms, "decode_over_floor": lane_ms / out["floor_ms"] if lane_ms else None,
-            "decode_call_ms_batch1": call_ms, "call_over_floor": call_ms / out["floor_ms"] if call_ms else None}
+            "decode_call_ms_batch1": call_ms, "call_over_floor": call_ms / out["floor_ms"] if call_ms else None,
+            "paired": paired_floor(lm, size)}
 
 
 # -- the run ----------------------------------------------------------------------------------------------------

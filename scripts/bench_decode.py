@@ -51,13 +51,18 @@ def decode_steps(lm, size: dict, records=None) -> dict:
     return out
 
 
-def weight_read_floor(lm, mib: int) -> dict:
-    """The weight-read floor of one decode step: every weight byte once, at the best of 5 timed reads of `mib` MiB."""
-    seen, weight_bytes = set(), 0
+def weight_bytes_of(lm) -> int:
+    seen, total = set(), 0
     for p in lm.model.parameters():  # tied embedding / lm_head counted once
         if p.data_ptr() not in seen:
             seen.add(p.data_ptr())
-            weight_bytes += p.numel() * p.element_size()
+            total += p.numel() * p.element_size()
+    return total
+
+
+def weight_read_floor(lm, mib: int) -> dict:
+    """The weight-read floor of one decode step: every weight byte once, at the best of 5 timed reads of `mib` MiB."""
+    weight_bytes = weight_bytes_of(lm)
     n = mib * 2**20 // 4
     src, dst = torch.ones(n, device=lm.device), torch.empty(n, device=lm.device)
     read_s, copy_s = [], []
@@ -73,3 +78,31 @@ def weight_read_floor(lm, mib: int) -> dict:
     read_bw, copy_bw = 4 * n / min(read_s), 2 * 4 * n / min(copy_s)  # best of 5: the machine's capability
     return {"weight_bytes": weight_bytes, "read_gb_per_s": read_bw / 1e9, "copy_gb_per_s": copy_bw / 1e9,
             "floor_ms": weight_bytes / read_bw * 1000}
+
+
+def paired_floor(lm, size: dict, pairs: int = 15) -> dict:
+    """A 1-row decode call and a read of `bandwidth_mib` MiB, alternated `pairs` times: the call over the floor
+    read at the same moment (on a shared host the read bandwidth moves between runs more than the call does, so
+    a best-of-5 floor taken apart from the steps can make one run's step look 1.4x the floor and the next 2.2x)."""
+    context = size["decode_context"]
+    per_row = -(-(context + 8) // 16)
+    runner = ModelRunner(lm, 1, per_row)
+    row = [Row(0, Request(RequestSpec(id="F0", prompt="", max_new_tokens=1), order=0), SlotState.DECODE,
+               [lm.pad_id + 1], context, True, blocks=tuple(range(per_row)))]
+    n = size["bandwidth_mib"] * 2**20 // 4
+    src, weight_bytes = torch.ones(n, device=lm.device), weight_bytes_of(lm)
+    calls, floors = [], []
+    for i in range(pairs + 2):
+        t0 = time.perf_counter()
+        runner.run(row)
+        call = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        src.sum().item()
+        read = time.perf_counter() - t0
+        if i >= 2:  # two untimed pairs first
+            calls.append(call * 1000)
+            floors.append(weight_bytes / (4 * n / read) * 1000)
+    ratios = sorted(c / f for c, f in zip(calls, floors))
+    return {"pairs": pairs, "call_ms": statistics.median(calls), "floor_ms": statistics.median(floors),
+            "read_gb_per_s_range": [weight_bytes / max(floors) / 1e6, weight_bytes / min(floors) / 1e6],
+            "call_over_floor": statistics.median(ratios), "call_over_floor_range": [ratios[0], ratios[-1]]}

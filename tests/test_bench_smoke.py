@@ -26,6 +26,9 @@ def test_bench_quick_prints_every_section_and_target(tiny, capsys):
     assert out["static_vs_generate"]["tokens_match"] and out["continuous_vs_generate_batch"]["tokens_match"]
     assert {"ratio", "generate_tokens_per_s", "static_tokens_per_s"} <= set(out["static_vs_generate"]["batches"]["1"])
     assert out["decode_floor"]["floor_ms"] > 0 and out["decode_floor"]["call_over_floor"] > 0
+    paired = out["decode_floor"]["paired"]
+    assert paired["pairs"] == 15 and paired["call_ms"] > 0 and paired["floor_ms"] > 0
+    assert paired["call_over_floor_range"][0] <= paired["call_over_floor"] <= paired["call_over_floor_range"][1]
     assert set(out["chunked_prefill"]["variants"]) == {"none", "128", "128+fused"}
     assert [row["kv_budget"] for row in out["preemption"]["budgets"]] == [None, 128]
     sweep = out["load_sweep"]
