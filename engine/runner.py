@@ -61,6 +61,11 @@ class ModelRunner:
             self.fast.capture_all(max(1, num_blocks // slots))
 
     @property
+    def compiled_packs(self) -> bool:
+        """Whether packed calls run on the compiled CPU step (float32, the extension loaded), each token a row."""
+        return self.fast is not None and self.fast.ops is not None
+
+    @property
     def kv_bytes(self) -> int:
         """Bytes of this runner's device K/V tensors: exactly its blocks."""
         return self.cache.kv_bytes
@@ -76,8 +81,10 @@ class ModelRunner:
         if not rows:
             return ForwardResult(tokens, 0.0, Forward.NONE, copy_ms=copy_ms)
         t0 = time.perf_counter()
-        for call in calls:  # a fused runner packs every call with prompt tokens (no padding), as vLLM does
-            tokens.update(self.forward_packed(call) if fused or self.fused and prefills else self.forward(call))
+        # on the compiled CPU path a fused runner packs every call with prompt tokens (no padding), as vLLM does
+        packs = fused or self.fused and bool(prefills) and self.compiled_packs
+        for call in calls:
+            tokens.update(self.forward_packed(call) if packs else self.forward(call))
         for row in rows:  # a speculative row: keep the proposals the model agrees with, then its own token
             if row.proposed:
                 tokens[row.slot] = accept(row.token_ids[1:], tokens[row.slot])
@@ -135,7 +142,7 @@ class ModelRunner:
                 wanted += [(r.slot, 0, len(ids) - 1 - q, r.request) for q in range(r.proposed, -1, -1)]
             if r.state is SlotState.PREFILL and r.request.spec.prompt_logprobs is not None:
                 scores.append((0, len(ids) - n, n, r.start, r.request))
-        if self.fast is not None and self.fast.ops is not None and not scores:
+        if self.compiled_packs and not scores:
             # each token a row of the compiled step: it writes its K/V, then reads its request's positions [0, pos]
             # through the request's table in place (no gather, no (M, T) mask)
             tables = [table_of(r) for r in rows for _ in r.token_ids]
