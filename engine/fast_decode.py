@@ -21,7 +21,8 @@ transformers does for a one-token query.
 
 A fused runner's packed calls (prompt tokens beside decode tokens, `ModelRunner.forward_packed`) come here too on
 the compiled path: each token is a row of its own, with its request's table and a length of its position + 1, so
-rope_write stores every token's K/V before attention and each prompt token sees exactly its causal prefix.
+rope_write stores every token's K/V before attention and each prompt token sees exactly its causal prefix (a call
+with a prompt-logprobs row stays on transformers' forward, which keeps every prompt position's hidden state).
 
 What it does not know: padded prefill (the runner keeps transformers' forward for every padded call that feeds
 more than one token a row), sampling (it returns logits), and any model that is not a plain Llama (`unsupported`

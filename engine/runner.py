@@ -8,7 +8,7 @@ touch real K/V. Before the forward `run` applies the step's block copies (swap o
 its calls compute the model's linear layers with oneDNN-packed copies of their weights (`packed_linears`).
 A decode call (one token a row) goes through `fast_decode.FastDecode` where the model allows (CUDA graphs on a GPU,
 the compiled few-row linear on a CPU), and so does a fused runner's packed call on the compiled CPU path (each
-token a row); every other call through transformers' forward.
+token a row; not a call with a prompt-logprobs row); every other call through transformers' forward.
 The packing lives in `linears.py`, sampling in `sampling.py`; `sim.SimRunner` is the same interface without a
 model. Runners know rows and slots, never policies.
 """
@@ -133,6 +133,7 @@ class ModelRunner:
         ids, pos, q_row, read_pos, k_row, wanted, scores = [], [], [], [], [], [], []
         for i, r in enumerate(rows):
             n, kv = len(r.token_ids), r.start + len(r.token_ids)
+            assert kv <= len(table_of(r)) * self.cache.block_size, "row longer than its block table"
             ids += r.token_ids
             pos += range(r.start, kv)
             q_row += [i] * n
@@ -142,7 +143,7 @@ class ModelRunner:
                 wanted += [(r.slot, 0, len(ids) - 1 - q, r.request) for q in range(r.proposed, -1, -1)]
             if r.state is SlotState.PREFILL and r.request.spec.prompt_logprobs is not None:
                 scores.append((0, len(ids) - n, n, r.start, r.request))
-        if self.compiled_packs and not scores:
+        if self.compiled_packs and not scores:  # (a prompt-logprobs row needs every prompt position's hidden state)
             # each token a row of the compiled step: it writes its K/V, then reads its request's positions [0, pos]
             # through the request's table in place (no gather, no (M, T) mask)
             tables = [table_of(r) for r in rows for _ in r.token_ids]

@@ -28,7 +28,8 @@ def test_bench_quick_prints_every_section_and_target(tiny, capsys):
     assert out["decode_floor"]["floor_ms"] > 0 and out["decode_floor"]["call_over_floor"] > 0
     paired = out["decode_floor"]["paired"]
     assert paired["pairs"] == 15 and paired["call_ms"] > 0 and paired["floor_ms"] > 0
-    assert paired["call_over_floor_range"][0] <= paired["call_over_floor"] <= paired["call_over_floor_range"][1]
+    low, high = paired["read_gb_per_s_range"]  # the floor's ms are the weights' bytes at the read's GB/s
+    assert 0 < low <= high and low <= out["decode_floor"]["weight_bytes"] / paired["floor_ms"] / 1e6 <= high
     assert set(out["chunked_prefill"]["variants"]) == {"none", "128", "128+fused"}
     assert [row["kv_budget"] for row in out["preemption"]["budgets"]] == [None, 128]
     sweep = out["load_sweep"]

@@ -104,41 +104,51 @@ def test_smollm2_fast_decode_writes_the_eager_tokens_and_generates_tokens(smol, 
     assert decode_calls and max(decode_calls) >= 3
 
 
-def packed_logits_both_ways(lm) -> tuple[torch.Tensor, torch.Tensor]:
-    """The logits of one fused step (two decoders, and a prompt joining behind a 3-token prefix in its blocks)
-    through the compiled step, each token a row, and through transformers' packed forward, on the same K/V."""
+def packed_logits_both_ways(lm, joiner: slice, exact_tables: bool) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """The logits of one fused step (two decoders beside the tokens `joiner` of a prompt whose first 3 are in its
+    blocks) through the compiled step, each token a row, and through transformers' packed forward, on the same K/V;
+    and the token rows of the step. A joiner that stops short of its prompt's end is a partial chunk (no logits);
+    `exact_tables`: each row's table only as long as it needs (shorter than the step's widest), else 8 blocks."""
     runner = ModelRunner(lm, 4, 4 * 8, fused=True)
-    assert runner.fast is not None and runner.fast.ops is not None
+    assert runner.compiled_packs
     prompts = [lm.encode_prompt(p) for p in PROMPTS[:3]]
     reqs = [Request(RequestSpec(id=f"R{i}", prompt="", max_new_tokens=4), order=i) for i in range(3)]
-    tables = [tuple(range(8 * slot, 8 * slot + 8)) for slot in range(3)]
+    need = [len(prompts[0]) + 1, len(prompts[1]) + 1, joiner.stop or len(prompts[2])]
+    tables = [tuple(range(8 * slot, 8 * slot + (-(-n // 16) if exact_tables else 8))) for slot, n in enumerate(need)]
     prefill = [Row(i, reqs[i], SlotState.PREFILL, prompts[i][:n], 0, True, blocks=tables[i])
                for i, n in ((0, None), (1, None), (2, 3))]
     runner.run(prefill)                                   # the decoders' prompts, and the joiner's first 3 tokens
     step = [Row(i, reqs[i], SlotState.DECODE, [100 + i], len(prompts[i]), True, blocks=tables[i]) for i in (0, 1)]
-    step.insert(1, Row(2, reqs[2], SlotState.PREFILL, prompts[2][3:], 3, True, blocks=tables[2]))
+    tokens = prompts[2][joiner]
+    step.insert(1, Row(2, reqs[2], SlotState.PREFILL, tokens, 3, 3 + len(tokens) == len(prompts[2]), blocks=tables[2]))
     seen = []
     runner.pick = lambda logits, wanted: seen.append(logits) or {}
     runner.run(step)                                      # through the compiled step
     fast, runner.fast = runner.fast, None
     runner.run(step)                                      # through transformers, rewriting the same K/V
     runner.fast = fast
-    return seen[0], seen[1]
+    return seen[0], seen[1], sum(len(r.token_ids) for r in step)
 
 
-def test_tiny_model_packed_step_through_the_compiled_kernels_is_transformers_packed_forward(tiny, decode_calls):
-    compiled, eager = packed_logits_both_ways(tiny)
-    assert decode_calls and max(decode_calls) > 4     # a packed call of more token rows than slots went through it
-    assert compiled.shape == eager.shape == (3, tiny.model.config.vocab_size)
+@pytest.mark.parametrize("joiner, exact_tables", [(slice(3, None), False), (slice(3, 8), True)])
+def test_tiny_model_packed_step_through_the_compiled_kernels_is_transformers_packed_forward(tiny, decode_calls,
+                                                                                            joiner, exact_tables):
+    """The whole rest of a prompt (over 16 token rows: oneDNN's linears), and a 5-token partial chunk (7 rows: the
+    panel kernel, torch alone on its thread) with each table only as long as its row needs."""
+    compiled, eager, rows = packed_logits_both_ways(tiny, joiner, exact_tables)
+    assert decode_calls[-1] == rows and (rows > 16) == (joiner.stop is None)  # the step went through the fast step
+    wants = 3 if joiner.stop is None else 2                                   # a partial chunk wants no token
+    assert compiled.shape == eager.shape == (wants, tiny.model.config.vocab_size)
     assert (compiled - eager).abs().max().item() < 1e-4
     assert torch.equal(compiled.argmax(-1), eager.argmax(-1))
 
 
 @pytest.mark.model
 def test_smollm2_packed_step_through_the_compiled_kernels_is_transformers_packed_forward(smol):
-    compiled, eager = packed_logits_both_ways(smol)
-    assert (compiled - eager).abs().max().item() < 1e-3
-    assert torch.equal(compiled.argmax(-1), eager.argmax(-1))
+    for joiner, exact in ((slice(3, None), False), (slice(3, 8), True)):
+        compiled, eager, _ = packed_logits_both_ways(smol, joiner, exact)
+        assert (compiled - eager).abs().max().item() < 1e-3
+        assert torch.equal(compiled.argmax(-1), eager.argmax(-1))
 
 
 @pytest.mark.model
