@@ -34,10 +34,17 @@ using lanes::vec16;
 
 static constexpr int64_t MAX_ROWS = 16;  // cpu_kernels.MAX_ROWS
 static constexpr int64_t PANEL = 32;     // cpu_kernels.PANEL: output columns per panel, two 16-float vectors
-// Software prefetch this many floats (16 KB) ahead of the weights being read. Without it the hardware prefetcher
-// falls behind once the cores are busy multiplying: at 8 rows the weights streamed 1.3x slower than at 1 (Intel
-// Xeon, one core, 295 MB of panels: 16.6-18.3 vs 13.9-14.0 ns a k); with it 12.6-14.0 ns, as at 1 row.
+// Software prefetch this many floats (16 KB) ahead of the weights being read, on Intel CPUs. Without it the
+// hardware prefetcher falls behind once the cores are busy multiplying: at 8 rows the weights streamed 1.3x slower
+// than at 1 (Intel Xeon, one core, 295 MB of panels: 16.6-18.3 vs 13.9-14.0 ns a k); with it 12.6-14.0 ns, as at 1
+// row. On an AMD EPYC the same prefetch made it slower (every linear at 1 / 8 rows: 19.6 / 21.7 ms, without 18.1 /
+// 18.4 in one interleaved run; 1.0-1.2x over five), so there the loop has none.
 static constexpr int64_t AHEAD = 4096;
+static bool prefetch_ahead() {
+  __builtin_cpu_init();  // this runs in a static initializer: make sure the CPU has been identified
+  return !__builtin_cpu_is("amd");
+}
+static const bool PREFETCH = prefetch_ahead();
 #ifdef __AVX512F__
 static constexpr int CHUNK = 8;  // rows at once: 16 accumulators, 2 weight registers (32 registers of 16 floats)
 #else
@@ -45,14 +52,16 @@ static constexpr int CHUNK = 2;  // AVX2: each 16-float vector is two of its 16 
 #endif
 
 // R rows of x (row stride K) against one panel: y[r, 0..PANEL) (row stride N).
-template <int R>
+template <int R, bool Prefetch>
 static void panel_rows(const float* x, int64_t K, const float* panel, float* y, int64_t N) {
   vec16 lo[R], hi[R];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) lo[r] = vec16{}, hi[r] = vec16{};
   for (int64_t k = 0; k < K; ++k) {
-    __builtin_prefetch(panel + k * PANEL + AHEAD, 0, 3);  // past a panel's end: the thread's next panel, or
-    __builtin_prefetch(panel + k * PANEL + AHEAD + 16, 0, 3);  // nothing (a prefetch never faults)
+    if (Prefetch) {
+      __builtin_prefetch(panel + k * PANEL + AHEAD, 0, 3);  // past a panel's end: the thread's next panel, or
+      __builtin_prefetch(panel + k * PANEL + AHEAD + 16, 0, 3);  // nothing (a prefetch never faults)
+    }
     vec16 w0 = load(panel + k * PANEL), w1 = load(panel + k * PANEL + 16);
 #ifdef __AVX512F__
     asm("" : "+v"(w0), "+v"(w1));  // keep the weights in registers (x is broadcast from memory instead): without
@@ -69,11 +78,12 @@ static void panel_rows(const float* x, int64_t K, const float* panel, float* y, 
 }
 
 using PanelRows = void (*)(const float*, int64_t, const float*, float*, int64_t);
-template <int... R>
+template <bool Prefetch, int... R>
 static constexpr std::array<PanelRows, sizeof...(R) + 1> table(std::integer_sequence<int, R...>) {
-  return {nullptr, panel_rows<R + 1>...};
+  return {nullptr, panel_rows<R + 1, Prefetch>...};
 }
-static constexpr auto PANEL_ROWS = table(std::make_integer_sequence<int, CHUNK>{});  // [r]: r rows at once
+static constexpr std::array<std::array<PanelRows, CHUNK + 1>, 2> PANEL_ROWS = {  // [prefetch][r]: r rows at once
+    table<false>(std::make_integer_sequence<int, CHUNK>{}), table<true>(std::make_integer_sequence<int, CHUNK>{})};
 
 torch::Tensor pack_panels(torch::Tensor w) {
   TORCH_CHECK(w.dtype() == torch::kFloat32 && w.dim() == 2 && w.size(0) % PANEL == 0,
@@ -95,12 +105,13 @@ torch::Tensor few_row_linear(torch::Tensor x, torch::Tensor panels) {
   const float* W = panels.data_ptr<float>();
   float* Y = y.data_ptr<float>();
   const int64_t chunks = (B + CHUNK - 1) / CHUNK;
+  const auto& rows_of = PANEL_ROWS[PREFETCH];
   lanes::SpinPool& pool = lanes::SpinPool::get();  // chunks of a quarter of a thread's share: a late helper's work
   pool.run(P, std::max<int64_t>(1, P / (4 * pool.threads())), [&](int64_t begin, int64_t end) {  // is shared
     for (int64_t p = begin; p < end; ++p) {
       for (int64_t c = 0, b = 0; c < chunks; ++c) {  // B rows in `chunks` near-equal parts
         const int64_t rows = (B - b) / (chunks - c);
-        PANEL_ROWS[rows](X + b * K, K, W + p * K * PANEL, Y + b * N + p * PANEL, N);
+        rows_of[rows](X + b * K, K, W + p * K * PANEL, Y + b * N + p * PANEL, N);
         b += rows;
       }
     }
