@@ -130,15 +130,12 @@ class ModelRunner:
         fast step (8 decoders at 128 positions beside a 64-token prompt: 107 ms, through transformers 235, on an
         AMD EPYC). Otherwise through transformers: each token keeps its row's position, a block-diagonal causal mask
         keeps the rows apart, and each layer reads the rows' K/V one after another."""
-        ids, pos, q_row, read_pos, k_row, wanted, scores = [], [], [], [], [], [], []
-        for i, r in enumerate(rows):
+        ids, pos, wanted, scores = [], [], [], []
+        for r in rows:
             n, kv = len(r.token_ids), r.start + len(r.token_ids)
             assert kv <= len(table_of(r)) * self.cache.block_size, "row longer than its block table"
             ids += r.token_ids
             pos += range(r.start, kv)
-            q_row += [i] * n
-            read_pos += range(kv)
-            k_row += [i] * kv
             if r.wants_token:
                 wanted += [(r.slot, 0, len(ids) - 1 - q, r.request) for q in range(r.proposed, -1, -1)]
             if r.state is SlotState.PREFILL and r.request.spec.prompt_logprobs is not None:
@@ -149,6 +146,10 @@ class ModelRunner:
             tables = [table_of(r) for r in rows for _ in r.token_ids]
             logits = self.fast.decode(ids, pos, [True] * len(ids), tables, max(pos) + 1, True, [w[2] for w in wanted])
             return self.pick(logits, wanted)
+        # each query token's row, and every row's K/V positions one row after another (what the mask compares)
+        q_row = [i for i, r in enumerate(rows) for _ in r.token_ids]
+        k_row = [i for i, r in enumerate(rows) for _ in range(r.start + len(r.token_ids))]
+        read_pos = [p for r in rows for p in range(r.start + len(r.token_ids))]
         device = self.lm.device
         pos, read_pos = torch.tensor(pos, device=device), torch.tensor(read_pos, device=device)  # (M,), (T,)
         visible = (torch.tensor(q_row, device=device)[:, None] == torch.tensor(k_row, device=device)) \

@@ -13,12 +13,25 @@ from engine.batch import Row
 from engine.step import SlotState
 
 
+def blocks_per_row(context: int) -> int:
+    """Blocks of 16 tokens a decode row `context` deep needs, with room for its next tokens."""
+    return -(-(context + 8) // 16)
+
+
+def decode_rows(lm, n: int, context: int) -> list[Row]:
+    """n decode rows `context` tokens deep: row i reads blocks i * blocks_per_row onwards (all of them one view)."""
+    per_row = blocks_per_row(context)
+    requests = [Request(RequestSpec(id=f"D{i}", prompt="", max_new_tokens=1), order=i) for i in range(n)]
+    return [Row(i, r, SlotState.DECODE, [lm.pad_id + 1 + i], context, True,
+                blocks=tuple(range(i * per_row, (i + 1) * per_row))) for i, r in enumerate(requests)]
+
+
 def decode_steps(lm, size: dict, records=None) -> dict:
     """ms of one decode call of B rows (each row `context` tokens deep), eager and fast, for B in size["decode_rows"];
     the fast path's batch-B step over its batch-1 step; and what making each runner cost (on CUDA: the graph captures)."""
     rows_list, context, calls = size["decode_rows"], size["decode_context"], size["decode_calls"]
     slots = max(rows_list)
-    per_row = -(-(context + 8) // 16)  # blocks of 16 tokens a row: row i reads blocks i*per_row onwards (one view)
+    per_row = blocks_per_row(context)
     runners, init_ms = {}, {}
     for path in ("eager", "fast"):  # a runner's making: its KV cache, and on CUDA the fast path's graph captures
         t0 = time.perf_counter()
@@ -28,9 +41,7 @@ def decode_steps(lm, size: dict, records=None) -> dict:
     out = {"context": context, "calls": calls, "fast_available": fast is not None, "runner_init_ms": init_ms,
            "graph_buckets": sorted(fast.graphs) if fast is not None and fast.graphed else None, "rows": {}}
     for n in rows_list:
-        requests = [Request(RequestSpec(id=f"D{i}", prompt="", max_new_tokens=1), order=i) for i in range(n)]
-        rows = [Row(i, r, SlotState.DECODE, [lm.pad_id + 1 + i], context, True,
-                    blocks=tuple(range(i * per_row, (i + 1) * per_row))) for i, r in enumerate(requests)]
+        rows = decode_rows(lm, n, context)
         times = {path: [] for path in runners}
         tokens = {}
         for i in range(calls + 2):  # two untimed calls first: packed weights, kernels, graphs
@@ -85,10 +96,7 @@ def paired_floor(lm, size: dict, pairs: int = 15) -> dict:
     read at the same moment (on a shared host the read bandwidth moves between runs more than the call does, so
     a best-of-5 floor taken apart from the steps can make one run's step look 1.4x the floor and the next 2.2x)."""
     context = size["decode_context"]
-    per_row = -(-(context + 8) // 16)
-    runner = ModelRunner(lm, 1, per_row)
-    row = [Row(0, Request(RequestSpec(id="F0", prompt="", max_new_tokens=1), order=0), SlotState.DECODE,
-               [lm.pad_id + 1], context, True, blocks=tuple(range(per_row)))]
+    runner, row = ModelRunner(lm, 1, blocks_per_row(context)), decode_rows(lm, 1, context)
     n = size["bandwidth_mib"] * 2**20 // 4
     src, weight_bytes = torch.ones(n, device=lm.device), weight_bytes_of(lm)
     calls, floors = [], []
