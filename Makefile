@@ -17,7 +17,7 @@ setup: $(VENV)/.installed $(VENDOR) kernels
 # the decode step's compiled few-row linear, built once per machine into the user cache (~30 s; then it only loads);
 # where it cannot be built the engine says why and uses oneDNN instead
 kernels: $(VENV)/.installed
-	@$(PY) -m engine.cpu_kernels
+	@$(PY) -m engine.worker.cpu.kernels
 
 # the repo itself is installed editable (pyproject.toml; no dependencies: requirements*.txt pin them), so tests and
 # scripts import engine, app, scripts and tests.kit from wherever they run

@@ -16,7 +16,7 @@ from enum import StrEnum
 from engineio import json as engineio_json
 from socketio import packet
 
-from engine.policies import policy_traits
+from engine.sched.policies import policy_traits
 
 NAMESPACE = "/"
 UNREADABLE = "_unreadable"  # the event a message that cannot be decoded turns into

@@ -1,16 +1,16 @@
-"""Batch Lanes' engine: real batched inference over a per-slot KV cache, one step record per lane per step.
+"""Batch Lanes' engine: real batched inference over a paged KV cache, one step record per lane per step.
 
     from engine import Engine, Workload     # loaded on first use
 
 Nothing that needs torch loads up front, so that a web process (which only checks workloads and reads
-step records) can import `engine.workload`, `engine.limits` or `engine.metrics` without it.
+step records) can import `engine.workload.workload`, `engine.workload.limits` or `engine.report.metrics` without it.
 Importing it changes nothing in the process: the entry points set the compute threads up (`threads.configure`).
 This file knows only where each public name lives, nothing of what it does.
 """
 
-_WHERE = {"EngineConfig": "config", "Engine": "engine", "Run": "engine", "lane_metrics": "metrics",
-          "Limits": "workload", "Workload": "workload", "WorkloadError": "workload", "load_workload": "workload",
-          "parse_workload": "workload"}
+_WHERE = {"EngineConfig": "config", "Engine": "engine", "Run": "engine", "lane_metrics": "report.metrics",
+          **{name: "workload.workload" for name in ("Limits", "Workload", "WorkloadError", "load_workload",
+                                                    "parse_workload")}}
 __all__ = list(_WHERE)
 
 

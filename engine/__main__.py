@@ -1,7 +1,7 @@
-"""`python -m engine ...`: see engine.cli. The compute threads are set up before anything loads torch."""
-from .threads import configure
+"""`python -m engine ...`: see engine.cli.commands. The compute threads are set up before anything loads torch."""
+from engine.threads import configure
 
 configure()
-from .cli import main  # noqa: E402  (after configure: cli loads torch)
+from engine.cli.commands import main  # noqa: E402  (after configure: cli loads torch)
 
 raise SystemExit(main())

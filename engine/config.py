@@ -8,8 +8,8 @@ that the command line checks --live-options without loading torch.
 """
 from dataclasses import dataclass, field, fields
 
-from .admission import ORDERS
-from .speculative import SpeculativeConfig
+from engine.sched.admission import ORDERS
+from engine.sched.speculative import SpeculativeConfig
 
 KV_ALLOCATIONS = ("paged", "reserve")  # block_manager.py: grow a block at a time, or reserve the whole request up front
 PREEMPTIONS = ("recompute", "swap")    # policies.py: what becomes of a preempted request's K/V
@@ -80,7 +80,7 @@ class LaneSpec:
     name: str              # what the page, the metrics and the exports call the lane (unique in a run)
     policy: str            # the batching policy: a name of policies.POLICIES (checked by the workload parser)
     config: EngineConfig   # the lane's options: the workload's, with the lane's own changes
-    engine: str = "batch-lanes"  # who computes it: our engine, or "vllm" (a real vLLM engine, engine/vllm_lane.py)
+    engine: str = "batch-lanes"  # who computes it: our engine, or "vllm" (a real vLLM engine, engine/peers/vllm_lane.py)
     engine_options: dict = field(default_factory=dict)  # a vLLM lane: the options its object set (vllm_options.py)
 
     @classmethod

@@ -9,18 +9,18 @@ scheduled or computed (the lane's scheduler and runner do), nor sockets, pages o
 """
 from dataclasses import replace
 
-from .block_manager import blocks_for
-from .config import LaneSpec
-from .lane import Lane
-from .model import LoadedModel
-from .policies import POLICIES
-from .request import RequestSpec, max_row_len, row_capacity
-from .runner import ModelRunner
-from .siblings import written_index
-from .sim import SimNoise, SimRunner, sim_prompt_ids
-from .step import StepRecord
-from .vllm_options import vllm_lane_problem
-from .workload import Limits, Workload, WorkloadError
+from engine.kv.block_manager import blocks_for
+from engine.config import LaneSpec
+from engine.lane import Lane
+from engine.worker.model import LoadedModel
+from engine.sched.policies import POLICIES
+from engine.request import RequestSpec, max_row_len, row_capacity
+from engine.worker.runner import ModelRunner
+from engine.workload.siblings import written_index
+from engine.worker.sim import SimNoise, SimRunner, sim_prompt_ids
+from engine.step import StepRecord
+from engine.peers.vllm_options import vllm_lane_problem
+from engine.workload.workload import Limits, Workload, WorkloadError
 
 
 class Run:
@@ -116,7 +116,7 @@ class Engine:
     def build_lane(self, spec: LaneSpec, workload: Workload, row_len: int, eos_ids: frozenset[int],
                    pad_id: int) -> Lane:
         if spec.engine == "vllm":  # a real vLLM engine in its own process (started here: ~60 s)
-            from .vllm_lane import VllmLane
+            from engine.peers.vllm_lane import VllmLane
             return VllmLane(spec, list(workload.requests), workload.timed, self.lm, str(self.lm.folder))
         config = spec.config
         kv_capacity = config.kv_budget // config.kv_block_size * config.kv_block_size if config.kv_budget \

@@ -13,11 +13,11 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from .batch import ForwardResult, SchedulerOutput
-from .request import Request
-from .scheduler import Scheduler
-from .speculative import cell_facts, text_upto
-from .step import Forward, SlotRecord, SlotState, StepRecord, StopReason
+from engine.sched.batch import ForwardResult, SchedulerOutput
+from engine.request import Request
+from engine.sched.scheduler import Scheduler
+from engine.sched.speculative import cell_facts, text_upto
+from engine.step import Forward, SlotRecord, SlotState, StepRecord, StopReason
 
 
 @dataclass(frozen=True)

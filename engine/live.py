@@ -13,13 +13,13 @@ from collections import deque
 from dataclasses import replace
 from typing import Callable
 
-from .config import live_config
-from .lane import Lane
-from .policies import ContinuousScheduler
-from .request import Request, RequestSpec
-from .runner import ModelRunner
-from .sim import SimRunner
-from .step import StepRecord
+from engine.config import live_config
+from engine.lane import Lane
+from engine.sched.policies import ContinuousScheduler
+from engine.request import Request, RequestSpec
+from engine.worker.runner import ModelRunner
+from engine.worker.sim import SimRunner
+from engine.step import StepRecord
 
 Listener = Callable[[Request, StepRecord], None]  # called on the stepping thread after each step it took part in
 

@@ -6,7 +6,7 @@ mutable state. Nothing here touches tensors.
 from dataclasses import dataclass, field
 from enum import Enum
 
-from .step import StopReason
+from engine.step import StopReason
 
 
 class RequestStatus(str, Enum):
@@ -36,8 +36,8 @@ class RequestSpec:
     min_tokens: int = 0         # EOS cannot be written before this many tokens (its logits masked, as vLLM does)
     logprobs: int | None = None         # report each written token's logprob and this many top alternatives
     prompt_logprobs: int | None = None  # ...and each prompt token's (echo); such a request takes no prefix cache hit
-    grammar: object = None      # a compiled grammar (engine.grammar): every written token keeps to it (JSON output)
-    group: str | None = None    # parallel sampling: the request whose `n` samples its siblings are (engine.siblings;
+    grammar: object = None      # a compiled grammar (engine.worker.grammar): every written token keeps to it (JSON output)
+    group: str | None = None    # parallel sampling: the request whose `n` samples its siblings are (engine.workload.siblings;
                                 # its id is "<group>·i"); the first of them leads, the others fork its prompt
                                 # blocks; None: a request of its own
 
@@ -73,9 +73,9 @@ class Request:
     rng: object = None                          # a sampled request's random generator (the runner's to make)
     num_from_cache: int = 0                     # prefix cache: prompt tokens its latest (re)start took from the cache
     cache_hit_step: int | None = None           # ...in this step
-    token_logprobs: list = field(default_factory=list)  # engine.logprobs.Entry per output token (spec.logprobs set)
+    token_logprobs: list = field(default_factory=list)  # engine.worker.logprobs.Entry per output token (spec.logprobs set)
     prompt_logprobs: list = field(default_factory=list)  # an Entry (or None for the first) per prompt token
-    matcher: object = None                      # a constrained request's grammar matcher (engine.grammar's to make)
+    matcher: object = None                      # a constrained request's grammar matcher (engine.worker.grammar's to make)
 
     @property
     def id(self) -> str:

@@ -1,6 +1,6 @@
 """Why a waiting request was not admitted in a step: the vocabulary (`WaitReason`) and one fact per waiter (`Wait`).
 
-The policies (engine/policies.py) decide admission, and for every request they leave waiting they say why; the lane
+The policies (engine/sched/policies.py) decide admission, and for every request they leave waiting they say why; the lane
 writes it into the step record (`StepRecord.waits`: request id -> `Wait.to_dict()`). A request not yet arrived is not
 waiting and has no reason. This module knows reasons and numbers only: no slots, blocks, policies or tensors. The
 strings are the wire vocabulary; static/js/waits.js is the page's twin (tests/test_waits.py holds them equal).

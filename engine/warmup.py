@@ -15,13 +15,13 @@ page memory out on a machine that is short of it); it times its own run and noth
 import time
 from typing import Callable
 
-from . import cpu_kernels
-from .engine import Engine
-from .linears import can_pack
-from .metrics import step_time_spread
-from .model import LoadedModel
-from .step import SlotState
-from .workload import Limits, parse_workload
+from engine.worker.cpu import kernels as cpu_kernels
+from engine.engine import Engine
+from engine.worker.linears import can_pack
+from engine.report.metrics import step_time_spread
+from engine.worker.model import LoadedModel
+from engine.step import SlotState
+from engine.workload.workload import Limits, parse_workload
 
 # Why this shape of warm-up, measured here (float32 SmolLM2-135M, 2 shared cores; demos/mixed.json on static +
 # continuous in a fresh process, step-1 ms of the first run / of a second run):

@@ -10,7 +10,7 @@ Sections (each a key of the JSON; `targets` sums up the goals):
                           with EOS stops
   mixed_x8                continuous vs static wall seconds on demos/mixed.json with every length x8
   overhead                engine time outside the model's forward calls, as a share of step time
-  decode_steps            one decode call of 1/2/4/8/16 rows: transformers' forward (eager) vs engine/fast_decode.py
+  decode_steps            one decode call of 1/2/4/8/16 rows: transformers' forward (eager) vs engine/worker/fast_decode.py
   decode_floor            the batch-1 decode step next to the weight-read floor (weight bytes / bandwidth)
   split_vs_fused          a joiner's prefill next to others' decode: two calls vs one fused (packed) call
   chunked_prefill         decoders' step time while a ~400-token prompt is prefilled, with and without chunks
@@ -61,9 +61,9 @@ from scripts.bench_warmup import first_vs_second_run  # noqa: E402
 from scripts.bench_memory import memory_presets  # noqa: E402
 from scripts.bench_vllm import cpu_model, vllm_race  # noqa: E402
 from engine import Engine  # noqa: E402
-from engine.metrics import run_metrics  # noqa: E402
+from engine.report.metrics import run_metrics  # noqa: E402
 from engine.step import Forward  # noqa: E402
-from engine.workload import CLI_LIMITS  # noqa: E402
+from engine.workload.workload import CLI_LIMITS  # noqa: E402
 SIZES = {  # what each section runs; --quick shrinks everything to a smoke test
     "full": dict(repeats=3, batches=(1, 4, 8, 16), static_new_tokens=24,
                  chat_requests=16, chat_slots=8, chat_new_tokens=48, chat_repeats=2,
@@ -305,14 +305,14 @@ def main(argv: list[str] | None = None, lm=None) -> dict:
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--decode-step", choices=("fast", "eager"), default="fast",
-                        help="the lanes' decode calls: engine/fast_decode.py (default) or transformers' forward")
+                        help="the lanes' decode calls: engine/worker/fast_decode.py (default) or transformers' forward")
     args = parser.parse_args(argv)
     sections = [s for s in args.sections.split(",") if s]
     bad = [s for s in sections if s not in SECTIONS]
     if bad:
         parser.error(f"unknown section {bad[0]!r}")
     if lm is None:
-        from engine.model import load_model
+        from engine.worker.model import load_model
         lm = load_model(args.model, dtype=args.dtype, device=args.device)
     lm = replace(lm, decode_step=args.decode_step)
     out = run_benchmark(lm, quick=args.quick, sections=sections, model_args=(args.model, args.dtype, args.device))

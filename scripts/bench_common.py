@@ -10,7 +10,7 @@ from engine.threads import configure
 
 configure()  # OMP_WAIT_POLICY=PASSIVE before anything loads torch (every bench script imports this module first)
 from engine import Engine, parse_workload  # noqa: E402
-from engine.workload import CLI_LIMITS  # noqa: E402
+from engine.workload.workload import CLI_LIMITS  # noqa: E402
 from scripts.chat_prompts import CHAT_PROMPTS  # noqa: E402,F401  (re-exported to the bench sections)
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""The decode step itself: transformers' forward (eager) next to engine/fast_decode.py (fast; CUDA graphs on a GPU),
+"""The decode step itself: transformers' forward (eager) next to engine/worker/fast_decode.py (fast; CUDA graphs on a GPU),
 at every batch size, in one process, interleaved call by call. A section of scripts/bench.py, and of
 scripts/gpu_check.py on a GPU. Nothing here asserts a timing."""
 import statistics
@@ -8,8 +8,8 @@ from dataclasses import replace
 import torch
 
 from engine.request import Request, RequestSpec
-from engine.runner import ModelRunner
-from engine.batch import Row
+from engine.worker.runner import ModelRunner
+from engine.sched.batch import Row
 from engine.step import SlotState
 
 

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 from scripts.bench_common import CHAT_PROMPTS, ROOT, Records, median, outputs, prepare, timed_run
 from engine import Engine
-from engine.metrics import run_metrics
+from engine.report.metrics import run_metrics
 from engine.step import Forward, SlotState
-from engine.workload import CLI_LIMITS
+from engine.workload.workload import CLI_LIMITS
 
 
 # -- 6) split vs fused --------------------------------------------------------------------------------------------

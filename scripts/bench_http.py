@@ -36,8 +36,8 @@ from engine.threads import configure
 
 configure()  # OMP_WAIT_POLICY=PASSIVE before torch loads
 from engine import Engine, parse_workload  # noqa: E402
-from engine.limits import CLI_LIMITS  # noqa: E402
-from engine.metrics import lane_metrics  # noqa: E402
+from engine.workload.limits import CLI_LIMITS  # noqa: E402
+from engine.report.metrics import lane_metrics  # noqa: E402
 from engine.step import Forward  # noqa: E402
 from scripts.serve_bench import PROMPTS, get_json, log, make_client, run_rate, server  # noqa: E402
 
@@ -93,7 +93,7 @@ def api_side(client, model: str, mix: list[dict], base: str) -> dict:
 
 def bench_http(url: str | None = None, requests: int = 16, max_tokens: int = 32, slots: int = 8, repeats: int = 3,
                model_path: str | None = None, lm=None) -> dict:
-    from engine.model import load_model
+    from engine.worker.model import load_model
     prompts = [PROMPTS[i % len(PROMPTS)] for i in range(requests)]
     mix = [{"prompt": p, "max_tokens": max_tokens} for p in prompts]
     load_before = os.getloadavg()[0]

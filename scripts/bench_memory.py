@@ -1,14 +1,14 @@
 """Benchmark section on the memory lessons (`memory_presets`): demos/paged-vs-reserve.json and
 demos/swap-vs-recompute.json on the model, each run once after a warm-up run. Prints each lane's batch size (rows
-computed a step: mean and most), its token utilization (engine/metrics.py), its lane-clock wall time, and for the swap
+computed a step: mean and most), its token utilization (engine/report/metrics.py), its lane-clock wall time, and for the swap
 lessons the blocks copied out to the host pool and the measured copy time, beside the recompute lane's preemptions;
 whether the lanes wrote the same tokens. The per-block costs of each side, measured in isolation, are `paged_cache`'s."""
 import json
 
 from engine import Engine
-from engine.metrics import run_metrics
+from engine.report.metrics import run_metrics
 from engine.step import SlotState
-from engine.workload import CLI_LIMITS
+from engine.workload.workload import CLI_LIMITS
 from scripts.bench_common import ROOT, Records, outputs, prepare
 
 COMPUTED = (SlotState.PREFILL.value, SlotState.DECODE.value)

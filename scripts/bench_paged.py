@@ -4,7 +4,7 @@ scripts/bench.py (`paged_cache`); nothing here asserts a timing.
 "slots" is the old code path itself: engine/ as it was at commit SLOT_ROWS_COMMIT (one `(slots, kv_heads, row + 1,
 head_dim)` row per slot), extracted from git into a temporary package and run on the same model. "paged" is today's
 runner with every row's blocks scattered over the pool (a random permutation), its decode attention the compiled
-kernel that reads them in place (engine/kernels/paged_attention.cpp); "paged_gather" the same tables with that kernel
+kernel that reads them in place (engine/worker/cpu/paged_attention.cpp); "paged_gather" the same tables with that kernel
 off (each layer gathers the blocks into a workspace, then sdpa), and "paged_runs" today's runner with each row's blocks
 one run, equally spaced (read as a view by the gather path, in place by the kernel).
 Measured: the decode step at 1/4/8/16 rows and 128/512 tokens of context, what the gather costs of that, a
@@ -24,13 +24,13 @@ import time
 
 import torch
 
-from engine.batch import Row
+from engine.sched.batch import Row
 from engine.request import Request, RequestSpec
-from engine.runner import ModelRunner
+from engine.worker.runner import ModelRunner
 from engine.step import SlotState
 from scripts.bench_common import ROOT, median
 
-SLOT_ROWS_COMMIT = "4c9b636"  # the last commit with per-slot rows (engine/kv_cache.py's SlotKVCache)
+SLOT_ROWS_COMMIT = "4c9b636"  # the last commit with per-slot rows (engine/worker/kv_cache.py's SlotKVCache)
 BLOCK = 16
 
 
@@ -47,7 +47,7 @@ def slot_rows_engine():
     os.rename(os.path.join(folder, "engine"), os.path.join(folder, "engine_slot_rows"))
     sys.path.insert(0, folder)
     # the compiled decode kernel: today's module, so that its build (keyed by the source's path) is not redone
-    import engine.cpu_kernels
+    import engine.worker.cpu.kernels
     old = importlib.import_module("engine_slot_rows")
     sys.modules["engine_slot_rows.cpu_kernels"] = old.cpu_kernels = engine.cpu_kernels
     for name in ("runner", "batch", "request", "step"):

@@ -6,8 +6,8 @@ import json
 
 from scripts.bench_common import ROOT, Records, median, outputs, prepare, timed_run
 from engine import Engine
-from engine.metrics import run_metrics
-from engine.workload import CLI_LIMITS
+from engine.report.metrics import run_metrics
+from engine.workload.workload import CLI_LIMITS
 
 
 def preset(name: str, size: dict, prefix_cache: bool) -> dict:

@@ -12,8 +12,8 @@ from dataclasses import replace
 from scripts.bench_common import Records, median, prepare
 from scripts.bench_features import demo
 from engine import Engine
-from engine.metrics import run_metrics
-from engine.workload import CLI_LIMITS
+from engine.report.metrics import run_metrics
+from engine.workload.workload import CLI_LIMITS
 
 PRESETS = ("spec-quote", "spec-chat")
 

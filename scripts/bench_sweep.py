@@ -2,13 +2,13 @@
 
 A generated mix (Poisson arrivals, answers of 16 to 48 tokens) runs at rising request rates on the static,
 dynamic and continuous lanes, each on its own lane clock; the section reports, per rate and lane, what
-`vllm bench serve` reports (through engine.sweep, i.e. from the step records) and the lowest rate at which
+`vllm bench serve` reports (through engine.report.sweep, i.e. from the step records) and the lowest rate at which
 each lane's p95 TTFT crosses 2 s. A figure, not a test: it asserts nothing about time.
 """
 from scripts.bench_common import Records, log
 from engine import Engine
-from engine.limits import CLI_LIMITS
-from engine.sweep import crossing_rate, run_sweep
+from engine.workload.limits import CLI_LIMITS
+from engine.report.sweep import crossing_rate, run_sweep
 
 KEEP = ("completed", "duration", "request_throughput", "output_throughput", "request_goodput", "median_ttft_ms",
         "p95_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p95_tpot_ms", "median_itl_ms", "p99_itl_ms",

@@ -16,10 +16,10 @@ import urllib.request
 
 from engine import Engine
 from engine.config import LIVE_OPTIONS
-from engine.limits import CLI_LIMITS
-from engine.metrics import run_metrics
-from engine.vllm_options import vllm_lane_problem
-from engine.vllm_process import close_all, vllm_python
+from engine.workload.limits import CLI_LIMITS
+from engine.report.metrics import run_metrics
+from engine.peers.vllm_options import vllm_lane_problem
+from engine.peers.vllm_process import close_all, vllm_python
 from scripts.bench_common import CHAT_PROMPTS, ROOT, Records, log, outputs, prepare
 
 SLOTS = 8

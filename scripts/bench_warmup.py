@@ -59,7 +59,7 @@ def child(model_args: tuple, warm: bool, size: dict) -> dict:
 def measure(args) -> dict:
     """In this (fresh) process: load as the server does, then mixed twice; step 1 of each lane in each run."""
     from engine import Engine, parse_workload
-    from engine.model import load_model
+    from engine.worker.model import load_model
     from engine.warmup import warm_up
 
     loaded = {}

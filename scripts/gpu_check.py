@@ -32,8 +32,8 @@ configure()  # OMP_WAIT_POLICY=PASSIVE before torch loads
 import torch  # noqa: E402
 
 from engine import Engine, parse_workload  # noqa: E402
-from engine.model import load_model  # noqa: E402
-from engine.workload import CLI_LIMITS  # noqa: E402
+from engine.worker.model import load_model  # noqa: E402
+from engine.workload.workload import CLI_LIMITS  # noqa: E402
 from tests.kit.reference import PROMPTS  # noqa: E402  (the exactness tests' prompts, the same on the device)
 
 LANES = ["static", "dynamic", "continuous", {"name": "chunked 16", "policy": "continuous", "chunk_size": 16},
@@ -80,7 +80,7 @@ def random_llama(device: str):
     """A 2-layer random Llama (seeded, no tokenizer) on the device: what the graph checks decode with."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from engine.model import LoadedModel
+    from engine.worker.model import LoadedModel
 
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -94,8 +94,8 @@ def tiny_graphs(device: str) -> dict:
     """A 2-layer random Llama on the device (no tokenizer needed): rows of 1, 3, 5 and 8 slots prefill through
     transformers, then decode 6 steps with the fast step (CUDA graphs) and with the eager one; tokens compared."""
     from engine.request import Request, RequestSpec
-    from engine.runner import ModelRunner
-    from engine.batch import Row
+    from engine.worker.runner import ModelRunner
+    from engine.sched.batch import Row
     from engine.step import SlotState
 
     lm = random_llama(device)

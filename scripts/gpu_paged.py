@@ -8,7 +8,7 @@ import torch
 
 
 def paged_graphs(device: str) -> dict:
-    from engine.runner import ModelRunner
+    from engine.worker.runner import ModelRunner
     from scripts.gpu_check import random_llama
     from tests.kit.paged import drive, permuted_tables
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
-from engine.metrics import percentile  # noqa: E402  (the engine's nearest-rank definition, for every p50/p95)
+from engine.report.metrics import percentile  # noqa: E402  (the engine's nearest-rank definition, for every p50/p95)
 from tests.kit.server import EventClient, live_server  # noqa: E402
 
 PRESETS = ("mixed", "same", "one-long")

@@ -39,7 +39,7 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-from engine.metrics import percentile  # noqa: E402  (the engine's nearest-rank definition, as scripts/load.py)
+from engine.report.metrics import percentile  # noqa: E402  (the engine's nearest-rank definition, as scripts/load.py)
 from scripts.scale_procs import (READY_TIMEOUT_S, Processes, RssSampler, ScaleError, kill_redis,  # noqa: E402
                                  start_processes, start_redis_again)
 from scripts.scale_spectator import CONNECT_RETRIES, Watcher, steps_of  # noqa: E402

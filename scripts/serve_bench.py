@@ -7,14 +7,14 @@
 Without `--url` it starts `python -m app` itself on a free port with a temporary data folder, waits for
 GET /healthz to say ready, and stops it afterwards. Every request is a streaming chat completion (one user
 message, temperature 0, `ignore_eos` through `extra_body` unless `--no-ignore-eos`, usage chunk asked for), sent
-from its own thread at its arrival time: arrivals are drawn by engine.arrivals (the first at 0 s, then gaps from a
+from its own thread at its arrival time: arrivals are drawn by engine.workload.arrivals (the first at 0 s, then gaps from a
 Gamma distribution of shape `--burstiness` and mean 1 / rate; 1 = Poisson), seeded, so a run repeats its schedule.
 
 Per request, on the client's clock: TTFT to the first chunk with non-empty content, ITLs between content chunks,
 e2e to the end of the stream, TPOT = (e2e - TTFT) / (completion_tokens - 1) with the tokens from the usage chunk.
 Per rate, under vLLM's names: completed, failed, duration (first send to last stream's end), request_throughput,
 output_throughput, request_goodput (requests meeting `--slo-ttft-ms` and `--slo-tpot-ms`), and mean / median /
-p95 / p99 of ttft_ms, tpot_ms, itl_ms, e2el_ms (median and percentiles nearest-rank, engine.metrics.percentile).
+p95 / p99 of ttft_ms, tpot_ms, itl_ms, e2el_ms (median and percentiles nearest-rank, engine.report.metrics.percentile).
 A content chunk may hold more than one token (text held back while it may become a stop string), so ITLs are
 gaps between chunks, as every client-side benchmark measures them.
 
@@ -34,8 +34,8 @@ from statistics import fmean
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from engine.arrivals import arrival_times_ms, generate_requests  # noqa: E402  (no torch: a pure client)
-from engine.metrics import percentile  # noqa: E402
+from engine.workload.arrivals import arrival_times_ms, generate_requests  # noqa: E402  (no torch: a pure client)
+from engine.report.metrics import percentile  # noqa: E402
 from scripts.chat_prompts import CHAT_PROMPTS as PROMPTS  # noqa: E402  (the built-in mix, as bench.py's)
 from tests.kit.server import _health, live_server  # noqa: E402
 

@@ -10,7 +10,7 @@ from engine.threads import configure
 configure()  # as every entry point does, before torch loads: a bare `pytest` gets the Makefile's OMP_WAIT_POLICY too
 import pytest  # noqa: E402
 
-from engine.model import LoadedModel, ModelLoadError, load_model  # noqa: E402
+from engine.worker.model import LoadedModel, ModelLoadError, load_model  # noqa: E402
 from tests.kit.probe import SocketProbe  # noqa: E402
 from tests.kit.tiny import tiny_model  # noqa: E402
 
@@ -32,7 +32,7 @@ def _real_model_only_in_its_tier(request, monkeypatch):
     if request.node.get_closest_marker("model") is None:
         def unmarked(*args, **kwargs):
             raise ModelLoadError(f"{request.node.nodeid} loads the default model: mark it @pytest.mark.model")
-        monkeypatch.setattr("engine.model.default_model_path", unmarked)
+        monkeypatch.setattr("engine.worker.model.default_model_path", unmarked)
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import Engine
-from engine.workload import Limits
+from engine.workload.workload import Limits
 
 pytestmark = pytest.mark.model
 

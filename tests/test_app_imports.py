@@ -1,4 +1,4 @@
-"""What a web process imports: never torch, transformers, engine.runner or engine.model.
+"""What a web process imports: never torch, transformers, engine.worker.runner or engine.worker.model.
 
 A web process of a scale-out deployment (`python -m app --message-queue redis://...`) serves the page and the
 socket protocol and leaves the model to engine workers. It must run without the model, so the web wing's
@@ -14,7 +14,7 @@ from tests.kit.scale import Deployment
 from tests.kit.server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-FORBIDDEN = ("torch", "transformers", "engine.runner", "engine.model")
+FORBIDDEN = ("torch", "transformers", "engine.worker.runner", "engine.worker.model")
 WEB_WING = sorted(f"app.web.{p.stem}" for p in (ROOT / "app" / "web").glob("*.py") if p.stem != "__init__")
 SHARED = ("app.cli", "app.settings", "app.protocol", "app.asyncmode", "app.runs.service", "app.runs.redis_book",
           "app.runs.fanout", "app.runs.store", "app.runs.redis_link", "app.live.gateway", "app.live.prom")
@@ -53,7 +53,7 @@ def test_a_one_process_app_does_import_the_engine_so_the_check_above_can_fail(tm
         REPORT])
     out = run_python(code)
     assert out.returncode == 0, out.stderr
-    assert "engine.runner" in out.stdout, out.stdout + out.stderr
+    assert "engine.worker.runner" in out.stdout, out.stdout + out.stderr
 
 
 @pytest.fixture

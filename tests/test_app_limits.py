@@ -1,11 +1,11 @@
 """Issue 4's limits: every violation is a run_error naming the field and the limit, and nothing reaches the
-engine; the limits are the app's LIMITS config (engine.workload.Limits), and /api/limits shows them."""
+engine; the limits are the app's LIMITS config (engine.workload.workload.Limits), and /api/limits shows them."""
 import copy
 
 import pytest
 
 from engine import Engine
-from engine.workload import Limits
+from engine.workload.workload import Limits
 
 pytestmark = pytest.mark.model
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from engine import Engine
-from engine.metrics import run_metrics
-from engine.workload import parse_workload
+from engine.report.metrics import run_metrics
+from engine.workload.workload import parse_workload
 
 pytestmark = pytest.mark.model
 

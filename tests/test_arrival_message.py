@@ -1,8 +1,8 @@
 """The refusal of a step arrival speaks the page's step numbers (from 1) as well as the field's (from 0)."""
 import pytest
 
-from engine.limits import Limits, WorkloadError
-from engine.workload import parse_workload
+from engine.workload.limits import Limits, WorkloadError
+from engine.workload.workload import parse_workload
 
 
 def _refusal(arrival) -> WorkloadError:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from engine import Limits, WorkloadError, parse_workload
-from engine.arrivals import arrival_times_ms, generate_requests
-from engine.cli import main
+from engine.workload.arrivals import arrival_times_ms, generate_requests
+from engine.cli.commands import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

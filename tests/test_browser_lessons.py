@@ -96,9 +96,9 @@ def test_the_page_rewrites_a_claim_the_stored_run_contradicts_with_its_numbers(b
     """A stored long-prompt run whose chunk step 6 took 5x its cost (the simulator's forced noise): replayed, its
     lesson no longer says "no step stalls for long" but what happened, with that step's numbers."""
     from app.runs.store import RunStore
-    from engine.metrics import run_metrics
-    from engine.sim import SimNoise
-    from engine.workload import CLI_LIMITS, parse_workload
+    from engine.report.metrics import run_metrics
+    from engine.worker.sim import SimNoise
+    from engine.workload.workload import CLI_LIMITS, parse_workload
     from tests.golden.lessons import make_run
 
     data = tmp_path / "data"

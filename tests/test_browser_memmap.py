@@ -35,7 +35,7 @@ def run(tab, server: str, preset: str) -> dict:
     open_projected(tab, server)
     tab.click(f'button[data-preset="{preset}"]')
     wait_finished(tab, preset)
-    assert lanes(tab, "metricsCheck") == "ok"  # token_utilization too: metrics.js and engine/metrics.py agree
+    assert lanes(tab, "metricsCheck") == "ok"  # token_utilization too: metrics.js and engine/report/metrics.py agree
     return json.loads(urlopen(f"{server}/api/runs/{lanes(tab, 'runId')}").read())
 
 

@@ -19,7 +19,7 @@ def test_shared_instructions_draws_cached_prefills_and_counts_prompt_tokens(tab,
     wait_finished(tab)
     tab.keyboard.press("End")
     tab.wait_for_function("() => window.__lanes.shown === window.__lanes.limit && window.__lanes.limit > 0")
-    assert lanes(tab, "metricsCheck") == "ok"  # metrics.js and engine/metrics.py agree, the new numbers too
+    assert lanes(tab, "metricsCheck") == "ok"  # metrics.js and engine/report/metrics.py agree, the new numbers too
 
     # 1) the numbers: the cached lane computed fewer prompt tokens, took the rest from the cache
     plain, cached = (lanes(tab, f"lanes[{n!r}].metrics") for n in ("continuous", "prefix cache"))

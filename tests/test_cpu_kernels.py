@@ -1,6 +1,6 @@
-"""The compiled few-row linear (engine/kernels/gemv.cpp through engine/cpu_kernels.py): built on this machine (make
+"""The compiled few-row linear (engine/worker/cpu/gemv.cpp through engine/worker/cpu/kernels.py): built on this machine (make
 setup builds it), equal to F.linear to float32 rounding, used by the fast decode step for 1-16 rows, safe to call
-from several threads at once (its helper threads are engine/kernels/pool.h's), and a clean fallback to oneDNN when it
+from several threads at once (its helper threads are engine/worker/cpu/pool.h's), and a clean fallback to oneDNN when it
 cannot be had."""
 import threading
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from engine import cpu_kernels
-from engine.fast_decode import FusedWeights
+from engine.worker.cpu import kernels as cpu_kernels
+from engine.worker.fast_decode import FusedWeights
 
 
 def test_the_kernel_builds_and_loads_here():

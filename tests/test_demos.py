@@ -124,7 +124,7 @@ def test_every_demo_names_the_clock_its_lesson_speaks_in_and_the_workload_carrie
 
 
 def test_a_clock_that_is_not_ms_or_steps_is_refused_by_name():
-    from engine.workload import WorkloadError
+    from engine.workload.workload import WorkloadError
     raw = json.loads((DEMOS / "mixed.json").read_text())
     with pytest.raises(WorkloadError) as e:
         parse_workload({**raw, "clock": "seconds"})

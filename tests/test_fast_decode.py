@@ -1,15 +1,15 @@
-"""The fast decode step (engine/fast_decode.py) writes exactly the tokens of the eager path (transformers' forward),
+"""The fast decode step (engine/worker/fast_decode.py) writes exactly the tokens of the eager path (transformers' forward),
 on the tiny random Llama and on the real SmolLM2, on every lane; models it cannot run fall back to the eager path."""
 from dataclasses import replace
 
 import pytest
 import torch
 
-from engine import fast_decode
-from engine.batch import Row
-from engine.fast_decode import FastDecode, graph_bucket, rms_norm, unsupported
+from engine.worker import fast_decode
+from engine.sched.batch import Row
+from engine.worker.fast_decode import FastDecode, graph_bucket, rms_norm, unsupported
 from engine.request import Request, RequestSpec
-from engine.runner import ModelRunner
+from engine.worker.runner import ModelRunner
 from engine.step import SlotState
 from tests.kit.reference import PROMPTS, check_against_solo, outputs, run_lanes
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine import Engine, lane_metrics, parse_workload
-from engine.sim import SIM_CALL_MS, SIM_TOKEN_MS
+from engine.worker.sim import SIM_CALL_MS, SIM_TOKEN_MS
 from engine.step import SlotState
 from tests.kit.reference import solo_generate
 

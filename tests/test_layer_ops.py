@@ -1,11 +1,11 @@
-"""The small operations between a decode layer's linears (engine/kernels/layer_ops.cpp): each equals torch's
+"""The small operations between a decode layer's linears (engine/worker/cpu/layer_ops.cpp): each equals torch's
 operations on the same tensors to float noise, writes only what it says it writes, and refuses what it cannot
 take; and the runner's argmax (cpu_kernels.argmax) picks what torch.argmax picks, ties and NaNs included."""
 import pytest
 import torch
 import torch.nn.functional as F
 
-from engine import cpu_kernels
+from engine.worker.cpu import kernels as cpu_kernels
 
 
 @pytest.fixture(scope="module")

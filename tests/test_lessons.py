@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from engine.engine import Engine
-from engine.metrics import lane_metrics
-from engine.sim import SimNoise
-from engine.workload import CLI_LIMITS, parse_workload
+from engine.report.metrics import lane_metrics
+from engine.worker.sim import SimNoise
+from engine.workload.workload import CLI_LIMITS, parse_workload
 from tests.golden import lessons
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,7 +67,7 @@ def test_lessons_are_true_of_runs_at_more_seeds(tmp_path, monkeypatch):
 
 
 def test_run_started_carries_each_prompts_tokens_so_a_spectator_has_them_from_the_start(make_app, connect):
-    from engine.sim import estimate_prompt_tokens
+    from engine.worker.sim import estimate_prompt_tokens
     app = make_app(engine=Engine(None))
     probe = connect(app)
     obj = json.loads((ROOT / "demos" / "long-prompt.json").read_text())

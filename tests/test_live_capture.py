@@ -6,8 +6,8 @@ import pytest
 
 from app.live.capture import CaptureSpec, capture_spec, capture_workload
 from engine import Engine
-from engine.limits import WorkloadError
-from engine.workload import parse_workload
+from engine.workload.limits import WorkloadError
+from engine.workload.workload import parse_workload
 
 
 def summary(i: int, arrival_ms: float, status="finished", stop="length", tokens=3) -> dict:

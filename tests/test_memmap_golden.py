@@ -1,10 +1,10 @@
-"""engine/metrics.py token_utilization against the hand-checked fixture tests/golden/memmap.json, the same records
+"""engine/report/metrics.py token_utilization against the hand-checked fixture tests/golden/memmap.json, the same records
 tests/js/memmap.test.mjs gives static/js/memmap.js: both languages must answer the same number."""
 import json
 from pathlib import Path
 
-from engine.metrics import lane_block_size, token_utilization
-from engine.workload import CLI_LIMITS, parse_workload
+from engine.report.metrics import lane_block_size, token_utilization
+from engine.workload.workload import CLI_LIMITS, parse_workload
 
 CASE = json.loads((Path(__file__).resolve().parent / "golden" / "memmap.json").read_text())
 

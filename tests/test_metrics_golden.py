@@ -1,4 +1,4 @@
-"""engine/metrics.py against the golden fixture (tests/golden/metrics.json, written by `python -m tests.golden.make`
+"""engine/report/metrics.py against the golden fixture (tests/golden/metrics.json, written by `python -m tests.golden.make`
 from real runs): the step records of one lane of each kind go in, exactly the stored metrics come out. No model, no
 browser; tests/js/metrics.test.mjs holds static/js/metrics.js to the same answers."""
 import json
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.metric_table import METRICS
-from engine.metrics import REQUEST_FIELDS, lane_metrics
-from engine.workload import CLI_LIMITS, parse_workload
+from engine.report.metric_table import METRICS
+from engine.report.metrics import REQUEST_FIELDS, lane_metrics
+from engine.workload.workload import CLI_LIMITS, parse_workload
 
 CASES = json.loads((Path(__file__).resolve().parent / "golden" / "metrics.json").read_text())
 KINDS = {"static", "dynamic", "continuous", "chunked_prefill", "preemption", "prefix_cache", "speculative",

@@ -14,7 +14,7 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from engine.metrics import request_times
+from engine.report.metrics import request_times
 from tests.kit.reference import solo_generate
 from tests.kit.server import live_server
 
@@ -240,7 +240,7 @@ def test_metrics_parse_and_count_what_was_served(server, client, model):
                  "e2e_request_latency_seconds_count", "request_queue_time_seconds_count",
                  "inter_token_latency_seconds_count"):
         assert f"batch_lanes:{name}" in after
-    # the histograms hold the lane metrics' own request times (engine.metrics.request_times) of these requests
+    # the histograms hold the lane metrics' own request times (engine.report.metrics.request_times) of these requests
     served = live(server)["requests"][-3:]
     assert [q["prompt"] for q in served] == PROMPTS[:3]
     for histogram, key in (("request_queue_time_seconds", "queue_ms"), ("time_to_first_token_seconds", "ttft_ms"),
@@ -278,7 +278,7 @@ def test_a_full_live_queue_answers_429(tmp_path):
 
 def test_the_api_answers_503_while_the_model_loads(make_app, monkeypatch):
     import app.runs.loader
-    from engine.model import ModelLoadError
+    from engine.worker.model import ModelLoadError
 
     gate = threading.Event()
 

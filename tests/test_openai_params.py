@@ -9,7 +9,7 @@ import openai
 import pytest
 import torch
 
-from engine import grammar
+from engine.worker import grammar
 
 from tests.kit.server import live_server
 

@@ -234,7 +234,7 @@ def test_a_body_over_the_limit_under_v1_is_a_413_in_openais_object(make_app):
 
 def test_health_is_503_while_the_model_loads_and_when_the_engine_loop_died(make_app, monkeypatch):
     import app.runs.loader
-    from engine.model import ModelLoadError
+    from engine.worker.model import ModelLoadError
 
     gate = threading.Event()
 

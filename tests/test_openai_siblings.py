@@ -1,4 +1,4 @@
-"""The OpenAI endpoint's `n` as one group of siblings on the live lane (engine.siblings): ids `L5·1` ... `L5·n`,
+"""The OpenAI endpoint's `n` as one group of siblings on the live lane (engine.workload.siblings): ids `L5·1` ... `L5·n`,
 `index` on every streamed chunk, a finish per choice, usage with the prompt once, every sibling cancelled when
 the client leaves (simulator); on the real model, greedy siblings equal n = 1 and a seeded sample j equals
 n = 1 with seed + j (completions and chat, streamed and whole)."""

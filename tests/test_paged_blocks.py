@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from engine import Engine, WorkloadError, parse_workload
-from engine.block_manager import blocks_for
+from engine.kv.block_manager import blocks_for
 from engine.config import EngineConfig
 from engine.lane import Lane
-from engine.policies import ContinuousScheduler
+from engine.sched.policies import ContinuousScheduler
 from engine.request import RequestSpec
-from engine.sim import SimRunner, sim_prompt_ids
+from engine.worker.sim import SimRunner, sim_prompt_ids
 from engine.step import SlotState
 
 SHARED = "Answer as a museum guide would: short, friendly, exact. " * 2  # 112 bytes: 28 tokens

@@ -1,4 +1,4 @@
-"""The paged KV cache (engine/kv_cache.py): rows read and write K/V only through their block tables.
+"""The paged KV cache (engine/worker/kv_cache.py): rows read and write K/V only through their block tables.
 
 Hand-made tables drive `ModelRunner.run` directly: random permutations of the pool's blocks, tables that share
 prompt blocks, a copy-on-write copy, a swap out and back in: every request writes what generate() writes alone, and
@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 import torch
 
-from engine.batch import Row
+from engine.sched.batch import Row
 from engine.request import Request, RequestSpec
-from engine.runner import ModelRunner
+from engine.worker.runner import ModelRunner
 from engine.step import SlotState
 from tests.kit.paged import drive, permuted_tables
 from tests.kit.reference import PROMPTS, solo_generate

@@ -6,9 +6,9 @@ import pytest
 
 from engine.config import EngineConfig
 from engine.lane import Lane
-from engine.policies import ContinuousScheduler
+from engine.sched.policies import ContinuousScheduler
 from engine.request import RequestSpec
-from engine.runner import ModelRunner
+from engine.worker.runner import ModelRunner
 from engine.step import SlotState
 from tests.kit.reference import PROMPTS, check_against_solo, run_lanes, solo_generate
 

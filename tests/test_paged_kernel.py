@@ -1,4 +1,4 @@
-"""The compiled paged-attention decode kernel (engine/kernels/paged_attention.cpp): reading K/V blocks in place
+"""The compiled paged-attention decode kernel (engine/worker/cpu/paged_attention.cpp): reading K/V blocks in place
 through the tables gives what the gather + sdpa path gives (within 1e-5), on random pools with permuted, shared
 and ragged tables, and on a packed prompt's tokens as rows of their own; and it refuses, by name, what it cannot
 read."""
@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from engine import cpu_kernels
+from engine.worker.cpu import kernels as cpu_kernels
 
 
 def reference(q, keys, values, tables, lens, scale):

@@ -4,9 +4,9 @@ model's test is the shared-instructions demo, tests/test_demos.py)."""
 import pytest
 
 from engine import Engine, lane_metrics, parse_workload
-from engine.prefix_cache import PrefixCache, chain_hashes
+from engine.kv.prefix_cache import PrefixCache, chain_hashes
 from engine.request import Request, RequestSpec
-from engine.workload import WorkloadError
+from engine.workload.workload import WorkloadError
 from tests.kit.reference import check_against_solo, solo_generate
 
 SHARED = "Answer as a museum guide would: short, friendly, exact, and never more than two sentences. " * 3

@@ -5,7 +5,7 @@ engine's own sampler = the same seed alone); their full prompt blocks are shared
 import pytest
 
 from engine import Engine, Limits, WorkloadError, parse_workload
-from engine.siblings import collapse, expand, sibling_id, sibling_seed, written_index
+from engine.workload.siblings import collapse, expand, sibling_id, sibling_seed, written_index
 from engine.request import RequestSpec
 
 from tests.kit.reference import run_lanes, solo_generate

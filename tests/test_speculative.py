@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from engine import Engine, lane_metrics, parse_workload
-from engine.speculative import SpeculativeConfig, accept, num_accepted, propose
-from engine.workload import WorkloadError
+from engine.sched.speculative import SpeculativeConfig, accept, num_accepted, propose
+from engine.workload.workload import WorkloadError
 from tests.kit.reference import PROMPTS, check_against_solo, run_lanes, solo_generate
 
 DEMOS = Path(__file__).resolve().parent.parent / "demos"
@@ -187,7 +187,7 @@ def test_real_model_eos_and_max_new_tokens_cut_an_accepted_run_exactly(smol):
 # -- the scheduler's side, without a model: what a speculative decode row feeds and how its tokens fold in --------
 def scheduler(budget: int | None, *specs):
     from engine.config import EngineConfig
-    from engine.policies import ContinuousScheduler
+    from engine.sched.policies import ContinuousScheduler
     config = EngineConfig(slots=2, kv_budget=budget, kv_block_size=4, speculative=SpeculativeConfig(k=4))
     return ContinuousScheduler(config, list(specs), eos_ids=frozenset({99}))
 

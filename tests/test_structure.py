@@ -37,7 +37,7 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
         else:
             continue
         for target in targets:
-            while target and target not in known:  # `import engine.model.x` names engine.model
+            while target and target not in known:  # `import engine.worker.model.x` names engine.worker.model
                 target = target.rpartition(".")[0]
             if target and target != name:
                 found.add(target)
@@ -86,7 +86,7 @@ def test_the_import_graph_sees_relative_and_function_level_imports():
     edges = graph()
     assert "app.protocol" in edges["app.web.routes"]           # `from ..protocol import ...`
     assert "app.runs.worker" in edges["app.web.factory"]       # imported inside _one_process
-    assert "engine.sim" in edges["app.runs.tokens"]            # imported inside a function
+    assert "engine.worker.sim" in edges["app.runs.tokens"]            # imported inside a function
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 

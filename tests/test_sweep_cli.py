@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from engine import cli
-from engine.sweep import serving_metrics
+from engine.cli import commands as cli
+from engine.report.sweep import serving_metrics
 
 RATE = 8.0
 # Six requests at RATE/s onto two slots: a queue forms, so admission order, budgets, chunks and fusing all matter.

@@ -1,4 +1,4 @@
-"""Replaying production traces (engine/trace.py, engine/trace_text.py) on the simulator: the same slice and scales give
+"""Replaying production traces (engine/workload/trace.py, engine/workload/trace_text.py) on the simulator: the same slice and scales give
 the same workload; time scaling keeps order and relative gaps; equal hash ids give equal prompt blocks and unequal ids
 different ones; the prefix cache's hit ratio equals the ratio the hash ids give; the presets and sweeps over a slice.
 The real model's side is tests/test_trace_model.py."""
@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from engine import Engine, lane_metrics, parse_workload
-from engine.cli import main
-from engine.limits import CLI_LIMITS, Limits, WorkloadError
-from engine.sim import sim_prompt_ids
-from engine.sweep import offered_rate, run_sweep
-from engine.trace import (SLICES, check_spec, hash_hit_ratio, read_trace, slice_rows, trace_blocks, trace_workload)
+from engine.cli.commands import main
+from engine.workload.limits import CLI_LIMITS, Limits, WorkloadError
+from engine.worker.sim import sim_prompt_ids
+from engine.report.sweep import offered_rate, run_sweep
+from engine.workload.trace import (SLICES, check_spec, hash_hit_ratio, read_trace, slice_rows, trace_blocks, trace_workload)
 
 ROOT = Path(__file__).resolve().parent.parent
 AZURE, MOONCAKE = SLICES / "azure-code-burst.csv", SLICES / "mooncake-conversation.jsonl"

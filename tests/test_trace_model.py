@@ -6,9 +6,9 @@ import random
 import pytest
 
 from engine import Engine, lane_metrics, parse_workload
-from engine.limits import CLI_LIMITS
-from engine.trace import SLICES, check_spec, hash_hit_ratio, read_trace, slice_rows, trace_blocks, trace_workload
-from engine.trace_text import HEAD_TOKENS, SUFFIX_TOKENS, WORDS, filler_prompt
+from engine.workload.limits import CLI_LIMITS
+from engine.workload.trace import SLICES, check_spec, hash_hit_ratio, read_trace, slice_rows, trace_blocks, trace_workload
+from engine.workload.trace_text import HEAD_TOKENS, SUFFIX_TOKENS, WORDS, filler_prompt
 
 MOONCAKE = SLICES / "mooncake-conversation.jsonl"
 B = 32

@@ -4,7 +4,7 @@ vLLM is starting before step 1, and the vLLM lane's cells are drawn from its own
 them like any lane's (the page's figures equal the server's). Starts vLLM once (~60 s, minutes on a busy machine)."""
 import pytest
 
-from engine.vllm_process import vllm_available
+from engine.peers.vllm_process import vllm_available
 from tests.kit.browser import rgb, pixels, share
 from tests.kit.page import lanes, open_page, stored
 

@@ -12,7 +12,7 @@ import pytest
 
 from engine import Engine, parse_workload
 from engine.step import SlotState
-from engine.vllm_process import VllmError, vllm_available
+from engine.peers.vllm_process import VllmError, vllm_available
 from tests.kit.reference import PROMPTS, outputs, solo_generate
 
 pytestmark = [pytest.mark.vllm, pytest.mark.model]

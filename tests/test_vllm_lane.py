@@ -3,7 +3,7 @@ those it cannot (an error naming them), and the clear refusal where vLLM or the 
 import pytest
 
 from engine import Engine, WorkloadError, parse_workload
-from engine.vllm_options import engine_args
+from engine.peers.vllm_options import engine_args
 
 REQ = [{"id": "a", "prompt": "hi", "max_new_tokens": 2}]
 

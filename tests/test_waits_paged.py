@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from engine import Engine, parse_workload
-from engine.block_manager import BlockManager
+from engine.kv.block_manager import BlockManager
 from engine.request import RequestSpec
 from engine.waits import WaitReason
 
@@ -37,8 +37,8 @@ def test_a_swapped_out_request_waits_for_room_to_swap_back_in_and_says_how_many_
 def test_a_sibling_waits_for_its_leaders_prompt():
     from engine.config import EngineConfig
     from engine.lane import Lane
-    from engine.policies import ContinuousScheduler
-    from engine.sim import SimRunner, sim_prompt_ids
+    from engine.sched.policies import ContinuousScheduler
+    from engine.worker.sim import SimRunner, sim_prompt_ids
 
     ids = tuple(sim_prompt_ids(prompt_of(80)))
     specs = [RequestSpec(f"R0·{i + 1}", "p", 4, prompt_ids=ids, group="R0") for i in range(3)]

@@ -9,7 +9,7 @@ import pytest
 
 import app.runs.loader
 from engine import Engine, Limits, parse_workload
-from engine.fast_decode import FastDecode
+from engine.worker.fast_decode import FastDecode
 from engine.warmup import warm_up
 
 

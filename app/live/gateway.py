@@ -13,9 +13,9 @@ import threading
 import time
 from collections import OrderedDict
 
-from engine.metrics import request_times
+from engine.report.metrics import request_times
 from engine.request import Request, RequestSpec
-from engine.siblings import sibling_id
+from engine.workload.siblings import sibling_id
 from engine.step import StepRecord, StopReason
 
 from ..protocol import Event, Send
@@ -66,7 +66,7 @@ def next_event(events: queue.Queue, timeout: float):
 class LiveStream:
     """One API request on the live lane: what the HTTP handler reads, as ("prompt", entries) once (a request that
     asked for prompt logprobs), ("text", delta, entries, tokens so far), then ("done", finish, usage, entries) or
-    ("error", message). `entries`: engine.logprobs.Entry of the tokens written since the last event (empty unless
+    ("error", message). `entries`: engine.worker.logprobs.Entry of the tokens written since the last event (empty unless
     the request asked for logprobs). Several streams of one HTTP request (n, a list of prompts) may share one
     `events` queue: each then puts (its index, event)."""
 
@@ -154,7 +154,7 @@ class LiveGateway:
         return self.ready_lane().row_len()
 
     def group_id(self) -> str:
-        """The id of a request's n samples on the live lane: they open as `<it>·1`, `<it>·2`, ... (engine.siblings)."""
+        """The id of a request's n samples on the live lane: they open as `<it>·1`, `<it>·2`, ... (engine.workload.siblings)."""
         return f"L{next(self.ids)}"
 
     def open(self, prompt_ids: list[int], prompt: str, max_tokens: int, temperature: float, top_p: float,
@@ -188,7 +188,7 @@ class LiveGateway:
 
     def _stepped(self, stream: LiveStream, request: Request, record: StepRecord | None, decode) -> None:
         """On the worker's thread, after a step `request` took part in (record None: cancelled): its summary's
-        moments on the lane clock, and the times they complete (engine.metrics.request_times) into /metrics."""
+        moments on the lane clock, and the times they complete (engine.report.metrics.request_times) into /metrics."""
         if not stream.abandoned:   # its client left: nothing more is handed to it
             stream.feed(request, record, decode)
         end_ms = record.start_ms + record.ms if record is not None else self.lane.now_ms()

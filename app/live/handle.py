@@ -35,7 +35,7 @@ class LaneHandle(Protocol):
         """The lane's clock: ms since it opened."""
     def slots(self) -> int: ...
     def traits(self) -> dict:
-        """Its batching policy's traits (engine.scheduler.Traits.to_dict): what the Live view says the lane is."""
+        """Its batching policy's traits (engine.sched.scheduler.Traits.to_dict): what the Live view says the lane is."""
     def options(self) -> dict:
         """How it batches (engine.live.LiveLane.options): slots, token budget, chunk, fused, prefix cache, KV."""
     def row_len(self) -> int:

@@ -56,7 +56,7 @@ def out_key(rid: str) -> str:
 
 
 def entries_in(items) -> list:
-    """engine.logprobs.Entry tuples back from their JSON lists."""
+    """engine.worker.logprobs.Entry tuples back from their JSON lists."""
     return [(t, p, tuple(tuple(x) for x in top)) for t, p, top in items]
 
 

@@ -41,9 +41,9 @@ class Job:
 
 def prepare_job(job: Job, engine, limits, workload=None) -> None:
     """Tokenize and check `job` for `engine` (raises WorkloadError naming the field): sets `job.prepared`.
-    `workload`: a run's request already parsed by the handler (engine.workload.Workload), not parsed again."""
-    from engine.sweep import prepare_sweep
-    from engine.workload import parse_workload
+    `workload`: a run's request already parsed by the handler (engine.workload.workload.Workload), not parsed again."""
+    from engine.report.sweep import prepare_sweep
+    from engine.workload.workload import parse_workload
 
     req = job.request
     if job.kind == RUN:

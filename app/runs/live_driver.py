@@ -171,7 +171,7 @@ class LiveDriver:
             return [lm.tokenizer.decode([i], clean_up_tokenization_spaces=False) for i in ids]
 
     def compile_json(self, schema: str) -> object:
-        from engine import grammar
+        from engine.worker import grammar
         lm = self.engine().lm
         why = "the simulator has no logits" if lm is None else grammar.missing()
         if why:

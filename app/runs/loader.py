@@ -5,12 +5,12 @@ or a plain thread) and only record their progress here: loading fills the
 bar to LOAD_SHARE, warming the model up for every row count up to the app's `max_slots` fills the rest, so
 the first run a user watches is not slowed by one-off costs (see `engine.warmup`). The worker's (green)
 thread polls this record and emits `model_status`, since a green-thread hub must not be touched from another
-OS thread. This module knows `engine.model` and `engine.warmup`, nothing of runs or sockets.
+OS thread. This module knows `engine.worker.model` and `engine.warmup`, nothing of runs or sockets.
 """
 import logging
 from typing import Callable
 
-from engine.model import LoadedModel, ModelLoadError, load_model
+from engine.worker.model import LoadedModel, ModelLoadError, load_model
 from engine.warmup import measure_noise, warm_up
 
 log = logging.getLogger("batch_lanes.loader")

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from engine.metrics import run_metrics
+from engine.report.metrics import run_metrics
 
 from ..protocol import Event, Send, error_payload, finished_payload, started_payload, tick_payload
 from .job import Job

@@ -1,6 +1,6 @@
 """A load sweep as a job kind of the engine worker's one loop (app.runs.steps).
 
-A sweep (`sweep` event) re-runs one mix at several request rates (engine.sweep) on its lanes. It queues like
+A sweep (`sweep` event) re-runs one mix at several request rates (engine.report.sweep) on its lanes. It queues like
 a run (same queue, positions, one per client, cancel, orphan rules); while it runs it sends `sweep_progress`
 (a fraction of the tokens to write, at most 4 times a second, not logged: a late watcher gets the latest) and
 one `sweep_point` per rate, whose run is stored like any finished run so that the point opens at
@@ -11,8 +11,8 @@ import logging
 import time
 from dataclasses import replace
 
-from engine.metrics import run_metrics
-from engine.sweep import iter_sweep
+from engine.report.metrics import run_metrics
+from engine.report.sweep import iter_sweep
 
 from ..protocol import Event, Send, new_run_id
 from .job import Job, simulated, sweep_engine, sweep_started_payload

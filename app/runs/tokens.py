@@ -7,7 +7,7 @@ This module knows the engine's tokenizer API and the simulator's estimate, nothi
 
 def count_prompt_tokens(engine, prompts: list[str]) -> list[int]:
     """Chat-templated prompt tokens of each prompt (the simulator's estimate without a model)."""
-    from engine.sim import estimate_prompt_tokens
+    from engine.worker.sim import estimate_prompt_tokens
     lm = engine.lm
     return [estimate_prompt_tokens(p) if lm is None else len(lm.encode_prompt(p)) for p in prompts]
 
@@ -16,7 +16,7 @@ def encode_chat(engine, messages: list[dict], prompt: str) -> list[int]:
     """The prompt ids of a chat (`prompt`: its text, what the simulator estimates from)."""
     if engine.lm is not None:
         return engine.lm.encode_messages(messages)
-    from engine.sim import estimate_prompt_tokens
+    from engine.worker.sim import estimate_prompt_tokens
     return [0] * estimate_prompt_tokens(prompt)
 
 

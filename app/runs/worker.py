@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Callable
 
 from engine import Engine
-from engine.model import DEFAULT_GGUF
-from engine.vllm_options import vllm_lane_problem
-from engine.workload import WorkloadError
+from engine.worker.model import DEFAULT_GGUF
+from engine.peers.vllm_options import vllm_lane_problem
+from engine.workload.workload import WorkloadError
 
 from ..asyncmode import make_offload
 from ..protocol import Event, Rejected, RunStatus, Send

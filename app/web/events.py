@@ -19,9 +19,9 @@ from typing import Callable, TypeVar
 from flask import current_app, request
 from flask_socketio import emit, join_room, leave_room
 
-from engine.limits import check_number
-from engine.sweep import check_rates
-from engine.workload import Limits, Workload, WorkloadError, parse_workload
+from engine.workload.limits import check_number
+from engine.report.sweep import check_rates
+from engine.workload.workload import Limits, Workload, WorkloadError, parse_workload
 
 from ..live.gateway import LIVE_ROOM
 from ..protocol import RUN_ID, UNREADABLE, Event, Rejected, error_payload

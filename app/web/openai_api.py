@@ -20,7 +20,7 @@ import time
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
-from engine.siblings import sibling_seed
+from engine.workload.siblings import sibling_seed
 
 from ..asyncmode import client_socket
 from ..live.gateway import Unavailable
@@ -98,7 +98,7 @@ def _check_length(prompt_ids: list[int], params: Params, param: str) -> None:
 
 def _open(prompts_ids: list[tuple[list[int], str]], params: Params, param: str) -> Choices:
     """Every choice on the live lane: prompt p's sample j as choice p * n + j. n > 1 runs each prompt as one group
-    of n siblings (engine.siblings: ids `L5·1` ... `L5·n`, seeds seed, seed + 1, ...; they share the prompt's KV
+    of n siblings (engine.workload.siblings: ids `L5·1` ... `L5·n`, seeds seed, seed + 1, ...; they share the prompt's KV
     blocks), each with its own generator, stop and finish."""
     for ids, _ in prompts_ids:
         _check_length(ids, params, param)

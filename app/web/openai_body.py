@@ -39,7 +39,7 @@ class ChoiceBody:
         self.index, self.kind, self.params, self.texts = index, kind, params, texts  # texts(ids): each id's text
         self.prompt_ids, self.prompt_text = prompt_ids, prompt_text
         self.text: list[str] = [prompt_text] if params.echo else []
-        self.entries: list = []           # engine.logprobs.Entry of the written tokens
+        self.entries: list = []           # engine.worker.logprobs.Entry of the written tokens
         self.prompt_entries: list = []    # ...of the prompt (echo with logprobs), the first None
         self.tokens = 0                   # completion tokens so far
         self.finish: str | None = None

@@ -2,7 +2,7 @@
 logprobs, echo and n. Every refusal is a `BadParam` naming the parameter (a 400 unless it says otherwise).
 
 What is refused and why (docs/live-api.md has the table): `response_format` json_object / json_schema is taken
-where xgrammar is installed (engine.grammar masks every step's logits) and refused where it is not; `tools` need
+where xgrammar is installed (engine.worker.grammar masks every step's logits) and refused where it is not; `tools` need
 constrained decoding *and* parsing the output into tool calls, which this server does not do; the penalties, `logit_bias` and `suffix` change the logits in ways the engine does not implement;
 `best_of` > n would sample candidates the client never sees. Unknown parameters are ignored, as OpenAI does.
 This module knows the OpenAI request format and the server's limits, nothing of the live lane or HTTP responses.

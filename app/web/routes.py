@@ -14,13 +14,13 @@ from dataclasses import asdict
 
 from flask import Blueprint, Response, current_app, jsonify, render_template, request
 
-from engine.admission import ORDERS
-from engine.arrivals import generate_requests
+from engine.sched.admission import ORDERS
+from engine.workload.arrivals import generate_requests
 from engine.config import EngineConfig
-from engine.limits import CLI_LIMITS, WorkloadError
-from engine.policies import POLICIES
-from engine.trace import shipped_names, shipped_trace
-from engine.workload import parse_workload
+from engine.workload.limits import CLI_LIMITS, WorkloadError
+from engine.sched.policies import POLICIES
+from engine.workload.trace import shipped_names, shipped_trace
+from engine.workload.workload import parse_workload
 
 from ..live.capture import capture_spec
 from ..live.gateway import Unavailable
@@ -185,7 +185,7 @@ def load_presets() -> list[dict]:
         preset = parse_workload(obj, CLI_LIMITS).to_dict()
         if "generate" in obj:
             preset["generate"] = obj["generate"]
-        if "trace" in obj:  # a trace slice (engine/trace.py), which a sweep replays at each rate
+        if "trace" in obj:  # a trace slice (engine/workload/trace.py), which a sweep replays at each rate
             preset["trace"] = obj["trace"]
         if "claims" in obj:  # the lesson's claims, checked against the run by the page (static/js/claims.js)
             preset["claims"] = obj["claims"]
@@ -208,8 +208,8 @@ def limits():
 
 @bp.post("/api/generate")
 def generate():
-    """The requests a `generate` spec draws (engine.arrivals), or `{"trace": {...}}` a shipped trace slice replays
-    (engine.trace), for the editor to show and edit; 400 names the field."""
+    """The requests a `generate` spec draws (engine.workload.arrivals), or `{"trace": {...}}` a shipped trace slice replays
+    (engine.workload.trace), for the editor to show and edit; 400 names the field."""
     spec = json_body(request)
     try:
         if isinstance(spec, dict) and "trace" in spec:

@@ -1,7 +1,7 @@
 /**
  * The editor's arrival-process panel: N requests arriving as a Poisson process at a rate (requests/s),
  * or burstier (Gamma, burstiness < 1), seeded, with output and prompt lengths drawn from a list
- * ("8,16,32") or a range ("8-32"). It reads the panel into a `generate` spec (engine/arrivals.py) and
+ * ("8,16,32") or a range ("8-32"). It reads the panel into a `generate` spec (engine/workload/arrivals.py) and
  * hands it to `onGenerate`; what comes back fills the request rows. Field names are the server's
  * (`generate.rate`), so a 400 from /api/generate lands next to its field.
  */

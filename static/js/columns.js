@@ -1,5 +1,5 @@
 /**
- * The page's tables as the metric table declares them (catalog.js, from engine/metric_table.py): which columns a
+ * The page's tables as the metric table declares them (catalog.js, from engine/report/metric_table.py): which columns a
  * table has, in order, with their headings, formats, glossary terms and which way is better; and how a value
  * prints under a format spec (the same specs Python's format() reads: "d", ".2f", ".0%", ",.0f"). Pure data
  * and small functions; knows nothing of the DOM.

@@ -2,7 +2,7 @@
  * The glossary: what every metric of the metrics table and every legend item means, in one place, in
  * words a class can read off the projector. The metrics table's headers and the legend's keys over the
  * canvas name a term (`data-term`); tips.js shows its definition on hover and keyboard focus. The metrics' terms
- * are the metric table's (engine/metric_table.py GLOSSARY, through catalog.js); the drawing's are here. Plain
+ * are the metric table's (engine/report/metric_table.py GLOSSARY, through catalog.js); the drawing's are here. Plain
  * data and two lookups; knows nothing of the DOM.
  */
 import { METRIC_GLOSSARY } from "./catalog.js";

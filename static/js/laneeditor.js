@@ -20,9 +20,9 @@ import { LANE_ORDER } from "./vocab.js";
  * max_wait_ms); the rest apply to every lane. */
 const ONLY_FOR = Object.freeze(Object.fromEntries(Object.entries(OPTION_POLICIES).map(([k, v]) => [k, v.join(" ")])));
 const KEPT = ["kv_block_size", "fused", "kv_allocation", "preemption"];  // lane options without a field here: carried through unchanged
-const SPEC_K_MAX = 16;  // engine/speculative.py's bound on k
+const SPEC_K_MAX = 16;  // engine/sched/speculative.py's bound on k
 const VLLM = "vllm";  // the policy select's value for a vLLM lane (its engine; its policy is continuous)
-const VLLM_HIDES = ["scheduling_policy", "speculative"];  // options a vLLM lane cannot take (engine/vllm_options.py)
+const VLLM_HIDES = ["scheduling_policy", "speculative"];  // options a vLLM lane cannot take (engine/peers/vllm_options.py)
 
 export function createLaneList(container, { onChange }) {
   let limits = { max_lanes: 4, max_slots: 16, max_kv_budget: 65536, min_kv_budget: 16, max_wait: 100, max_arrival_ms: 600000,

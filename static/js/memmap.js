@@ -4,7 +4,7 @@
  * with a checkpoint every CHECKPOINT steps (memoized per records array) so a scrub to any step replays at most
  * that many records. `blockMap` turns a state into what the map draws: every block's owners, reference count and
  * fill, the cached and free blocks, the host pool, and block usage beside token usage. `tokenUtilization` is the
- * lane metric engine/metrics.py computes (its twin). Knows nothing of the DOM or the canvas.
+ * lane metric engine/report/metrics.py computes (its twin). Knows nothing of the DOM or the canvas.
  */
 
 export const CHECKPOINT = 32;
@@ -90,7 +90,7 @@ export function blockMap(state, { numBlocks, blockSize, hostBlocks = 0, swaps = 
 }
 
 /**
- * Token utilization over a run (engine/metrics.py token_utilization): the token slots holding a token, summed over
+ * Token utilization over a run (engine/report/metrics.py token_utilization): the token slots holding a token, summed over
  * every step, ÷ the token slots of the blocks requests held (each held device block once, shared or not), summed
  * over the same steps. Cached blocks no request holds and the host pool count in neither. null: no block tables.
  */

@@ -1,6 +1,6 @@
 /**
  * Every metric the page shows, computed from the step records alone (plus each request's arrival),
- * with the same definitions and the same arithmetic order as engine/metrics.py's lane_metrics — so
+ * with the same definitions and the same arithmetic order as engine/report/metrics.py's lane_metrics — so
  * the table cannot disagree with the canvas, and `mismatches` can check it against
  * `run_finished.metrics` number by number; tests/js/metrics.test.mjs holds it to tests/golden's answers without a
  * browser. Times are on the lane's clock (`start_ms`, `ms`). Which keys exist is the metric table's (catalog.js).
@@ -35,7 +35,7 @@ export function cellTokens(cell) {
 }
 
 /**
- * {starts, ends}: each step's start and end on the lane clock, in ms (engine/metrics.py lane_times).
+ * {starts, ends}: each step's start and end on the lane clock, in ms (engine/report/metrics.py lane_times).
  * Records stored before lanes had clocks carry no `start_ms`: their steps follow each other without gaps.
  */
 export function laneTimes(records) {
@@ -108,7 +108,7 @@ function requestFacts(records, workload, starts, end) {
 
 /**
  * {computed, cached}: prompt tokens the lane's prefill cells computed, and took from the prefix cache
- * (engine/metrics.py prompt_tokens). A preempted request starts again from 0 and is counted again.
+ * (engine/report/metrics.py prompt_tokens). A preempted request starts again from 0 and is counted again.
  */
 export function promptTokens(records) {
   const progress = new Map();
@@ -129,7 +129,7 @@ export function promptTokens(records) {
 }
 
 /**
- * A step's shape (engine/metrics.py step_shape): its forward kind, the rows it computed and the token positions
+ * A step's shape (engine/report/metrics.py step_shape): its forward kind, the rows it computed and the token positions
  * they held ("split|4|67"); null for a step that computed nothing. `progress` (request -> prompt tokens read) is
  * updated as promptTokens does, so a prefill chunk counts only the tokens it added.
  */
@@ -165,7 +165,7 @@ export function stepsByShape(records) {
 }
 
 /**
- * How much steps of the same shape varied in time (engine/metrics.py step_time_spread): each such step's distance
+ * How much steps of the same shape varied in time (engine/report/metrics.py step_time_spread): each such step's distance
  * from its shape's median ms as a share of that median, the 90th percentile of those; null when no shape repeats.
  */
 export function stepTimeSpread(records) {
@@ -186,7 +186,7 @@ export function isSimulated(record) {
 /**
  * A request's times in ms from the moments of its life on the lane clock (null: not yet): queue time (arrival to
  * the start of the step that first admitted it), TTFT (to the end of the step that wrote its first token), TPOT
- * (first token to last over the tokens after the first), latency (to its return). engine/metrics.py's
+ * (first token to last over the tokens after the first), latency (to its return). engine/report/metrics.py's
  * request_times, the same arithmetic; the lane metrics and the Live view both read it.
  */
 export function requestTimes(arrivalMs, admittedMs, firstTokenMs, finishMs, returnMs, tokens) {
@@ -200,14 +200,14 @@ export function requestTimes(arrivalMs, admittedMs, firstTokenMs, finishMs, retu
 }
 
 /** The KV block size of the lane these records are of: its pool's (the first record's kv_pool), else its own option,
- * else the workload's (engine/metrics.py). */
+ * else the workload's (engine/report/metrics.py). */
 export function laneBlockSize(records, workload) {
   if (records.length && records[0].kv_pool) return records[0].kv_pool.block_size;
   const own = records.length ? configOf(workload, records[0].lane).options.kv_block_size : undefined;
   return own ?? workload.kv_block_size ?? 16;
 }
 
-/** The metrics of one lane: the same keys and values as engine/metrics.py's lane_metrics. */
+/** The metrics of one lane: the same keys and values as engine/report/metrics.py's lane_metrics. */
 export function laneMetrics(records, workload) {
   const slots = records.length ? records[0].slots.length : workload.slots || 4;
   const steps = records.length;

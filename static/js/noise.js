@@ -1,6 +1,6 @@
 /**
  * How noisy this machine's step times were, in words next to the ms figures: each lane's `step_time_spread` (the
- * metric table's; engine/metrics.py step_time_spread: how far nine in ten steps of one shape strayed from that
+ * metric table's; engine/report/metrics.py step_time_spread: how far nine in ten steps of one shape strayed from that
  * shape's median) for the run, and the machine's figure from its warm-up (`model_status.step_noise`). Above
  * NOISY (25%) the page warns: a lane's ms then say as much about the machine as about its policy. A simulated
  * run says it has no noise. `worstStep` names the one step that strayed most from the steps of its shape: a single

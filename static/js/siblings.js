@@ -1,6 +1,6 @@
 /**
  * Parallel sampling on the page: a request written with `n` samples runs as n siblings, `R3·1` ... `R3·n`
- * (engine/siblings.py has the one rule: the id, a middle dot, the sample number from 1; n = 1 is the request
+ * (engine/workload/siblings.py has the one rule: the id, a middle dot, the sample number from 1; n = 1 is the request
  * itself). The wire's workload holds requests as written; the page expands them once (state.js, compare-runs.js)
  * so that every reader (metrics, timeline, tables, tooltip) meets one request per sibling, and the editor
  * collapses them back. Pure functions, no DOM.

@@ -1,6 +1,6 @@
 /**
  * The editor's trace panel: replay a slice of a production trace shipped with the server (Azure 2023 code
- * traffic, Mooncake chats with their prefix hash ids). It reads the panel into a `trace` spec (engine/trace.py:
+ * traffic, Mooncake chats with their prefix hash ids). It reads the panel into a `trace` spec (engine/workload/trace.py:
  * file, window "START:END" seconds, time and length scales, limit, seed) and hands it to `onTrace`; the requests
  * that come back from /api/generate fill the rows. Field names are the server's (`trace.window`), so a 400 lands
  * next to its field.

@@ -1,5 +1,5 @@
 """Write tests/golden/lessons.json: simulated runs of the `arrivals` and `long-prompt` presets (and of the trace presets
-`azure-code-burst` and `mooncake-conversation`) with injected step-time noise (engine.sim.SimNoise), and of the memory
+`azure-code-burst` and `mooncake-conversation`) with injected step-time noise (engine.worker.sim.SimNoise), and of the memory
 lessons `paged-vs-reserve` and `swap-vs-recompute` (whose claims are tests/js/memmap-lesson.test.mjs's), for
 tests/js/lessons.test.mjs, which checks that each preset's lesson, as the page writes it (static/js/lesson.js,
 claims.js), is true of the run it describes. Seeded noise, and noise forced each
@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from engine.engine import Engine
-from engine.sim import SimNoise
-from engine.workload import CLI_LIMITS, parse_workload
+from engine.worker.sim import SimNoise
+from engine.workload.workload import CLI_LIMITS, parse_workload
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PATH = Path(__file__).resolve().parent / "lessons.json"
@@ -39,7 +39,7 @@ def variants() -> list[tuple[str, str, SimNoise | None]]:
         ("long-prompt", "LONG's chunks x0.1", SimNoise(2, SPREAD, {("chunked 64", c): 0.1 for c in range(5, 13)})),
         ("long-prompt", "the whole-prompt step x0.2", SimNoise(3, SPREAD, {("continuous", 5): 0.2})),
     ]
-    for preset in ("azure-code-burst", "mooncake-conversation"):  # replayed traces (engine/trace.py)
+    for preset in ("azure-code-burst", "mooncake-conversation"):  # replayed traces (engine/workload/trace.py)
         out += [(preset, "no noise", None), (preset, "seed 1", SimNoise(1, SPREAD))]
     # the memory lessons (tests/js/memmap-lesson.test.mjs): noise moves no block, so paged-vs-reserve runs once
     out += [("paged-vs-reserve", "no noise", None), ("swap-vs-recompute", "no noise", None),

@@ -1,4 +1,4 @@
-"""Write tests/golden/metrics.json: step records of real engine runs and the metrics engine/metrics.py computes from
+"""Write tests/golden/metrics.json: step records of real engine runs and the metrics engine/report/metrics.py computes from
 them, one case per kind of lane. tests/test_metrics_golden.py (pytest) and tests/js/metrics.test.mjs (node) hold
 lane_metrics and static/js/metrics.js to these answers, without a model or a browser.
 
@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from engine.engine import Engine
-from engine.metrics import REQUEST_FIELDS, lane_metrics
-from engine.workload import CLI_LIMITS, parse_workload
+from engine.report.metrics import REQUEST_FIELDS, lane_metrics
+from engine.workload.workload import CLI_LIMITS, parse_workload
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PATH = Path(__file__).resolve().parent / "metrics.json"
@@ -68,7 +68,7 @@ def main(argv: list[str]) -> int:
                 case["expected"] = expected(lane_metrics(case["records"], parse_workload(case["workload"], CLI_LIMITS)))
             continue
         if real and model is None:
-            from engine.model import load_model
+            from engine.worker.model import load_model
             model = Engine(load_model(), CLI_LIMITS)
         cases[name] = make_case(model if real else sim, demo, lane)
         print(f"{name}: {len(cases[name]['records'])} steps", file=sys.stderr)

@@ -1,5 +1,5 @@
 // static/js/memmap.js: the memory map's state rebuilt from the records' kv_* deltas, against the hand-checked
-// fixture tests/golden/memmap.json (engine/metrics.py token_utilization gives the same number:
+// fixture tests/golden/memmap.json (engine/report/metrics.py token_utilization gives the same number:
 // tests/test_memmap_golden.py), and scrubbing through checkpoints equal to replaying every record. No browser.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -10,7 +10,7 @@ import { CHECKPOINT, applyRecord, blockMap, hasBlockTables, memoryAt, tokenUtili
 const CASE = JSON.parse(readFileSync(new URL("../golden/memmap.json", import.meta.url), "utf8"));
 const POOL = { numBlocks: CASE.num_blocks, blockSize: CASE.block_size };
 
-test("token utilization of the fixture's records is the hand-checked figure engine/metrics.py also gives", () => {
+test("token utilization of the fixture's records is the hand-checked figure engine/report/metrics.py also gives", () => {
   assert.equal(tokenUtilization(CASE.records, CASE.block_size), CASE.expected.token_utilization);
 });
 

@@ -1,5 +1,5 @@
 // static/js/metrics.js against the golden fixture (tests/golden/metrics.json, `python -m tests.golden.make`): the
-// step records of one lane of each kind go in, the stored metrics of engine/metrics.py come out (numbers within
+// step records of one lane of each kind go in, the stored metrics of engine/report/metrics.py come out (numbers within
 // 1e-9 relative), and the page computes exactly the metric table's keys. `node --test tests/js/`: no browser.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -29,7 +29,7 @@ function assertSame(mine, want, where) {
 }
 
 for (const [name, c] of Object.entries(CASES)) {
-  test(`laneMetrics of the ${name} records are engine/metrics.py's`, () => {
+  test(`laneMetrics of the ${name} records are engine/report/metrics.py's`, () => {
     const m = laneMetrics(c.records, c.workload);
     const { requests, ...numbers } = c.expected;
     assertSame(m, numbers, name);

@@ -1,5 +1,5 @@
 // static/js/siblings.js without a browser: a request written with n samples is drawn as its siblings R3·1 ...
-// R3·n (engine/siblings.py's rule), the tooltip of a sibling's cell says "sample 1 of 3 of R3", and the editor
+// R3·n (engine/workload/siblings.py's rule), the tooltip of a sibling's cell says "sample 1 of 3 of R3", and the editor
 // gets the request back as written. `node --test tests/js/`.
 import assert from "node:assert/strict";
 import { test } from "node:test";

@@ -1,9 +1,9 @@
 """Driving `ModelRunner.run` by hand over given block tables (the paged cache's tests and scripts/gpu_check.py)."""
 import random
 
-from engine.batch import Row
+from engine.sched.batch import Row
 from engine.request import Request, RequestSpec
-from engine.runner import ModelRunner
+from engine.worker.runner import ModelRunner
 from engine.step import SlotState
 
 

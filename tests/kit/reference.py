@@ -3,7 +3,7 @@ exactness tests share, and the helpers that run a workload through the lanes and
 import torch
 
 from engine import Engine, parse_workload
-from engine.model import LoadedModel
+from engine.worker.model import LoadedModel
 
 PROMPTS = ["Hi", "What is the capital of France?",
            "Write one long sentence about the history of the Roman empire, its roads and its aqueducts.",

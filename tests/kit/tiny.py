@@ -8,7 +8,7 @@ every session gets the same ids. This module knows nothing of lanes or of the te
 """
 import torch
 
-from engine.model import LoadedModel
+from engine.worker.model import LoadedModel
 from tests.kit.reference import PROMPTS
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]  # ids 0, 1, 2, as in SmolLM2

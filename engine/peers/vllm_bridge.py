@@ -1,0 +1,146 @@
+"""The vLLM bridge: a real vLLM V1 engine in its own process, stepped one `engine.step()` at a time.
+
+Run as a script by the vLLM virtualenv's python (`.venv-vllm/bin/python engine/peers/vllm_bridge.py`), never imported
+by Batch Lanes (vLLM pins another transformers). It reads one JSON object a line on stdin and answers one a line
+on stdout (vLLM's own logs go to stderr):
+
+    {"op": "start", "model": FOLDER, "engine_args": {...}}  -> {"ok": true, "kv_blocks", "block_size", "config",
+                                                                 "reference_ms"}
+    {"op": "add", "id": "r0", "prompt_ids": [...], "max_new_tokens", "ignore_eos", "temperature", "top_p", "seed"}
+                                                             -> {"ok": true}
+    {"op": "step"}   -> {"ok": true, "ms", "scheduled": {id: [computed_before, n, num_tokens, prompt_len]},
+                         "preempted": [...], "outputs": {id: {"token_ids": [...new], "finish": reason|null}},
+                         "waiting": [...], "running": [...], "kv_usage": 0..1}
+    {"op": "reset"}  -> clears the prefix cache between runs          {"op": "exit"}
+
+It computes only when asked to step (lockstep with the other lanes: never two computations at once). It does
+not know slots, step records or our vocabulary: engine/peers/vllm_lane.py turns its answers into StepRecords.
+"""
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the engine core in this process: its scheduler reachable
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "0-1")      # the default binding gives the worker one core of two
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+# vLLM 0.32's AOT compile cache fails to load on every start here ('function' object has no attribute
+# 'finalize_loading') and compiles again; its older Inductor cache path is tried instead
+os.environ.setdefault("VLLM_USE_AOT_COMPILE", "0")
+
+
+def ours(internal_id: str) -> str:
+    """Our request id from vLLM's internal one (it appends a random suffix: "r3-1f2e...")."""
+    return internal_id.split("-", 1)[0]
+
+
+class Bridge:
+    def __init__(self, model: str, engine_args: dict):
+        from vllm import LLM
+        self.llm = LLM(model=model, dtype="float32", **engine_args)
+        self.engine = self.llm.llm_engine
+        self.scheduler = self.engine.engine_core.engine_core.scheduler
+        self.last = None
+        self.scheduled: dict = {}
+        schedule = self.scheduler.schedule
+
+        def wrapped(*args, **kwargs):  # the scheduler's decision, read before the model runs
+            out = schedule(*args, **kwargs)
+            self.last = out
+            self.scheduled = {}
+            for rid, n in out.num_scheduled_tokens.items():
+                req = self.scheduler.requests[rid]
+                # schedule() has already counted this step's tokens as computed: before the step, n fewer
+                self.scheduled[ours(rid)] = [req.num_computed_tokens - n, n, req.num_tokens, req.num_prompt_tokens]
+            return out
+        self.scheduler.schedule = wrapped
+        self.seen: dict[str, int] = {}  # our id -> output tokens reported so far
+        self.reference_ms = self.warm_up()
+
+    def warm_up(self) -> float:
+        """One throwaway request through every step kind (its first steps are slower); returns a one-row decode
+        step's ms: what a step that computes nothing lasts before the lane measured one of its own."""
+        self.add({"id": "warmup", "prompt_ids": [1] * 8, "max_new_tokens": 4, "ignore_eos": True})
+        times = []
+        while self.engine.has_unfinished_requests():
+            times.append(self.step()["ms"])
+        self.llm.reset_prefix_cache()
+        self.seen.clear()
+        return min(times[1:] or times)
+
+    def info(self) -> dict:
+        sc, cc = self.engine.vllm_config.scheduler_config, self.engine.vllm_config.cache_config
+        manager = self.scheduler.kv_cache_manager
+        return {"kv_blocks": manager.block_pool.num_gpu_blocks, "block_size": cc.block_size,
+                "reference_ms": self.reference_ms,
+                "config": {"max_num_seqs": sc.max_num_seqs, "max_num_batched_tokens": sc.max_num_batched_tokens,
+                           "enable_chunked_prefill": sc.enable_chunked_prefill,
+                           "enable_prefix_caching": cc.enable_prefix_caching,
+                           "long_prefill_token_threshold": sc.long_prefill_token_threshold}}
+
+    def add(self, msg: dict) -> dict:
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+        params = SamplingParams(max_tokens=msg["max_new_tokens"], ignore_eos=msg["ignore_eos"],
+                                temperature=msg.get("temperature", 0.0), top_p=msg.get("top_p", 1.0),
+                                seed=msg.get("seed"), detokenize=False)
+        self.engine.add_request(msg["id"], TokensPrompt(prompt_token_ids=msg["prompt_ids"]), params)
+        self.seen[msg["id"]] = 0
+        return {}
+
+    def step(self) -> dict:
+        self.last, self.scheduled = None, {}
+        t0 = time.perf_counter()
+        results = self.engine.step()
+        ms = (time.perf_counter() - t0) * 1000
+        outputs = {}
+        for res in results:
+            rid = ours(res.request_id)
+            ids = list(res.outputs[0].token_ids)
+            new, self.seen[rid] = ids[self.seen.get(rid, 0):], len(ids)
+            finish = res.outputs[0].finish_reason if res.finished else None
+            if new or finish:
+                outputs[rid] = {"token_ids": new, "finish": finish}
+        out = self.last
+        return {"ms": ms, "scheduled": self.scheduled, "outputs": outputs,
+                "preempted": sorted(ours(r) for r in (getattr(out, "preempted_req_ids", None) or ())),
+                "waiting": [ours(r.request_id) for r in self.scheduler.waiting],
+                "running": [ours(r.request_id) for r in self.scheduler.running],
+                "kv_usage": self.scheduler.kv_cache_manager.usage}
+
+    def reset(self) -> dict:
+        assert not self.engine.has_unfinished_requests(), "reset with requests still running"
+        self.llm.reset_prefix_cache()
+        self.seen.clear()
+        return {}
+
+
+def main() -> None:
+    out = sys.stdout
+    sys.stdout = sys.stderr  # anything vLLM prints goes to stderr: stdout carries only our answers
+    bridge = None
+    for line in sys.stdin:
+        msg = json.loads(line)
+        op = msg.get("op")
+        try:
+            if op == "start":
+                bridge = Bridge(msg["model"], msg.get("engine_args", {}))
+                answer = bridge.info()
+            elif op == "exit":
+                break
+            else:
+                answer = getattr(bridge, op)(msg) if op == "add" else getattr(bridge, op)()
+        except Exception as e:  # the answer names the failure; our side raises it as the run's error
+            answer = {"ok": False, "error": f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"}
+            out.write(json.dumps(answer) + "\n")
+            out.flush()
+            if op == "start":
+                break
+            continue
+        out.write(json.dumps({"ok": True, **answer}) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Reporting: metrics computed from step records, the metric table, the page's generated catalog, load sweeps."""

@@ -1,0 +1,1 @@
+"""Our compiled CPU kernels: the C++ sources and the module that builds and loads them."""
