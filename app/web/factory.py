@@ -5,7 +5,7 @@ the model (loaded unless `engine` is given, e.g. `Engine(None)` for the simulato
 With `MESSAGE_QUEUE` (redis://...): a web process of several. The run book lives in Redis, the engine
 workers are other processes (`python -m app.engine_worker`), events reach this process's sockets through
 Redis, and this process never imports torch: nothing at the top of this module or of what it imports does
-(tests/test_app_imports.py holds it to that); the one-process wiring imports the engine inside
+(tests/app/test_app_imports.py holds it to that); the one-process wiring imports the engine inside
 `_one_process`. HTTP lives in `routes.py`, socket handlers in `events.py`; `app.settings.DEFAULTS` lists
 every config key.
 """

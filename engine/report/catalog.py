@@ -1,5 +1,5 @@
 """The page's catalog: what the engine declares that the page must read rather than repeat, written as one ES
-module, static/js/catalog.js (committed; tests/test_metrics_table.py fails when it is stale).
+module, static/js/catalog.js (committed; tests/engine/report/test_metrics_table.py fails when it is stale).
 
     python -m engine.report.catalog        # write static/js/catalog.js
     python -m engine.report.catalog --check

@@ -5,7 +5,7 @@ the page's metrics table, compare table, sweep table, CSV export and glossary al
 A metric is a key with a label, a unit, which way is better, a format and a glossary term; a table is an
 ordered tuple of columns, each showing one metric or several in one cell. Adding a metric: compute it in
 `lane_metrics` (and static/js/metrics.js), add its `Metric` here, and name it in the `TABLES` it shows in;
-tests/test_metrics_table.py fails until the three agree. This module computes nothing and knows no records.
+tests/engine/report/test_metrics_table.py fails until the three agree. This module computes nothing and knows no records.
 """
 from dataclasses import asdict, dataclass
 

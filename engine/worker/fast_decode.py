@@ -95,7 +95,7 @@ _WEIGHTS: "weakref.WeakKeyDictionary[torch.nn.Module, FusedWeights]" = weakref.W
 
 def rms_norm(norm: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
     """LlamaRMSNorm's arithmetic (variance in float32, weight applied in the model's dtype); in float32 torch's
-    fused rms_norm computes the same values (bit for bit, checked in tests/test_fast_decode.py) in one call."""
+    fused rms_norm computes the same values (bit for bit, checked in tests/engine/worker/test_fast_decode.py) in one call."""
     if x.dtype == torch.float32:
         return F.rms_norm(x, norm.weight.shape, norm.weight, norm.variance_epsilon)
     h = x.float()

@@ -1,7 +1,7 @@
 /**
  * How each kind of cell looks, and the colours of the lanes canvas: `PALETTE` (every colour the canvas
  * draws, chosen for WCAG AA — text at least 4.5:1 on its fill, outlines, marks and the focus ring at
- * least 3:1 against what they touch; tests/test_browser_access.py checks the pairs) and the painters
+ * least 3:1 against what they touch; tests/pages/test_browser_access.py checks the pairs) and the painters
  * of one cell, a wait, an arrival mark and a focus ring. Every cell kind differs by more than colour:
  * prefill carries a "P", padding is hatched, idle is an outline, preempted carries a cross, swapped out a
  * two-way arrow (its KV went to the host pool and comes back), queued a

@@ -1,7 +1,7 @@
 /**
  * The wire vocabulary, defined once for the page: slot states, forward kinds, stop reasons, lanes and socket
  * event names. The strings are identical to the Python ones (engine/step.py, the protocol table in docs/protocol.md):
- * tests/test_browser_vocab.py and tests/test_metrics_table.py check them against the engine and catalog.js (the
+ * tests/pages/test_browser_vocab.py and tests/engine/report/test_metrics_table.py check them against the engine and catalog.js (the
  * engine's own declarations, generated). What a policy or an admission order *is* (its traits, label, options)
  * is read from catalog.js's POLICIES and ADMISSION_ORDERS, never from these names.
  */

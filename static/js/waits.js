@@ -1,5 +1,5 @@
 /**
- * Why a request waits, in words: the page's twin of engine/waits.py's WaitReason (identical strings; tests/test_waits.py
+ * Why a request waits, in words: the page's twin of engine/waits.py's WaitReason (identical strings; tests/engine/sched/test_waits.py
  * holds them equal) and the text a wait says, for the tooltip, the request panel and the narration ("R7 waits: 3 KV
  * blocks short"). A step record's `waits` maps every waiting request to {reason, short?, ahead?, missing?, left?}.
  * Pure: strings in, strings out; knows nothing of the DOM or the canvas.

@@ -2,7 +2,7 @@
 // simulated runs with injected step-time noise (tests/golden/lessons.json, `python -m tests.golden.lessons`: seeds,
 // and noise forced each way) go through the page's own code (scene.js deriveRun, lesson.js fillLesson), and each
 // sentence the lesson then says is checked here against the run's own numbers, computed from its records.
-// `node --test tests/js/`: no browser. LESSON_RUNS=path reads another file of runs (tests/test_lessons.py).
+// `node --test tests/js/`: no browser. LESSON_RUNS=path reads another file of runs (tests/engine/report/test_lessons.py).
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";

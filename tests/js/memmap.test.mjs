@@ -1,6 +1,6 @@
 // static/js/memmap.js: the memory map's state rebuilt from the records' kv_* deltas, against the hand-checked
 // fixture tests/golden/memmap.json (engine/report/metrics.py token_utilization gives the same number:
-// tests/test_memmap_golden.py), and scrubbing through checkpoints equal to replaying every record. No browser.
+// tests/engine/report/test_memmap_golden.py), and scrubbing through checkpoints equal to replaying every record. No browser.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";

@@ -1,0 +1,1 @@
+"""The server: HTTP, sockets, the OpenAI endpoint, runs and their store."""

@@ -1,0 +1,1 @@
+"""Scale-out: web processes and engine workers over a real redis-server."""

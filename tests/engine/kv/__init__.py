@@ -1,0 +1,1 @@
+"""Remembering: the block manager and the prefix cache."""

@@ -1,0 +1,1 @@
+"""Reporting: metrics against golden fixtures, the metric table and catalog, lessons."""

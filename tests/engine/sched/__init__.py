@@ -1,0 +1,1 @@
+"""Deciding: slot states, chunking, preemption, admission, wait reasons, speculation."""

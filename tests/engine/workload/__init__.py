@@ -1,0 +1,1 @@
+"""Reading input: workloads, arrivals, siblings, traces."""

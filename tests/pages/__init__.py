@@ -1,0 +1,1 @@
+"""The pages in headless Chromium (the browser tier)."""
