@@ -55,7 +55,7 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict:
     from dataclasses import fields, replace
 
-    from engine.workload.limits import Limits
+    from engine.limits import Limits
     from .settings import DEFAULTS, SERVER_LIMITS
 
     config = {"MODEL": args.model, "BACKEND": args.backend, "PACE": args.pace, "DTYPE": args.dtype, "DEVICE": args.device,

@@ -5,12 +5,12 @@ This module knows the limits and nothing else (no Flask, no Redis, no torch), so
 """
 from pathlib import Path
 
-from engine.workload.limits import Limits
+from engine.limits import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
 
 DEFAULTS = {
-    "LIMITS": Limits(),             # every workload limit (engine.workload.limits.Limits)
+    "LIMITS": Limits(),             # every workload limit (engine.limits.Limits)
     "MAX_MESSAGE_BYTES": 256 * 1024,  # largest socket message accepted (max_http_buffer_size); a bigger one drops the connection
     "MAX_QUEUED_RUNS": 32,          # runs waiting for the engine (the running one not counted); more get "busy, try again"
     "SUBMITS_PER_MINUTE": 10,       # submits one client may send per sliding minute

@@ -3,7 +3,7 @@
     from engine import Engine, Workload     # loaded on first use
 
 Nothing that needs torch loads up front, so that a web process (which only checks workloads and reads
-step records) can import `engine.workload.workload`, `engine.workload.limits` or `engine.report.metrics` without it.
+step records) can import `engine.workload.workload`, `engine.limits` or `engine.report.metrics` without it.
 Importing it changes nothing in the process: the entry points set the compute threads up (`threads.configure`).
 This file knows only where each public name lives, nothing of what it does.
 """

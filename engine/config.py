@@ -8,11 +8,35 @@ that the command line checks --live-options without loading torch.
 """
 from dataclasses import dataclass, field, fields
 
-from engine.sched.admission import ORDERS
-from engine.sched.speculative import SpeculativeConfig
+from engine.admission import ORDERS
 
 KV_ALLOCATIONS = ("paged", "reserve")  # block_manager.py: grow a block at a time, or reserve the whole request up front
 PREEMPTIONS = ("recompute", "swap")    # policies.py: what becomes of a preempted request's K/V
+
+# speculative decoding (sched/speculative.py proposes and accepts)
+METHODS = ("prompt_lookup",)
+MAX_K = 16  # most tokens one step may propose for one request
+
+
+@dataclass(frozen=True)
+class SpeculativeConfig:
+    method: str = "prompt_lookup"   # how proposals are made: "prompt_lookup" (n-gram matches, no draft model)
+    k: int = 4                      # most tokens proposed per request per step
+    max_ngram: int = 3              # longest tail n-gram looked up
+    min_ngram: int = 1              # shortest tail n-gram looked up
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise ValueError(f"speculative.method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        for name, value in (("k", self.k), ("max_ngram", self.max_ngram), ("min_ngram", self.min_ngram)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_K:
+                raise ValueError(f"speculative.{name} must be an integer from 1 to {MAX_K}, got {value!r}")
+        if self.min_ngram > self.max_ngram:
+            raise ValueError(f"speculative.min_ngram must not exceed max_ngram ({self.max_ngram}), got {self.min_ngram}")
+
+    def to_dict(self) -> dict:
+        return {"method": self.method, "k": self.k, **({"max_ngram": self.max_ngram} if self.max_ngram != 3 else {}),
+                **({"min_ngram": self.min_ngram} if self.min_ngram != 1 else {})}
 
 
 @dataclass(frozen=True)

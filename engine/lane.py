@@ -2,7 +2,7 @@
 
     (wait for work) -> schedule -> run -> update_from_output -> release -> record
 
-That is the whole loop; the scheduler decides, the runner computes, the lane writes it down.
+`Lane.step` is that loop: the scheduler decides, the runner computes, the lane writes it down.
 The lane clock is the sum of the lane's step times plus the time it waited: with arrivals in ms, a lane
 with nothing to compute jumps its clock to the next arrival (the gap is drawn as waiting); with arrivals
 in steps, a step that computes nothing lasts the lane's median measured step, so that waiting is never
@@ -12,10 +12,12 @@ import bisect
 import statistics
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 from engine.sched.batch import ForwardResult, SchedulerOutput
 from engine.request import Request
 from engine.sched.scheduler import Scheduler
+from engine.worker import Runner
 from engine.sched.speculative import cell_facts, text_upto
 from engine.step import Forward, SlotRecord, SlotState, StepRecord, StopReason
 
@@ -35,8 +37,24 @@ class StepFacts:
     ms: float                                # how long it lasted
 
 
+class SteppedLane(Protocol):
+    """What a run steps and reads: our `Lane`, and the vLLM lane (engine/peers/vllm_lane.py), whose scheduler and
+    model are vLLM's. The run loop, the run books and the sweeps know lanes through these names alone."""
+    name: str
+    records: list[StepRecord]
+    clock: float
+
+    @property
+    def policy(self) -> str: ...
+    @property
+    def done(self) -> bool: ...
+    @property
+    def requests(self) -> list: ...     # every request of the lane, each with `id` and `output_ids`
+    def step(self) -> StepRecord | None: ...
+
+
 class Lane:
-    def __init__(self, name: str, scheduler: Scheduler, runner, kv_capacity: int):
+    def __init__(self, name: str, scheduler: Scheduler, runner: Runner, kv_capacity: int):
         self.name = name
         self.scheduler = scheduler
         self.runner = runner
@@ -53,6 +71,10 @@ class Lane:
     @property
     def done(self) -> bool:
         return self.scheduler.is_finished()
+
+    @property
+    def requests(self) -> list[Request]:
+        return self.scheduler.requests
 
     def step(self) -> StepRecord | None:
         """Run one step; None once every request has been returned."""

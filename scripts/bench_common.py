@@ -40,7 +40,7 @@ def timed_run(engine: Engine, workload, lanes: list[str]):
 
 
 def outputs(run, lane: str) -> list[list[int]]:
-    return [list(r.output_ids) for r in run.lanes[lane].scheduler.requests]
+    return [list(r.output_ids) for r in run.lanes[lane].requests]
 
 
 def side_by_side(theirs, ours, repeats: int) -> dict:

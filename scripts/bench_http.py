@@ -36,7 +36,7 @@ from engine.threads import configure
 
 configure()  # OMP_WAIT_POLICY=PASSIVE before torch loads
 from engine import Engine, parse_workload  # noqa: E402
-from engine.workload.limits import CLI_LIMITS  # noqa: E402
+from engine.limits import CLI_LIMITS  # noqa: E402
 from engine.report.metrics import lane_metrics  # noqa: E402
 from engine.step import Forward  # noqa: E402
 from scripts.serve_bench import PROMPTS, get_json, log, make_client, run_rate, server  # noqa: E402
@@ -66,7 +66,7 @@ def lane_side(engine: Engine, workload) -> dict:
     call_s = time.perf_counter() - t0
     lane = run.lanes["continuous"]
     m = lane_metrics(lane.records, run.workload)
-    outs = [list(r.output_ids) for r in lane.scheduler.requests]
+    outs = [list(r.output_ids) for r in lane.requests]
     return {"steps_summary": step_summary([r.to_dict() for r in lane.records]), "tokens": m["tokens"],
             "lane_s": m["wall_s"], "lane_call_s": call_s, "steps": m["steps"],
             "tokens_per_s": m["tokens"] / m["wall_s"], "tokens_per_s_call": m["tokens"] / call_s,

@@ -7,7 +7,7 @@ each lane's p95 TTFT crosses 2 s. A figure, not a test: it asserts nothing about
 """
 from scripts.bench_common import Records, log
 from engine import Engine
-from engine.workload.limits import CLI_LIMITS
+from engine.limits import CLI_LIMITS
 from engine.report.sweep import crossing_rate, run_sweep
 
 KEEP = ("completed", "duration", "request_throughput", "output_throughput", "request_goodput", "median_ttft_ms",

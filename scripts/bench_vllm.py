@@ -16,7 +16,7 @@ import urllib.request
 
 from engine import Engine
 from engine.config import LIVE_OPTIONS
-from engine.workload.limits import CLI_LIMITS
+from engine.limits import CLI_LIMITS
 from engine.report.metrics import run_metrics
 from engine.peers.vllm_options import vllm_lane_problem
 from engine.peers.vllm_process import close_all, vllm_python

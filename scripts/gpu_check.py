@@ -54,7 +54,7 @@ def lane_outputs(lm, wl: dict) -> tuple[dict, list]:
     prepared = engine.prepare(parse_workload(wl, CLI_LIMITS))
     run = engine.start(prepared)
     run.run_to_end()
-    return {name: {r.id: r.output_ids for r in lane.scheduler.requests} for name, lane in run.lanes.items()}, \
+    return {name: {r.id: r.output_ids for r in lane.requests} for name, lane in run.lanes.items()}, \
         list(prepared.requests)
 
 
@@ -76,20 +76,6 @@ def agreement(lm, wl: dict) -> dict:
     return out
 
 
-def random_llama(device: str):
-    """A 2-layer random Llama (seeded, no tokenizer) on the device: what the graph checks decode with."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    from engine.worker.model import LoadedModel
-
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, initializer_range=0.2,
-                         attn_implementation="sdpa")
-    return LoadedModel(LlamaForCausalLM(config).to(device).eval(), None, "tiny", torch.device(device), torch.float32,
-                       frozenset(), 0)
-
-
 def tiny_graphs(device: str) -> dict:
     """A 2-layer random Llama on the device (no tokenizer needed): rows of 1, 3, 5 and 8 slots prefill through
     transformers, then decode 6 steps with the fast step (CUDA graphs) and with the eager one; tokens compared."""
@@ -97,6 +83,8 @@ def tiny_graphs(device: str) -> dict:
     from engine.worker.runner import ModelRunner
     from engine.sched.batch import Row
     from engine.step import SlotState
+
+    from scripts.gpu_paged import random_llama
 
     lm = random_llama(device)
     out = {}

@@ -7,9 +7,22 @@ from dataclasses import replace
 import torch
 
 
+def random_llama(device: str):
+    """A 2-layer random Llama (seeded, no tokenizer) on the device: what the graph checks decode with."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from engine.worker.model import LoadedModel
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, initializer_range=0.2,
+                         attn_implementation="sdpa")
+    return LoadedModel(LlamaForCausalLM(config).to(device).eval(), None, "tiny", torch.device(device), torch.float32,
+                       frozenset(), 0)
+
+
 def paged_graphs(device: str) -> dict:
     from engine.worker.runner import ModelRunner
-    from scripts.gpu_check import random_llama
     from tests.kit.paged import drive, permuted_tables
 
     lm = random_llama(device)

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
-from tests.kit.server import _health, _tail, free_port  # noqa: E402  (also sets engineio's max_decode_packets)
+from tests.kit.server import get_health, log_tail, free_port  # noqa: E402  (also sets engineio's max_decode_packets)
 
 READY_TIMEOUT_S = 180
 
@@ -62,7 +62,7 @@ class Processes:
                 self.died[name] = proc.returncode
 
     def tails(self, names=None, lines: int = 25) -> str:
-        return "\n".join(f"--- {self.log_path(n)} (last {lines} lines)\n{_tail(self.log_path(n), lines)}"
+        return "\n".join(f"--- {self.log_path(n)} (last {lines} lines)\n{log_tail(self.log_path(n), lines)}"
                          for n in (names or self.procs))
 
     def stop(self, timeout: float = 15) -> None:
@@ -136,7 +136,7 @@ def start_processes(procs: Processes, *, webs: int, workers: int, single: bool, 
     def all_ready() -> bool:
         for url in urls:
             if not (health.get(url) or {}).get("ready"):
-                health[url] = _health(url)
+                health[url] = get_health(url)
         return all((health.get(u) or {}).get("ready") for u in urls)
     _wait(all_ready, procs, ready_timeout_s,
           lambda: f"not every web process was ready; last /healthz answers: {json.dumps(health)}")

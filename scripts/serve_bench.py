@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 from engine.workload.arrivals import arrival_times_ms, generate_requests  # noqa: E402  (no torch: a pure client)
 from engine.report.metrics import percentile  # noqa: E402
 from scripts.chat_prompts import CHAT_PROMPTS as PROMPTS  # noqa: E402  (the built-in mix, as bench.py's)
-from tests.kit.server import _health, live_server  # noqa: E402
+from tests.kit.server import get_health, live_server  # noqa: E402
 
 DEFAULT_MAX_TOKENS = 32
 T0 = time.perf_counter()
@@ -71,7 +71,7 @@ def server(url: str | None = None, args: list[str] | None = None, ready_timeout_
             yield str(base)
         return
     deadline = time.monotonic() + ready_timeout_s
-    while not ((_health(url.rstrip("/")) or {}).get("ready") or _answers(url.rstrip("/") + "/health")):
+    while not ((get_health(url.rstrip("/")) or {}).get("ready") or _answers(url.rstrip("/") + "/health")):
         if time.monotonic() > deadline:
             raise TimeoutError(f"the server at {url} was not ready after {ready_timeout_s:.0f} s")
         time.sleep(0.5)

@@ -1,14 +1,15 @@
-"""The house's structure: no import circle among the modules of app/ and engine/ (function-level imports
-counted), and no Python file there over 300 lines."""
+"""The house's structure: no import circle among the modules of app/, engine/ and scripts/ (function-level imports
+counted); engine/'s wings import downward only (the floors below); torch imported only under engine/worker/ (and by
+scripts and tests); no Python file over 300 lines."""
 import ast
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("app", "engine")
+PACKAGES = ("app", "engine", "scripts")
 MAX_LINES = 300
-KNOWN_LONG = {"app": set(), "engine": set()}  # files allowed over MAX_LINES for now: none
+KNOWN_LONG = {"app": set(), "engine": set(), "scripts": None}  # files allowed over MAX_LINES for now: none
 
 
 def module_name(path: Path) -> str:
@@ -96,8 +97,66 @@ def test_no_import_cycle(package):
     assert found == [], "import cycles: " + "; ".join(" <-> ".join(group) for group in found)
 
 
-@pytest.mark.parametrize("package", PACKAGES)
+@pytest.mark.parametrize("package", ("app", "engine"))
 def test_no_python_file_over_300_lines(package):
     long = {str(p.relative_to(ROOT)): n for p in sorted((ROOT / package).rglob("*.py"))
             if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert set(long) <= KNOWN_LONG[package], f"over {MAX_LINES} lines: {long}"
+
+
+# engine/'s floors, lowest first: a module imports modules of its own wing or of a lower floor, never a higher one.
+# The top level of engine/ holds two floors: the vocabulary (0) and the loop that ties the wings together (6).
+VOCABULARY = {"engine.config", "engine.request", "engine.step", "engine.waits", "engine.admission", "engine.limits",
+              "engine.threads"}
+FLOORS = {"vocabulary": 0, "kv": 1, "sched": 2, "worker": 3, "peers": 3, "workload": 4, "report": 5, "loop": 6,
+          "cli": 7}
+
+
+def wing(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) > 1 and parts[1] in FLOORS:
+        return parts[1]
+    if module in VOCABULARY:
+        return "vocabulary"
+    return "cli" if module == "engine.__main__" else "loop"
+
+
+def test_every_engine_module_sits_on_a_floor():
+    engine = [m for m in modules() if m.startswith("engine.")]
+    assert {wing(m) for m in engine} == set(FLOORS), "a wing with no module, or a module outside the wings"
+    assert wing("engine.worker.cpu.kernels") == "worker" and wing("engine.lane") == "loop"
+
+
+def test_engine_wings_import_downward_only():
+    upward = [f"{a} ({wing(a)}) -> {b} ({wing(b)})" for a, targets in graph().items() if a.startswith("engine")
+              for b in targets if b.startswith("engine.") and wing(a) != wing(b) and FLOORS[wing(b)] > FLOORS[wing(a)]]
+    assert upward == [], "imports up a floor:\n  " + "\n  ".join(upward)
+
+
+def torch_importers(folder: str) -> list[str]:
+    found = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            if any(n == "torch" or n.startswith("torch.") for n in names):
+                found.append(str(path.relative_to(ROOT)))
+                break
+    return found
+
+
+def test_torch_is_imported_only_under_engine_worker():
+    outside = [p for p in torch_importers("engine") + torch_importers("app") if not p.startswith("engine/worker/")]
+    assert outside == [], f"torch imported outside engine/worker/: {outside}"
+    inside = torch_importers("engine/worker")
+    assert "engine/worker/runner.py" in inside and "engine/worker/__init__.py" not in inside  # the door is torch-free
+
+
+def test_scripts_use_only_the_public_names_of_the_test_kit():
+    private = []
+    for path in sorted((ROOT / "scripts").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests"):
+                assert node.module.startswith("tests.kit"), f"{path.name} imports a test module: {node.module}"
+                private += [f"{path.name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert private == [], f"private names of tests/kit/ used by scripts: {private}"

@@ -9,7 +9,7 @@ the lane, HTTP or the clock.
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from engine.workload.limits import WorkloadError
+from engine.limits import WorkloadError
 
 LANES = ("static", "dynamic", "continuous")
 

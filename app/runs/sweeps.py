@@ -49,7 +49,7 @@ class SweepSteps:
             return
         rate, run, point = step
         self.rate = rate
-        now_written = self.written + sum(len(r.output_ids) for lane in run.lanes.values() for r in lane.scheduler.requests)
+        now_written = self.written + sum(len(r.output_ids) for lane in run.lanes.values() for r in lane.requests)
         if point is None:
             if time.monotonic() - self.sent >= PROGRESS_EVERY_S:
                 self.sent = time.monotonic()

@@ -19,7 +19,7 @@ from typing import Callable, TypeVar
 from flask import current_app, request
 from flask_socketio import emit, join_room, leave_room
 
-from engine.workload.limits import check_number
+from engine.limits import check_number
 from engine.report.sweep import check_rates
 from engine.workload.workload import Limits, Workload, WorkloadError, parse_workload
 

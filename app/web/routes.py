@@ -14,10 +14,10 @@ from dataclasses import asdict
 
 from flask import Blueprint, Response, current_app, jsonify, render_template, request
 
-from engine.sched.admission import ORDERS
+from engine.admission import ORDERS
 from engine.workload.arrivals import generate_requests
 from engine.config import EngineConfig
-from engine.workload.limits import CLI_LIMITS, WorkloadError
+from engine.limits import CLI_LIMITS, WorkloadError
 from engine.sched.policies import POLICIES
 from engine.workload.trace import shipped_names, shipped_trace
 from engine.workload.workload import parse_workload

@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 
-from engine.sched.admission import ORDERS
+from engine.admission import ORDERS
 from engine.sched.policies import POLICIES
 from engine.engine import Engine
 from engine.report.metric_table import format_value, text_columns

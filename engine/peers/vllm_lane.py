@@ -65,11 +65,6 @@ class VllmLane:
         return self.spec.policy
 
     @property
-    def scheduler(self) -> "VllmLane":
-        """Where callers that read `lane.scheduler.requests` (benchmarks, sweeps) find this lane's requests."""
-        return self
-
-    @property
     def done(self) -> bool:
         return self.finished == len(self.requests)
 

@@ -9,7 +9,7 @@ on) except what the lane object itself sets; the workload's options are our lane
 take is a WorkloadError naming it. It does not start vLLM (engine/peers/vllm_process.py does) and needs no vLLM.
 """
 from engine.config import LaneSpec
-from engine.workload.limits import WorkloadError
+from engine.limits import WorkloadError
 
 ENGINES = ("batch-lanes", "vllm")   # a lane's `engine`: ours (the default) or a real vLLM V1 engine
 ENGINE_POLICIES = {"vllm": "continuous"}  # the policy a lane of another engine batches as (the page reads it: catalog.js)

@@ -6,14 +6,14 @@ module, static/js/catalog.js (committed; tests/engine/report/test_metrics_table.
 
 It carries the metric table (engine/report/metric_table.py: every metric and every table's columns, the metric
 glossary), the batching policies' traits in page order (engine/sched/policies.py) and the lanes of a mix that names none
-(engine/workload/workload.py), the policy another engine's lane batches as (engine/peers/vllm_options.py), the admission orders (engine/sched/admission.py) and the wire enums (engine/step.py). This module computes nothing; it only writes down.
+(engine/workload/workload.py), the policy another engine's lane batches as (engine/peers/vllm_options.py), the admission orders (engine/admission.py) and the wire enums (engine/step.py). This module computes nothing; it only writes down.
 """
 import json
 import sys
 from enum import Enum
 from pathlib import Path
 
-from engine.sched.admission import ORDERS
+from engine.admission import ORDERS
 from engine.report.metric_table import table_dict
 from engine.sched.policies import policy_traits
 from engine.step import Forward, SlotState, StopReason

@@ -14,7 +14,7 @@ cli.py parses a sweep's command line (and prints `format_sweep`), app/ streams o
 from typing import Callable, Iterator
 
 from engine.workload.arrivals import retime
-from engine.workload.limits import Limits, WorkloadError, check_number
+from engine.limits import Limits, WorkloadError, check_number
 from engine.report.metric_table import format_value, text_columns
 from engine.report.metrics import lane_metrics
 from engine.workload.trace import trace_at_rate

@@ -11,7 +11,7 @@ given back; everything else is the shared `Scheduler`.
 
 They never see a tensor and never build a row themselves (the shared `Scheduler` does, on the step's `StepPlan`).
 """
-from engine.sched.admission import ORDERS
+from engine.admission import ORDERS
 from engine.kv.block_manager import blocks_for
 from engine.request import Request, RequestStatus, max_row_len
 from engine.sched.batch import StepPlan
@@ -277,18 +277,20 @@ class ContinuousScheduler(Scheduler):
 
 # The batching policies, in the order the page stacks their lanes.
 POLICIES: dict[str, type[Scheduler]] = {cls.lane: cls for cls in (StaticScheduler, DynamicScheduler, ContinuousScheduler)}
+# What each policy is, as data: what the workload, the catalog and the page read (never the classes themselves).
+TRAITS: dict[str, Traits] = {name: cls.traits for name, cls in POLICIES.items()}
 
 
 def policy_traits() -> dict[str, dict]:
     """{policy: its traits} in page order: what the run announcement and the page's catalog carry."""
-    return {name: cls.traits.to_dict() for name, cls in POLICIES.items()}
+    return {name: traits.to_dict() for name, traits in TRAITS.items()}
 
 
 def options_only_for() -> dict[str, tuple[str, ...]]:
     """{option: the policies that take it}, for the options some policies do not take (a lane of another policy
     that sets one is refused)."""
     out: dict[str, tuple[str, ...]] = {}
-    for name, cls in POLICIES.items():
-        for option in cls.traits.options:
+    for name, traits in TRAITS.items():
+        for option in traits.options:
             out[option] = out.get(option, ()) + (name,)
     return out

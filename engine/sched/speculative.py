@@ -12,31 +12,7 @@ query's mask stops at its own position) until later tokens overwrite it.
 This module knows token lists and nothing else: no tensors, no slots, no policies. Only greedy requests
 (temperature 0) without stop strings get proposals; the others decode one token a step as before.
 """
-from dataclasses import dataclass
-
-METHODS = ("prompt_lookup",)
-MAX_K = 16  # most tokens one step may propose for one request
-
-
-@dataclass(frozen=True)
-class SpeculativeConfig:
-    method: str = "prompt_lookup"   # how proposals are made: "prompt_lookup" (n-gram matches, no draft model)
-    k: int = 4                      # most tokens proposed per request per step
-    max_ngram: int = 3              # longest tail n-gram looked up
-    min_ngram: int = 1              # shortest tail n-gram looked up
-
-    def __post_init__(self):
-        if self.method not in METHODS:
-            raise ValueError(f"speculative.method must be one of {', '.join(METHODS)}, got {self.method!r}")
-        for name, value in (("k", self.k), ("max_ngram", self.max_ngram), ("min_ngram", self.min_ngram)):
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_K:
-                raise ValueError(f"speculative.{name} must be an integer from 1 to {MAX_K}, got {value!r}")
-        if self.min_ngram > self.max_ngram:
-            raise ValueError(f"speculative.min_ngram must not exceed max_ngram ({self.max_ngram}), got {self.min_ngram}")
-
-    def to_dict(self) -> dict:
-        return {"method": self.method, "k": self.k, **({"max_ngram": self.max_ngram} if self.max_ngram != 3 else {}),
-                **({"min_ngram": self.min_ngram} if self.min_ngram != 1 else {})}
+from engine.config import SpeculativeConfig
 
 
 def propose(tokens: list[int], k: int, max_ngram: int = 3, min_ngram: int = 1) -> list[int]:

@@ -14,7 +14,7 @@ dicts and nothing of the engine.
 """
 import random
 
-from engine.workload.limits import Limits, WorkloadError, check_int, check_number, check_str, reject_unknown
+from engine.limits import Limits, WorkloadError, check_int, check_number, check_str, reject_unknown
 
 GENERATE_KEYS = {"n", "rate", "burstiness", "seed", "prompt_words", "output_tokens", "prompts", "ignore_eos"}
 MAX_RATE = 1000.0        # requests per second

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from engine.workload.limits import Limits, WorkloadError, check_int, check_number, check_str, reject_unknown
+from engine.limits import Limits, WorkloadError, check_int, check_number, check_str, reject_unknown
 from engine.workload.trace_text import HEAD_TOKENS, MAX_HASH_ID, SIM_TEMPLATE_TOKENS, SUFFIX_TOKENS, blocks_prompt, filler_prompt
 
 SLICES = Path(__file__).resolve().parents[2] / "demos" / "traces"  # the slices shipped as data

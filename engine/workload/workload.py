@@ -17,14 +17,14 @@ import json
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from engine.sched.admission import ORDERS
+from engine.admission import ORDERS
 from engine.workload.arrivals import generate_requests
 from engine.config import EngineConfig, LaneSpec
-from engine.workload.limits import CLI_LIMITS, Limits, WorkloadError, check_int, check_number, check_str, reject_unknown
-from engine.sched.policies import POLICIES, options_only_for
+from engine.limits import CLI_LIMITS, Limits, WorkloadError, check_int, check_number, check_str, reject_unknown
+from engine.sched.policies import TRAITS, options_only_for
 from engine.request import RequestSpec
 from engine.workload.siblings import collapse, expand
-from engine.sched.speculative import SpeculativeConfig
+from engine.config import SpeculativeConfig
 from engine.workload.trace import expand_trace
 from engine.peers.vllm_options import ENGINES, check_vllm_lane
 
@@ -132,13 +132,13 @@ def parse_lanes(raw, defaults: EngineConfig, limits: Limits, timed: bool = False
     """1 to `max_lanes` lanes, each a policy name or {"name", "policy", ...its own options}, with distinct names."""
     if not isinstance(raw, list) or not 1 <= len(raw) <= limits.max_lanes:
         raise WorkloadError("lanes", f"must be a list of 1 to {limits.max_lanes} lanes, each a name from "
-                                     f"{', '.join(POLICIES)} or an object {{\"name\", \"policy\", ...options}}")
+                                     f"{', '.join(TRAITS)} or an object {{\"name\", \"policy\", ...options}}")
     specs, names = [], set()
     for i, item in enumerate(raw):
         at = f"lanes[{i}]"
         if isinstance(item, str):
-            if item not in POLICIES:
-                raise WorkloadError(at, f"unknown lane {item[:40]!r}: use one of {', '.join(POLICIES)}, or an object "
+            if item not in TRAITS:
+                raise WorkloadError(at, f"unknown lane {item[:40]!r}: use one of {', '.join(TRAITS)}, or an object "
                                         f"{{\"name\", \"policy\", ...options}}")
             spec, name_field = LaneSpec.plain(item, defaults), at
         elif isinstance(item, dict):
@@ -148,8 +148,8 @@ def parse_lanes(raw, defaults: EngineConfig, limits: Limits, timed: bool = False
                 raise WorkloadError(f"{at}.engine", f"must be one of {', '.join(ENGINES)}, got {str(engine)[:40]!r}")
             vllm = check_vllm_lane(item, at) if engine == "vllm" else None
             policy = "continuous" if vllm is not None else item.get("policy")
-            if not isinstance(policy, str) or policy not in POLICIES:
-                raise WorkloadError(f"{at}.policy", f"must be one of {', '.join(POLICIES)}")
+            if not isinstance(policy, str) or policy not in TRAITS:
+                raise WorkloadError(f"{at}.policy", f"must be one of {', '.join(TRAITS)}")
             name = check_str(item.get("name", "vLLM" if vllm is not None else policy), f"{at}.name",
                              limits.max_id_chars).strip()
             for key, policies in options_only_for().items():

@@ -1,6 +1,6 @@
 /**
  * What a batching policy and an admission order are, as the engine declares them (catalog.js: each scheduler's
- * Traits, engine/sched/admission.py's ORDERS): how a lane admits ("group": a whole group, held until its longest member
+ * Traits, engine/admission.py's ORDERS): how a lane admits ("group": a whole group, held until its longest member
  * is done; "slot": any free slot, every step), what a group waits for, whether it preempts, which options only it
  * takes, its label. The page asks these, never a policy's name. Pure data and lookups.
  */

@@ -1,7 +1,7 @@
 """The refusal of a step arrival speaks the page's step numbers (from 1) as well as the field's (from 0)."""
 import pytest
 
-from engine.workload.limits import Limits, WorkloadError
+from engine.limits import Limits, WorkloadError
 from engine.workload.workload import parse_workload
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from app.live.capture import CaptureSpec, capture_spec, capture_workload
 from engine import Engine
-from engine.workload.limits import WorkloadError
+from engine.limits import WorkloadError
 from engine.workload.workload import parse_workload
 
 

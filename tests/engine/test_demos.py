@@ -73,7 +73,7 @@ def test_shared_instructions_hits_match_solo_generate_on_the_real_model(smol):
     hit = {c.request for r in lane.records for c in r.slots if c.cached}
     assert hit == {"Q2", "Q3"}
     for spec in run.workload.requests:
-        got = next(r for r in lane.scheduler.requests if r.id == spec.id).output_ids
+        got = next(r for r in lane.requests if r.id == spec.id).output_ids
         assert got == solo_generate(smol, spec.prompt_ids, spec.max_new_tokens)
 
 

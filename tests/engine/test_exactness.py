@@ -66,7 +66,7 @@ def test_smollm2_every_lane_matches_solo_generate(smol):
 def test_smollm2_text_is_the_decoded_tokens(smol):
     run = run_lanes(smol, [{"id": "A", "prompt": "What is the capital of France?", "max_new_tokens": 12,
                             "ignore_eos": False}], slots=2, lanes=("continuous",))
-    (req,) = run.lanes["continuous"].scheduler.requests
+    (req,) = run.lanes["continuous"].requests
     assert "Paris" in smol.decode(req.output_ids)
     streamed = "".join(c.token for r in run.lanes["continuous"].records for c in r.slots if c.token)
     assert streamed == smol.decode(req.output_ids)

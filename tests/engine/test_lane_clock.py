@@ -153,4 +153,4 @@ def test_invariant_on_the_real_model_with_step_arrivals_and_four_configured_lane
     for spec in r.workload.requests:
         ref = solo_generate(smol, spec.prompt_ids, spec.max_new_tokens, () if spec.ignore_eos else smol.eos_ids)
         for name, lane in r.lanes.items():
-            assert next(q for q in lane.scheduler.requests if q.id == spec.id).output_ids == ref, (name, spec.id)
+            assert next(q for q in lane.requests if q.id == spec.id).output_ids == ref, (name, spec.id)

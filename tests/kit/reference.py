@@ -36,7 +36,7 @@ def run_lanes(lm, requests, slots, lanes=("static", "dynamic", "continuous"), **
 
 
 def outputs(run) -> dict[str, dict[str, list[int]]]:
-    return {name: {r.id: r.output_ids for r in lane.scheduler.requests} for name, lane in run.lanes.items()}
+    return {name: {r.id: r.output_ids for r in lane.requests} for name, lane in run.lanes.items()}
 
 
 def check_against_solo(lm, run, eos_ids) -> int:
@@ -45,7 +45,7 @@ def check_against_solo(lm, run, eos_ids) -> int:
     for spec in run.workload.requests:
         ref = solo_generate(lm, spec.prompt_ids, spec.max_new_tokens, () if spec.ignore_eos else eos_ids)
         for name, lane in run.lanes.items():
-            got = next(r for r in lane.scheduler.requests if r.id == spec.id)
+            got = next(r for r in lane.requests if r.id == spec.id)
             assert got.output_ids == ref, f"{name} lane, request {spec.id}"
         eos_stops += len(ref) < spec.max_new_tokens
     return eos_stops

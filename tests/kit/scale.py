@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.kit.server import ROOT, EventClient, _health, _tail, free_port
+from tests.kit.server import ROOT, EventClient, get_health, log_tail, free_port
 
 SIM = ("--backend", "sim", "--pace", "1")  # the simulator, each step taking its simulated time (60 ms and up)
 
@@ -62,7 +62,7 @@ class Deployment:
                 redis.Redis(port=self.redis_port).ping()
                 return
             except redis.ConnectionError:
-                assert time.monotonic() < deadline, _tail(self.folder / "redis.log")
+                assert time.monotonic() < deadline, log_tail(self.folder / "redis.log")
                 time.sleep(0.05)
 
     def restart_redis(self, down_s: float) -> None:
@@ -91,7 +91,7 @@ class Deployment:
         deadline = time.monotonic() + timeout
         for i, (url, proc) in enumerate(self.webs):
             while True:
-                health = _health(url)
+                health = get_health(url)
                 if health and health.get("ready") and health.get("workers") == workers:
                     break
                 assert proc.poll() is None, f"web {i} exited:\n{self.logs()}"
@@ -107,7 +107,7 @@ class Deployment:
         return redis.Redis(port=self.redis_port, decode_responses=True)
 
     def logs(self) -> str:
-        return "\n".join(f"== {p.name}\n{_tail(p, 15)}" for p in sorted(self.folder.glob("*.log")))
+        return "\n".join(f"== {p.name}\n{log_tail(p, 15)}" for p in sorted(self.folder.glob("*.log")))
 
     def stop(self) -> None:
         for c in self.clients:

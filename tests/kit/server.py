@@ -48,12 +48,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _tail(path: Path, lines: int = 40) -> str:
+def log_tail(path: Path, lines: int = 40) -> str:
     text = path.read_text(errors="replace") if path.exists() else ""
     return "\n".join(text.splitlines()[-lines:])
 
 
-def _health(url: str) -> dict | None:
+def get_health(url: str) -> dict | None:
     try:
         with urllib.request.urlopen(f"{url}/healthz", timeout=5) as r:
             return json.loads(r.read())
@@ -81,13 +81,13 @@ def live_server(*args: str, env: dict | None = None, data_dir: str | os.PathLike
             while not (health and health.get("ready")):
                 if proc.poll() is not None:
                     raise RuntimeError(f"server exited with code {proc.returncode} before it was ready:\n"
-                                       f"{_tail(log_path)}")
+                                       f"{log_tail(log_path)}")
                 if health and health.get("status") == "error":
-                    raise RuntimeError(f"server failed to load its model: {health}\n{_tail(log_path)}")
+                    raise RuntimeError(f"server failed to load its model: {health}\n{log_tail(log_path)}")
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"server not ready after {timeout:.0f} s:\n{_tail(log_path)}")
+                    raise RuntimeError(f"server not ready after {timeout:.0f} s:\n{log_tail(log_path)}")
                 time.sleep(0.2)
-                health = _health(url)
+                health = get_health(url)
             yield url
         finally:
             proc.terminate()

@@ -5,7 +5,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from engine.sched.admission import ORDERS
+from engine.admission import ORDERS
 from engine.sched.policies import POLICIES
 from engine.request import RequestSpec
 from engine.step import SlotState, StopReason

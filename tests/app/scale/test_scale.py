@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from tests.kit.server import ROOT, _health, free_port
+from tests.kit.server import ROOT, get_health, free_port
 from tests.kit.scale import deployment, ticks
 
 pytestmark = pytest.mark.redis
@@ -103,7 +103,7 @@ def test_killing_an_engine_worker_mid_run_ends_its_run_and_the_queue_goes_to_the
         for c, run_id in zip(clients[1:], run_ids[1:]):        # the survivor finishes its run and the queued one
             assert c.wait_for("run_finished", run_id, timeout=120)["metrics"]["static"]["tokens"] == 120
         assert r.hget(f"batch-lanes:job:{run_ids[2]}", "worker") != victim
-        wait_until(lambda: _health(d.webs[0][0]).get("workers") == 1, timeout=30, what="one worker left")
+        wait_until(lambda: get_health(d.webs[0][0]).get("workers") == 1, timeout=30, what="one worker left")
 
 
 def test_redis_restarting_shows_on_healthz_and_the_processes_reconnect(tmp_path):
@@ -114,7 +114,7 @@ def test_redis_restarting_shows_on_healthz_and_the_processes_reconnect(tmp_path)
         status, health = get_json(f"{web}/healthz")
         assert status == 503 and health["redis"] == "unreachable" and health["ready"] is False
         d.start_redis()                                        # the same port, empty
-        wait_until(lambda: (_health(web) or {}).get("ready"), timeout=60, what="ready again")
+        wait_until(lambda: (get_health(web) or {}).get("ready"), timeout=60, what="ready again")
         c = d.client(1)
         run_id = submit(c)
         assert c.wait_for("run_finished", run_id, timeout=60)["metrics"]["continuous"]["tokens"] == 29

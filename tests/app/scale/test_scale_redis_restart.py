@@ -8,7 +8,7 @@ watcher got every tick exactly once, that no engine worker exited, and what beca
 import pytest
 
 from tests.kit.scale import deployment, ticks
-from tests.kit.server import _health
+from tests.kit.server import get_health
 from tests.app.scale.test_scale import LONG, MIXED, get_json, submit, wait_until
 
 pytestmark = pytest.mark.redis
@@ -45,7 +45,7 @@ def test_with_persistence_a_redis_restart_mid_run_loses_no_tick_and_the_queued_r
         assert not a.named("run_error", run_id) and not b.named("run_error", run_id)
         assert c.wait_for("run_finished", queued, timeout=90)["metrics"]["continuous"]["tokens"] == 29
         assert all(w.poll() is None for w in d.workers), d.logs()
-        assert all(_health(url)["delivery"] == "ok" for url, _ in d.webs)   # green, and delivering
+        assert all(get_health(url)["delivery"] == "ok" for url, _ in d.webs)   # green, and delivering
 
 
 @pytest.mark.parametrize("down_s", [0.1, 2.0])

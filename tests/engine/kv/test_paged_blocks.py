@@ -112,7 +112,7 @@ def test_block_invariants_hold_after_every_step(reqs, slots, chunk, budget_block
     for lanes in (plain, kinds):  # at most 4 lanes a run
         run = run_checked(start(requests, lanes, slots=slots, kv_budget=budget, max_wait=2))
         for lane in run.lanes.values():
-            assert [len(r.output_ids) for r in lane.scheduler.requests] == [q["max_new_tokens"] for q in requests]
+            assert [len(r.output_ids) for r in lane.requests] == [q["max_new_tokens"] for q in requests]
 
 
 def test_reserve_admits_fewer_at_once_than_paged_on_the_same_budget():
@@ -137,8 +137,8 @@ def test_a_swapped_request_resumes_where_it_stopped_and_every_request_finishes()
     swapped_cells = [c for r in swap.records for c in r.slots if c.state is SlotState.SWAPPED]
     assert len(swapped_cells) >= 3 and not any(c.state is SlotState.PREEMPTED for r in swap.records for c in r.slots)
     assert sum(1 for r in swap.records for _ in r.kv_swapped or ()) >= 6  # out and back in, several times
-    assert all(len(r.output_ids) == 60 for r in swap.scheduler.requests)
-    for r in swap.scheduler.requests:  # resumed, never recomputed: exactly one prefill of its prompt
+    assert all(len(r.output_ids) == 60 for r in swap.requests)
+    for r in swap.requests:  # resumed, never recomputed: exactly one prefill of its prompt
         prefill = sum(1 for rec in swap.records for c in rec.slots
                       if c.request == r.id and c.state is SlotState.PREFILL and c.prefill[0] == c.prefill[1])
         assert prefill == 1, r.id
@@ -189,12 +189,12 @@ def test_siblings_share_their_prompt_blocks_and_copy_the_last_partial_one(prompt
     lane.scheduler.release()
     while not lane.done:
         lane.step()
-    assert all(len(r.output_ids) == 6 for r in lane.scheduler.requests)
+    assert all(len(r.output_ids) == 6 for r in lane.requests)
     assert not b.tables and sum(b.refs) == 0
 
 
 def ids_last(lane, rid):
-    return next(r for r in lane.scheduler.requests if r.id == rid).spec.prompt_ids[-1]
+    return next(r for r in lane.requests if r.id == rid).spec.prompt_ids[-1]
 
 
 def test_siblings_hold_fewer_blocks_than_the_same_requests_alone():

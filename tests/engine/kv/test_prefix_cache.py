@@ -162,5 +162,5 @@ def test_a_hit_reads_the_cached_kv_from_its_pool_blocks(tiny):
                 lane.runner.cache.pool[:, :, cached] *= -3.0
             r.tick()
         r.run_to_end()
-        runs.append(next(q for q in lane.scheduler.requests if q.id == spec.id).output_ids)
+        runs.append(next(q for q in lane.requests if q.id == spec.id).output_ids)
     assert runs[0] == ref and runs[1] != ref

@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 from engine.report import catalog
-from engine.sched.admission import ORDERS
+from engine.admission import ORDERS
 from engine.report.metric_table import GLOSSARY, METRICS, SERVING, TABLES, cli_heading, format_value
 from engine.sched.policies import POLICIES
 from engine.step import Forward, SlotState, StopReason

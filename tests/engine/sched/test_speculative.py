@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from engine import Engine, lane_metrics, parse_workload
-from engine.sched.speculative import SpeculativeConfig, accept, num_accepted, propose
+from engine.config import SpeculativeConfig
+from engine.sched.speculative import accept, num_accepted, propose
 from engine.workload.workload import WorkloadError
 from tests.kit.reference import PROMPTS, check_against_solo, run_lanes, solo_generate
 
@@ -88,7 +89,7 @@ def test_the_simulator_refuses_a_speculative_lane():
 def check_cells(run, lane: str) -> dict:
     """The records of `lane` agree with its requests (tokens, text, counts); return its metrics."""
     m = lane_metrics(run.lanes[lane].records, run.workload)
-    for r in run.lanes[lane].scheduler.requests:
+    for r in run.lanes[lane].requests:
         assert m["requests"][r.id]["token_ids"] == r.output_ids
     for rec in run.lanes[lane].records:
         for cell in rec.slots:

@@ -97,7 +97,7 @@ def test_siblings_run_to_the_end_on_every_lane_under_their_own_ids(lane):
     records = run.lanes[lane].records
     seen = {c.request for r in records for c in r.slots if c.request}
     assert seen == {"R1", "R3·1", "R3·2", "R3·3"}
-    assert all(r.num_tokens == 4 for r in run.lanes[lane].scheduler.requests)
+    assert all(r.num_tokens == 4 for r in run.lanes[lane].requests)
 
 
 @pytest.mark.model
@@ -106,7 +106,7 @@ def test_greedy_siblings_each_write_what_the_request_writes_alone(smol):
     run = run_lanes(smol, requests, slots=4, lanes=("static", "continuous"))
     alone = solo_generate(smol, run.workload.requests[1].prompt_ids, 9)
     for name, lane in run.lanes.items():
-        got = {r.id: r.output_ids for r in lane.scheduler.requests}
+        got = {r.id: r.output_ids for r in lane.requests}
         assert got["R3·1"] == got["R3·2"] == got["R3·3"] == alone, name
 
 
@@ -115,10 +115,10 @@ def test_a_seeded_sampled_sibling_writes_what_the_same_seed_writes_alone(smol):
     ask = {"id": "R3", "prompt": "Tell a story.", "max_new_tokens": 12, "temperature": 1.0}
     together = run_lanes(smol, [req("R1", max_new_tokens=5), {**ask, "n": 3, "seed": 40}], slots=4,
                          lanes=("continuous",))
-    got = {r.id: r.output_ids for r in together.lanes["continuous"].scheduler.requests}
+    got = {r.id: r.output_ids for r in together.lanes["continuous"].requests}
     for i in (1, 2, 3):
         alone = run_lanes(smol, [{**ask, "seed": 40 + i - 1}], slots=1, lanes=("continuous",))
-        assert got[f"R3·{i}"] == alone.lanes["continuous"].scheduler.requests[0].output_ids, i
+        assert got[f"R3·{i}"] == alone.lanes["continuous"].requests[0].output_ids, i
     assert len({tuple(v) for k, v in got.items() if k != "R1"}) == 3   # three seeds, three different samples
 
 

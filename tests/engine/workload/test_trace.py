@@ -12,7 +12,7 @@ import pytest
 
 from engine import Engine, lane_metrics, parse_workload
 from engine.cli.commands import main
-from engine.workload.limits import CLI_LIMITS, Limits, WorkloadError
+from engine.limits import CLI_LIMITS, Limits, WorkloadError
 from engine.worker.sim import sim_prompt_ids
 from engine.report.sweep import offered_rate, run_sweep
 from engine.workload.trace import (SLICES, check_spec, hash_hit_ratio, read_trace, slice_rows, trace_blocks, trace_workload)

@@ -6,7 +6,7 @@ import random
 import pytest
 
 from engine import Engine, lane_metrics, parse_workload
-from engine.workload.limits import CLI_LIMITS
+from engine.limits import CLI_LIMITS
 from engine.workload.trace import SLICES, check_spec, hash_hit_ratio, read_trace, slice_rows, trace_blocks, trace_workload
 from engine.workload.trace_text import HEAD_TOKENS, SUFFIX_TOKENS, WORDS, filler_prompt
 
