@@ -159,7 +159,7 @@ class Lane:
             kv_blocks_used=facts.kv_blocks_used, kv_blocks_total=s.blocks.num_blocks or 0,
             kv_blocks_cached=facts.kv_blocks_cached,
             start_ms=facts.start_ms, ms=facts.ms, forward_ms=result.forward_ms, forward=result.forward,
-            simulated=self.runner.simulated, filler_slots=result.filler_slots, copy_ms=result.copy_ms,
+            simulated=self.runner.simulated, copy_ms=result.copy_ms,
             **self.memory_map())
 
     def memory_map(self) -> dict:

@@ -92,7 +92,6 @@ class StepRecord:
     forward_ms: float = 0.0             # of which inside the model's forward calls
     forward: Forward = Forward.NONE     # which forward calls the step made (prefill, decode, split, fused, none)
     simulated: bool = False             # the simulator's step: no model ran, `ms` is its cost model's
-    filler_slots: tuple[int, ...] = ()  # idle slots the runner computed as throwaway rows (a CPU speed trick)
     # the memory map, as changes (each written by to_dict only when non-empty): the lane's block tables after the
     # step (after finished requests left). A reader applies kv_dropped first, then kv_tables.
     kv_tables: dict[str, list[int]] | None = None   # requests whose device block table changed: the whole new table
@@ -111,7 +110,7 @@ class StepRecord:
         d = asdict(self)
         d["slots"] = [s.to_dict() for s in self.slots]
         d["forward"] = Forward(self.forward).value
-        for key in ("waiting", "admitted", "finished", "returned", "preempted", "filler_slots"):
+        for key in ("waiting", "admitted", "finished", "returned", "preempted"):
             d[key] = list(d[key])
         d["start_ms"] = round(self.start_ms, 3)
         d["ms"] = round(self.ms, 3)

@@ -82,7 +82,7 @@ def step_shape(record: dict, progress: dict[str, int]) -> str | None:
     `prompt_tokens`, so a prefill chunk counts only the tokens it added."""
     if record.get("forward", "none") == "none":
         return None
-    rows = tokens = len(record.get("filler_slots", ()))
+    rows = tokens = 0
     for cell in record["slots"]:
         state = cell["state"]
         if state == SlotState.PREEMPTED:

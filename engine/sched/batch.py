@@ -45,7 +45,6 @@ class ForwardResult:
     tokens: dict[int, int | list[int] | None]  # slot -> sampled token id (a speculative row: the tokens it writes)
     forward_ms: float              # time inside forward calls (synchronized on CUDA)
     forward: Forward               # which calls: NONE, PREFILL, DECODE, SPLIT (two calls) or FUSED (one call, both kinds)
-    filler_slots: tuple[int, ...] = ()  # idle slots computed as throwaway rows to speed a decode call up
     copy_ms: float = 0.0           # time of the step's block copies (swap out/in, copy-on-write), before the forward
 
 

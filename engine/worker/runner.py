@@ -50,7 +50,6 @@ class ModelRunner:
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         self.lm = lm
         self.fused = fused
-        self.slots = slots
         self.packed = can_pack(lm.model, lm.device)
         self.cache = PagedKVCache(cfg.num_hidden_layers, num_blocks, block_size, cfg.num_key_value_heads, head_dim,
                                   lm.dtype, lm.device, host_blocks)
@@ -116,13 +115,13 @@ class ModelRunner:
                   if r.state is SlotState.PREFILL and r.request.spec.prompt_logprobs is not None]
         if Q == 1 and self.fast is not None and not scores:
             logits = self.fast.decode([i[0] for i in ids], [p[0] for p in pos], [True] * len(ids), tables, kv_len,
-                                      self.needs_mask(rows, [], 1), [b for _, b, _, _ in wanted])
+                                      self.needs_mask(rows, 1), [b for _, b, _, _ in wanted])
             return self.pick(logits, wanted)
         device = self.lm.device
         self.cache.plan(tables, write, kv_len)
         ids = torch.tensor(ids, device=device)                        # (B, Q)
         pos = torch.tensor(pos, device=device)                        # (B, Q)
-        return self.compute(ids, pos, self.mask(rows, [], pos, kv_len), wanted, scores)
+        return self.compute(ids, pos, self.mask(rows, pos, kv_len), wanted, scores)
 
     @torch.inference_mode()
     def forward_packed(self, rows: list[Row]) -> dict[int, int]:
@@ -201,17 +200,17 @@ class ModelRunner:
         logits[torch.tensor(short, device=logits.device)[:, None], torch.tensor(sorted(self.lm.eos_ids), device=logits.device)] = float("-inf")
         return logits
 
-    def mask(self, rows: list[Row], fillers: list[int], pos: torch.Tensor, kv_len: int) -> torch.Tensor | None:
+    def mask(self, rows: list[Row], pos: torch.Tensor, kv_len: int) -> torch.Tensor | None:
         """The (B, 1, Q, kv_len) additive attention mask, or None where none is needed: every row has the same
         length and either reads one token or its whole prompt from position 0. transformers then lets sdpa
         run unmasked (decode) or with is_causal (prefill), as generate() does for a lone request."""
-        if not self.needs_mask(rows, fillers, pos.shape[1]):
+        if not self.needs_mask(rows, pos.shape[1]):
             return None
         visible = torch.arange(kv_len, device=pos.device) <= pos[:, :, None]  # (B, Q, kv_len): key k visible to query q
         return additive_mask(visible, self.lm.dtype)[:, None]
 
-    def needs_mask(self, rows: list[Row], fillers: list[int], Q: int) -> bool:
-        return not (self.lm.model.config._attn_implementation == "sdpa" and not fillers
+    def needs_mask(self, rows: list[Row], Q: int) -> bool:
+        return not (self.lm.model.config._attn_implementation == "sdpa"
                     and all(r.start == rows[0].start and len(r.token_ids) == Q for r in rows)
                     and (Q == 1 or rows[0].start == 0))
 

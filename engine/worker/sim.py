@@ -62,7 +62,6 @@ class SimRunner:
 
     def __init__(self, slots: int, num_blocks: int, block_size: int, host_blocks: int = 0, fused: bool = False,
                  noise=None):
-        self.slots = slots
         self.num_blocks = num_blocks      # the device pool (ModelRunner's layout, no tensors)
         self.block_size = block_size
         self.host_blocks = host_blocks    # the host pool a swap lane copies blocks out to

@@ -135,8 +135,8 @@ export function promptTokens(records) {
  */
 export function stepShape(record, progress) {
   if ((record.forward || "none") === "none") return null;
-  let rows = (record.filler_slots || []).length;
-  let tokens = rows;
+  let rows = 0;
+  let tokens = 0;
   for (const cell of record.slots) {
     if (cell.state === SlotState.PREEMPTED) progress.set(cell.request, 0);
     else if (cell.state === SlotState.PREFILL && cell.prefill) {

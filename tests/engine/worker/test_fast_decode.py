@@ -8,6 +8,7 @@ import torch
 from engine.worker import fast_decode
 from engine.sched.batch import Row
 from engine.worker.fast_decode import FastDecode, graph_bucket, rms_norm, unsupported
+from engine.worker.linears import additive_mask
 from engine.request import Request, RequestSpec
 from engine.worker.runner import ModelRunner
 from engine.step import SlotState
@@ -166,7 +167,8 @@ def test_smollm2_fast_hidden_state_is_the_eager_one(smol):
         kv_len = max(pos) + 1
         fast = runner.fast.decode(nxt, pos, [True] * 3, tables, kv_len, True, [0, 1, 2])
         runner.cache.plan(tables, [[p] for p in pos], kv_len)
-        mask = runner.mask([], [0], torch.tensor(pos)[:, None], kv_len)  # fillers given: a mask is built
+        visible = torch.arange(kv_len) <= torch.tensor(pos)[:, None, None]  # (B, 1, kv_len): rows of unequal length
+        mask = additive_mask(visible, smol.dtype)[:, None]
         hidden = smol.model.model(input_ids=torch.tensor(nxt)[:, None], position_ids=torch.tensor(pos)[:, None],
                                   attention_mask=mask, cache=runner.cache, use_cache=True).last_hidden_state
         eager = smol.model.lm_head(hidden[:, -1])
