@@ -70,7 +70,7 @@ check: $(VENV)/.installed kernels
 # skip here: Chromium and redis-server are installed where they may be, else make stops with the command to run
 test: setup browser redis
 	node --test tests/js/*.test.mjs
-	BATCH_LANES_REQUIRE_BROWSER=1 BATCH_LANES_REQUIRE_REDIS=1 $(PY) -m pytest
+	BATCH_LANES_REQUIRE_BROWSER=1 BATCH_LANES_REQUIRE_REDIS=1 $(PY) -m pytest --durations=25
 
 browser:
 	@scripts/need_browser.sh
