@@ -1,6 +1,6 @@
-"""The page's vocabulary (static/js/vocab.js) says exactly what the engine and the protocol say: slot states,
+"""The page's vocabulary (static/js/core/vocab.js) says exactly what the engine and the protocol say: slot states,
 stop reasons and socket event names, as identical strings, and names no policy or admission order (the sweep page's own events live in
-static/js/sweep-state.js). No browser needed."""
+static/js/sweep/state.js). No browser needed."""
 import dataclasses
 import re
 from pathlib import Path
@@ -11,7 +11,7 @@ from engine.request import RequestSpec
 from engine.step import SlotState, StopReason
 
 JS = Path(__file__).resolve().parent.parent / "static" / "js"
-VOCAB = (JS / "vocab.js").read_text()
+VOCAB = (JS / "core" / "vocab.js").read_text()
 
 
 def frozen(name: str, source: str = VOCAB) -> dict[str, str]:
@@ -34,11 +34,11 @@ def test_no_page_module_names_a_policy_or_an_admission_order():
     names = sorted((set(POLICIES) | set(ORDERS)) - fields)
     quoted = re.compile(r"""["'`](%s)["'`]""" % "|".join(map(re.escape, names)))
     found = []
-    for path in sorted(JS.glob("*.js")):
+    for path in sorted(JS.rglob("*.js")):
         if path.name == "catalog.js":
             continue
         code = re.sub(r"/\*.*?\*/|//[^\n]*", "", path.read_text(), flags=re.S)  # comments may name them
-        found += [f"{path.name}: {m.group(0)}" for m in quoted.finditer(code)]
+        found += [f"{path.relative_to(JS)}: {m.group(0)}" for m in quoted.finditer(code)]
     assert names and not found
 
 
@@ -46,7 +46,7 @@ def test_socket_event_names_are_the_readme_protocol():
     readme = (Path(__file__).resolve().parent.parent / "docs" / "protocol.md").read_text()
     documented = set(re.findall(r"\| (?:server → client|client → server) \| `(\w+)` \|", readme))
     page = set(frozen("ServerEvent").values()) | set(frozen("ClientEvent").values())
-    sweep = JS / "sweep-state.js"  # the sweep view's events, where that page defines them
+    sweep = JS / "sweep" / "state.js"  # the sweep view's events, where that page defines them
     if sweep.exists():
         page |= set(frozen("SweepEvent", sweep.read_text()).values()) | set(frozen("SweepClientEvent", sweep.read_text()).values())
     assert page == documented

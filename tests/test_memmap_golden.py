@@ -1,5 +1,5 @@
 """engine/metrics.py token_utilization against the hand-checked fixture tests/golden/memmap.json, the same records
-tests/js/memmap.test.mjs gives static/js/memmap.js: both languages must answer the same number."""
+tests/js/core/memmap.test.mjs gives static/js/core/memmap.js: both languages must answer the same number."""
 import json
 from pathlib import Path
 
