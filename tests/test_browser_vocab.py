@@ -1,14 +1,16 @@
 """The page's vocabulary (static/js/core/vocab.js) says exactly what the engine and the protocol say: slot states,
-stop reasons and socket event names, as identical strings, and names no policy or admission order (the sweep page's own events live in
-static/js/sweep/state.js). No browser needed."""
+forward kinds and stop reasons are the catalog's (static/js/core/catalog.js, generated from the engine's enums),
+re-exported and never written again; socket event names are the protocol's, as identical strings; and no page module
+names a policy or admission order (the sweep page's own events live in static/js/sweep/state.js). No browser needed."""
 import dataclasses
 import re
 from pathlib import Path
 
+from engine import catalog
 from engine.admission import ORDERS
 from engine.policies import POLICIES
 from engine.request import RequestSpec
-from engine.step import SlotState, StopReason
+from engine.step import Forward, SlotState, StopReason
 
 JS = Path(__file__).resolve().parent.parent / "static" / "js"
 VOCAB = (JS / "core" / "vocab.js").read_text()
@@ -21,9 +23,33 @@ def frozen(name: str, source: str = VOCAB) -> dict[str, str]:
     return dict(re.findall(r'(\w+):\s*"([^"]*)"', body.group(1)))
 
 
+def clause_names(clause: str | None) -> set[str]:
+    """The names in an `import { ... }` or `export { ... }` clause (`a as b` counts as b)."""
+    return {n.split(" as ")[-1].strip() for n in (clause or "").split(",") if n.strip()}
+
+
+def test_vocab_re_exports_the_catalogs_enums_and_writes_none_by_hand():
+    """The engine's enums reach the page once, through the generated catalog: vocab.js imports each from catalog.js
+    and re-exports it, and defines none itself. tests/js/core/vocab.test.mjs checks they are the very same objects."""
+    data = catalog.catalog()
+    enums = [name for name in data if name[0].isupper() and not name.isupper()]  # the catalog's CamelCase exports
+    assert {"SlotState", "Forward", "StopReason"} <= set(enums)
+    imported = re.search(r'import \{([^}]*)\} from "\./catalog\.js";', VOCAB)
+    exported = re.findall(r"export \{([^}]*)\}", VOCAB)
+    for name in enums:
+        assert name in clause_names(imported and imported.group(1)), f"vocab.js does not import {name} from catalog.js"
+        assert any(name in clause_names(clause) for clause in exported), f"vocab.js does not re-export {name}"
+        assert not re.search(rf"\b(?:const|let|var|function|class)\s+{name}\b", VOCAB), f"vocab.js writes {name} by hand"
+
+
 def test_slot_states_and_stop_reasons_match_the_engine_enums():
-    assert frozen("SlotState") == {s.name: s.value for s in SlotState}
-    assert frozen("StopReason") == {s.name: s.value for s in StopReason}
+    """What vocab.js re-exports holds the engine's strings: every member of the enums is in catalog.js as written."""
+    text = catalog.PATH.read_text()
+    data = catalog.catalog()
+    for enum in (SlotState, Forward, StopReason):
+        assert data[enum.__name__] == {m.name: m.value for m in enum}
+        for m in enum:
+            assert f'"{m.name}": "{m.value}",' in text, (enum.__name__, m)
 
 
 def test_no_page_module_names_a_policy_or_an_admission_order():

@@ -1,38 +1,20 @@
 /**
  * The wire vocabulary, defined once for the page: slot states, forward kinds, stop reasons, lanes and socket
- * event names. The strings are identical to the Python ones (engine/step.py, the protocol table in docs/protocol.md):
- * tests/test_browser_vocab.py and tests/test_metrics_table.py check them against the engine and catalog.js (the
- * engine's own declarations, generated). What a policy or an admission order *is* (its traits, label, options)
- * is read from catalog.js's POLICIES and ADMISSION_ORDERS, never from these names.
+ * event names. The engine's enums (slot states, forward kinds, stop reasons) are catalog.js's, re-exported (the
+ * engine's own declarations, generated); the rest are identical to the Python ones (the protocol table in
+ * docs/protocol.md), which tests/test_browser_vocab.py checks. What a policy or an admission order *is* (its traits,
+ * label, options) is read from catalog.js's POLICIES and ADMISSION_ORDERS, never from these names.
  */
-import { POLICIES } from "./catalog.js";
+import { Forward, POLICIES, SlotState, StopReason } from "./catalog.js";
 
-/** What a slot of the batch did in one step (engine/step.py SlotState). */
-export const SlotState = Object.freeze({
-  PREFILL: "prefill",
-  DECODE: "decode",
-  PADDING: "padding",
-  IDLE: "idle",
-  PREEMPTED: "preempted",
-  SWAPPED: "swapped",
-});
-
-/** Which forward calls a step made (engine/step.py Forward). */
-export const Forward = Object.freeze({
-  NONE: "none",        // nothing computed (the lane waited)
-  PREFILL: "prefill",  // one call, prompt rows only
-  DECODE: "decode",    // one call, one-token rows only
-  SPLIT: "split",      // a prefill call, then a decode call
-  FUSED: "fused",      // one call holding prefill and decode rows
-});
-
-/** Why a request stopped (engine/step.py StopReason). */
-export const StopReason = Object.freeze({
-  EOS: "eos",
-  LENGTH: "length",
-  STOP: "stop",            // a stop string appeared (live requests)
-  CANCELLED: "cancelled",  // its client went away (live requests)
-});
+/**
+ * The wire enums, as the engine declares them: catalog.js (generated from engine/step.py) writes them, this module
+ * only re-exports them, so they are never written twice. SlotState: what a slot of the batch did in one step;
+ * Forward: which forward calls a step made (none: the lane waited; prefill or decode: one call of those rows;
+ * split: a prefill call, then a decode call; fused: one call holding both); StopReason: why a request stopped (eos,
+ * length, stop: a stop string appeared, cancelled: its client went away).
+ */
+export { Forward, SlotState, StopReason };
 
 /** A request's phase in one step, for the request view: the slot states plus three of its own. */
 export const Phase = Object.freeze({
