@@ -61,15 +61,16 @@ $(VLLM_VENV)/.installed: scripts/vllm_requires.py
 run: setup
 	$(PY) -m app --host $(HOST) --port $(PORT)
 
-# the fast tier: every test with none of the tier marks (pyproject.toml), then the page's JS tests
+# the fast tier: every test with none of the tier marks (pyproject.toml), then the page's JS tests (tests/js/, a
+# folder per wing of static/js)
 check: $(VENV)/.installed kernels
 	$(PY) -m pytest -m "not model and not browser and not redis and not slow" -q -p no:cacheprovider
-	@if ls tests/js/*.test.mjs >/dev/null 2>&1; then node --test tests/js/*.test.mjs; fi
+	@if ls tests/js/*/*.test.mjs >/dev/null 2>&1; then node --test tests/js/*/*.test.mjs; fi
 
 # the whole suite: the page's JS tests (node, seconds), then every pytest tier; the browser and Redis tests never
 # skip here: Chromium and redis-server are installed where they may be, else make stops with the command to run
 test: setup browser redis
-	node --test tests/js/*.test.mjs
+	node --test tests/js/*/*.test.mjs
 	BATCH_LANES_REQUIRE_BROWSER=1 BATCH_LANES_REQUIRE_REDIS=1 $(PY) -m pytest --durations=25
 
 browser:

@@ -24,7 +24,7 @@ RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what a run id a client sends may 
 
 
 class Event(StrEnum):
-    """Events the server sends (static/js/vocab.js's ServerEvent and the sweep page's names)."""
+    """Events the server sends (static/js/core/vocab.js's ServerEvent and the sweep page's names)."""
     MODEL_STATUS = "model_status"
     RUN_QUEUED = "run_queued"
     RUN_STARTED = "run_started"

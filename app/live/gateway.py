@@ -38,7 +38,7 @@ class Unavailable(Exception):
 
 def summary_times(s: dict) -> dict[str, float | None]:
     """A live request's times from its summary's moments (it returns as it finishes): the lane metrics' own
-    definition, as the Live view computes them (static/js/live-figures.js summaryTimes)."""
+    definition, as the Live view computes them (static/js/live/figures.js summaryTimes)."""
     return request_times(s["arrival_ms"], s["admitted_ms"], s["first_token_ms"], s["finish_ms"], s["finish_ms"],
                          s["tokens"])
 

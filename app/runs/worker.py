@@ -169,7 +169,7 @@ class EngineWorker:
         if load.lm is not None:
             self.engine = Engine(load.lm, self.limits)
             self._set_status(ready=True, progress=1.0, message="ready", model=load.lm.name, device=str(load.lm.device),
-                             step_noise=load.step_noise,  # the page shows it beside the ms figures (static/js/noise.js)
+                             step_noise=load.step_noise,  # the page shows it beside the ms figures (static/js/lanes/noise.js)
                              **vllm_status(load.lm))
             log.info("model %s ready on %s after %.1f s", load.lm.name, load.lm.device, time.perf_counter() - t0)
         elif load.error is not None:

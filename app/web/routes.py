@@ -187,7 +187,7 @@ def load_presets() -> list[dict]:
             preset["generate"] = obj["generate"]
         if "trace" in obj:  # a trace slice (engine/workload/trace.py), which a sweep replays at each rate
             preset["trace"] = obj["trace"]
-        if "claims" in obj:  # the lesson's claims, checked against the run by the page (static/js/claims.js)
+        if "claims" in obj:  # the lesson's claims, checked against the run by the page (static/js/lanes/claims.js)
             preset["claims"] = obj["claims"]
         presets.append(preset)
     return presets

@@ -1,7 +1,7 @@
 """Write tests/golden/lessons.json: simulated runs of the `arrivals` and `long-prompt` presets (and of the trace presets
 `azure-code-burst` and `mooncake-conversation`) with injected step-time noise (engine.worker.sim.SimNoise), and of the memory
-lessons `paged-vs-reserve` and `swap-vs-recompute` (whose claims are tests/js/memmap-lesson.test.mjs's), for
-tests/js/lessons.test.mjs, which checks that each preset's lesson, as the page writes it (static/js/lesson.js,
+lessons `paged-vs-reserve` and `swap-vs-recompute` (whose claims are tests/js/lanes/memmap-lesson.test.mjs's), for
+tests/js/lanes/lessons.test.mjs, which checks that each preset's lesson, as the page writes it (static/js/lanes/lesson.js,
 claims.js), is true of the run it describes. Seeded noise, and noise forced each
 way: a continuous lane slowed until it finishes after static and dynamic; a chunk step inflated past the
 whole-prompt step; LONG's chunks made so quick that its first token comes sooner.
@@ -41,7 +41,7 @@ def variants() -> list[tuple[str, str, SimNoise | None]]:
     ]
     for preset in ("azure-code-burst", "mooncake-conversation"):  # replayed traces (engine/workload/trace.py)
         out += [(preset, "no noise", None), (preset, "seed 1", SimNoise(1, SPREAD))]
-    # the memory lessons (tests/js/memmap-lesson.test.mjs): noise moves no block, so paged-vs-reserve runs once
+    # the memory lessons (tests/js/lanes/memmap-lesson.test.mjs): noise moves no block, so paged-vs-reserve runs once
     out += [("paged-vs-reserve", "no noise", None), ("swap-vs-recompute", "no noise", None),
             ("swap-vs-recompute", "seed 1", SimNoise(1, SPREAD))]
     return out

@@ -1,6 +1,6 @@
 """Write tests/golden/metrics.json: step records of real engine runs and the metrics engine/report/metrics.py computes from
-them, one case per kind of lane. tests/engine/report/test_metrics_golden.py (pytest) and tests/js/metrics.test.mjs (node) hold
-lane_metrics and static/js/metrics.js to these answers, without a model or a browser.
+them, one case per kind of lane. tests/engine/report/test_metrics_golden.py (pytest) and tests/js/core/metrics.test.mjs (node) hold
+lane_metrics and static/js/core/metrics.js to these answers, without a model or a browser.
 
     python -m tests.golden.make            # every case; the speculative one loads the real model once
     python -m tests.golden.make --sim      # only the simulator's cases (keeps the stored speculative case's records,

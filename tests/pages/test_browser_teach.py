@@ -27,7 +27,7 @@ BROWSER_CONTEXT = {"viewport": {"width": W, "height": H}}
 
 def glossary(page) -> dict:
     """The one definitions module, as the page itself imports it."""
-    return page.evaluate("async () => (await import('/static/js/glossary.js')).GLOSSARY")
+    return page.evaluate("async () => (await import('/static/js/core/glossary.js')).GLOSSARY")
 
 
 # --- the glossary --------------------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ def test_queue_time_p95_on_the_page_is_the_servers_and_the_csv_carries_every_que
     fcfs, sjf = (page.evaluate(f"() => window.__lanes.lanes[{n!r}].metrics") for n in ("fcfs", "sjf"))
     assert f"({fcfs['mean_latency_steps']:.2f} to {sjf['mean_latency_steps']:.2f} steps)" in lesson
     assert sjf["mean_latency_steps"] < fcfs["mean_latency_steps"]
-    queued = sjf["p99_queue_ms"]  # the lesson writes an integer as it is, else with 2 decimals (static/js/lesson.js)
+    queued = sjf["p99_queue_ms"]  # the lesson writes an integer as it is, else with 2 decimals (static/js/lanes/lesson.js)
     assert f"after {int(queued) if float(queued).is_integer() else f'{queued:.2f}'} ms in the queue" in lesson
     assert sjf["requests"]["R1"]["queue_ms"] == max(q["queue_ms"] for q in sjf["requests"].values())
     with page.expect_download() as download:

@@ -1,5 +1,5 @@
 """Lessons that stay true on a noisy machine: the simulator's injected step-time noise (off by default, seeded,
-forced per call), the lesson fixture current, and the page's lesson text (static/js/lesson.js, claims.js) checked
+forced per call), the lesson fixture current, and the page's lesson text (static/js/lanes/lesson.js, claims.js) checked
 by node against simulated runs of `arrivals` and `long-prompt` at more seeds than the committed fixture holds."""
 import json
 import os
@@ -59,7 +59,7 @@ def test_lessons_are_true_of_runs_at_more_seeds(tmp_path, monkeypatch):
     monkeypatch.setattr(lessons, "SEEDS", range(5, 13))
     path = tmp_path / "runs.json"
     path.write_text(lessons.fixture())
-    done = subprocess.run([shutil.which("node"), "--test", "tests/js/lessons.test.mjs"], cwd=ROOT, capture_output=True,
+    done = subprocess.run([shutil.which("node"), "--test", "tests/js/lanes/lessons.test.mjs"], cwd=ROOT, capture_output=True,
                           text=True, env={**os.environ, "LESSON_RUNS": str(path)}, timeout=120)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     runs = sum(1 for preset, _, _ in lessons.variants() if preset in ("arrivals", "long-prompt"))  # a test per run, then four: the claims themselves, a spectator mid-run, the step numbering

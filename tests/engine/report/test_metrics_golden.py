@@ -1,6 +1,6 @@
 """engine/report/metrics.py against the golden fixture (tests/golden/metrics.json, written by `python -m tests.golden.make`
 from real runs): the step records of one lane of each kind go in, exactly the stored metrics come out. No model, no
-browser; tests/js/metrics.test.mjs holds static/js/metrics.js to the same answers."""
+browser; tests/js/core/metrics.test.mjs holds static/js/core/metrics.js to the same answers."""
 import json
 from pathlib import Path
 

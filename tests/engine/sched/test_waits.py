@@ -131,7 +131,7 @@ def test_a_wait_writes_only_its_own_numbers():
 
 
 def test_the_page_twin_of_the_reasons_is_the_engine_vocabulary():
-    source = (JS / "waits.js").read_text()
+    source = (JS / "core" / "waits.js").read_text()
     body = re.search(r"export const WaitReason = Object\.freeze\(\{(.*?)\}\);", source, re.S)
     assert dict(re.findall(r'(\w+):\s*"([^"]*)"', body.group(1))) == {w.name: w.value for w in WaitReason}
     for w in WaitReason:  # every reason has its glossary entry

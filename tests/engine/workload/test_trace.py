@@ -197,7 +197,7 @@ def test_the_editor_replays_a_shipped_slice_through_api_generate_and_a_bad_field
     mooncake = presets["mooncake-conversation"]
     assert mooncake["kv_block_size"] == 32 and len(mooncake["requests"]) == 19 and mooncake["claims"]
     assert len(presets["azure-code-burst"]["requests"]) == 31
-    # the sweep page sends a trace preset as its trace section (static/js/sweep-form.js): replayed at each rate
+    # the sweep page sends a trace preset as its trace section (static/js/sweep/form.js): replayed at each rate
     sent = {k: v for k, v in mooncake.items() if k != "requests"}
     points = run_sweep(Engine(None, Limits()), sent, [1.0, 3.0], Limits())["points"]
     assert [p["offered_rate"] for p in points] == pytest.approx([1.0, 3.0])

@@ -1,0 +1,157 @@
+/**
+ * From a run to what one frame shows: the lanes in page order (by policy, then as given) with their
+ * configurations, derived timelines and metrics (memoized per records array), the x-axis domain
+ * (which only grows while a run streams, so cells do not shrink every tick), each lane's step under
+ * the playhead (and the gap it waits in, if any) with its metrics up to that step, and the scene the
+ * renderer draws. Pure functions of their inputs, apart from the memo caches.
+ */
+import { configOf, laneTitle, orderLanes } from "../core/laneconfig.js";
+import { isTimed, laneMetrics, mismatches } from "../core/metrics.js";
+import { traitsOf } from "../core/policies.js";
+import { estimateSteps, gapAt, laneTimeline, perRecords, stepAt, stepCount } from "../core/timeline.js";
+import { RunStatus, SlotState } from "../core/vocab.js";
+import { count } from "../core/words.js";
+
+const metricsOf = perRecords(laneMetrics);
+const partial = new WeakMap();  // records array -> Map(step -> metrics of records[0..step))
+
+/** A lane's metrics from its first `step` records (what happened up to the playhead); all of them: the run's. */
+export function metricsUpTo(lane, step, workload, whole) {
+  if (step >= lane.records.length) return whole;
+  let memo = partial.get(lane.records);
+  if (!memo || memo.workload !== workload) {
+    memo = { workload, byStep: new Map() };
+    partial.set(lane.records, memo);
+  }
+  if (!memo.byStep.has(step)) memo.byStep.set(step, laneMetrics(lane.records.slice(0, step), workload));
+  return memo.byStep.get(step);
+}
+
+let last = { run: undefined, value: null };
+
+/**
+ * {run, lanes: [{name, policy, config, title, records, done, timeline, kvBudget, mayPreempt}], metrics: {lane: m},
+ * check: "" | "ok" | "a, b", timed, marks}; once per run object. `marks`: whether lanes show request arrivals; `kvBudget`:
+ * a KV budget binds the lane; `mayPreempt`: and its policy's traits say it preempts (continuous).
+ */
+export function deriveRun(run) {
+  if (run !== last.run) last = { run, value: derive(run) };
+  return last.value;
+}
+
+function derive(run) {
+  if (!run || !run.workload) return { run, lanes: [], metrics: {}, check: "", timed: false, marks: false };
+  const lanes = orderLanes(run.lanes, run.workload).map((name) => {
+    const records = run.records[name] || [];
+    const config = configOf(run.workload, name);
+    const kvBudget = Boolean(config.options.kv_budget || run.workload.kv_budget);
+    return { name, policy: config.policy, config, title: laneTitle(config), records, done: Boolean(run.done[name]),
+      timeline: laneTimeline(records, run.workload), kvBudget, mayPreempt: kvBudget && traitsOf(config.policy).preempts };
+  });
+  const metrics = Object.fromEntries(lanes.map((l) => [l.name, metricsOf(l.records, run.workload)]));
+  let check = "";
+  if (run.serverMetrics) {
+    const bad = mismatches(metrics, run.serverMetrics);
+    check = bad.length ? bad.join(", ") : "ok";
+  }
+  const timed = isTimed(run.workload);
+  const marks = timed || run.workload.requests.some((q) => (q.arrival || 0) > 0);
+  return { run, lanes, metrics, check, timed, marks };
+}
+
+function lastEnd(lane) {
+  return lane.timeline.end[stepCount(lane.timeline)];
+}
+
+/** The x-axis span for both clocks; `previous` is last frame's (same run) or null. */
+export function nextDomain(derived, previous) {
+  const run = derived.run;
+  if (!run || !derived.lanes.length) return { runId: null, steps: 1, ms: 1 };
+  const steps = Math.max(...derived.lanes.map((l) => l.records.length));
+  const ms = Math.max(...derived.lanes.map(lastEnd));
+  if (run.status === RunStatus.FINISHED) return { runId: run.id, steps: Math.max(1, steps), ms: Math.max(1, ms) };
+  const d = previous && previous.runId === run.id ? { ...previous } : { runId: run.id, steps: estimateSteps(run.workload), ms: 0 };
+  if (steps > d.steps) d.steps = Math.ceil(steps * 1.25);
+  if (!d.ms && steps) {  // a guess from the steps so far; no lane ends before its last request arrives
+    const lastArrival = Math.max(0, ...run.workload.requests.map((q) => q.arrival_ms || 0));
+    const perStep = Math.max(...derived.lanes.map((l) => (l.records.length ? (lastEnd(l) - l.timeline.starts[0]) / l.records.length : 0)));
+    d.ms = Math.max((ms / steps) * d.steps, lastArrival + perStep * 8) * 1.1;
+  }
+  if (ms > d.ms) d.ms = ms * 1.25;
+  return { ...d, ms: Math.max(1, d.ms) };
+}
+
+/** A lane's step under the playhead; one past its last step once it is done and the playhead has passed its end. */
+function laneStep(lane, clock, t) {
+  const n = lane.records.length;
+  const end = clock === "steps" ? n : lastEnd(lane);
+  if (lane.done && t > end + 1e-9) return n + 1;
+  return stepAt(lane.timeline, clock, t);
+}
+
+/** Row labels of a lane: its slots, or its requests in the request view. */
+export function laneRows(lane, view, workload) {
+  if (view === "requests") return lane.timeline.ids;
+  const slots = lane.records.length ? lane.records[0].slots.length : (lane.config.options.slots || workload.slots || 4);
+  return Array.from({ length: slots }, (_, i) => `slot ${i + 1}`);
+}
+
+/**
+ * A lane's caption at the playhead: its final numbers once the playhead has passed its last step ("15 steps ·
+ * 1.93 tokens/step · slot use 48%"), else the numbers so far ("step 2 of 15 · 2.00 tokens/step · slot use 50%").
+ */
+function caption(lane, shown, m, clock) {
+  const n = lane.records.length;
+  if (!n) return lane.done ? "no steps" : "waiting for the first step";
+  const numbers = [`${m.tokens_per_step.toFixed(2)} tokens/step`, `slot use ${Math.round(m.slot_use * 100)}%`];
+  if (clock === "ms" && m.wall_s !== null && shown > 0) numbers.push(`${m.wall_s.toFixed(2)} s`);
+  if (m.preemptions) numbers.push(`${m.preemptions} preempted`);
+  if (lane.done && shown >= n) return [count(n, "step"), ...numbers].join(" \u00b7 ");
+  const where = `step ${shown} of ${n}${lane.done ? "" : " so far"}`;
+  return shown > 0 ? [where, ...numbers].join(" \u00b7 ") : where;
+}
+
+/** A lane's KV use at its step under the playhead ({used, total, unit}), or null before its first step. */
+function kvAt(lane, step) {
+  return lane.timeline.kv[Math.min(step, lane.records.length) - 1] || null;
+}
+
+function kvLabel(point) {
+  if (!point) return "KV memory";
+  return `KV ${point.used}/${point.total} ${point.unit === "blocks" ? "blk" : "tok"}`;
+}
+
+/** What the legend explains for a run on a clock and view: {view, preemption, waiting, marks, prefixCache,
+ * speculative}. */
+export function legendFlags(derived, { view, clock }) {
+  const preemption = Boolean(derived.run && derived.run.workload && derived.run.workload.kv_budget)
+    || derived.lanes.some((l) => l.config.options.kv_budget) || Object.values(derived.metrics).some((m) => m.preemptions > 0);
+  // The legend explains waiting when some lane shows it on this clock.
+  const waiting = derived.lanes.some((l) => l.timeline.waits.size || (clock === "ms" && l.timeline.gaps.length));
+  const prefixCache = Object.values(derived.metrics).some((m) => m.prompt_tokens_cached > 0);
+  const speculative = derived.lanes.some((l) => l.config.options.speculative)
+    || Boolean(derived.run && derived.run.workload && derived.run.workload.speculative);
+  // a lane that swaps its victims out (preemption "swap") shows the swapped state; swapOnly: no lane recomputes
+  const swapping = derived.lanes.map((l) => l.config.options.preemption === "swap"
+    || l.records.some((r) => r.slots.some((c) => c.state === SlotState.SWAPPED)));
+  const swap = swapping.some(Boolean);
+  const swapOnly = swap && swapping.every(Boolean);
+  return { view, preemption, waiting, marks: derived.marks, prefixCache, speculative, swap, swapOnly };
+}
+
+/**
+ * What the renderer draws this frame; each lane carries `metrics`, its numbers up to its step at the playhead,
+ * and `kvAt`, its KV use there.
+ */
+export function buildScene(derived, { view, clock, t, focus }) {
+  const lanes = derived.lanes.map((lane) => {
+    const step = laneStep(lane, clock, t);
+    const gap = clock === "ms" && step <= lane.records.length ? gapAt(lane.timeline, t) : null;
+    const shown = Math.min(step, lane.records.length);
+    const metrics = metricsUpTo(lane, shown, derived.run.workload, derived.metrics[lane.name]);
+    const kv = kvAt(lane, gap ? step - 1 : step);
+    return { ...lane, step, gap, revealed: shown, metrics, caption: caption(lane, shown, metrics, clock), kvAt: kv,
+      kvLabel: kvLabel(kv) };
+  });
+  return { lanes, clock, t, focus, ...legendFlags(derived, { view, clock }), timed: derived.timed };
+}

@@ -1,0 +1,122 @@
+/**
+ * The claims a preset's lesson makes, checked against the run it describes. A preset declares them (demos/*.json
+ * "claims": [{says, check, lane, others, request?}]): `says` a phrase of its description (tests/js/lanes/lessons.test.mjs
+ * checks that it is there), `check` one of CHECKS below, over the finished lanes it names: where the run bears it out, the phrase stays; where it does not (a busy machine's
+ * noise made continuous finish after dynamic, or a chunk step outlast the whole prompt's step), the phrase is
+ * replaced by what happened, with the run's own numbers and its measured noise (noise.js). While a lane it
+ * names still runs, the phrase stays as written (what usually happens). Pure functions of a derived run (scene.js).
+ */
+import { copyCheaper, fillsMoreOfItsBlocks, losesLessToPreemption, runsMoreAtOnce } from "./memlesson.js";
+import { laneBlockSize } from "../core/metrics.js";
+import { noiseClause, outlierClause } from "./noise.js";
+
+/** Why, as far as the run can say: its measured noise, and the worst outlier of the lanes named (if any stands out). */
+function why(derived, lanes) {
+  const outliers = lanes.map((name) => {
+    const clause = outlierClause(laneOf(derived, name).records);
+    return clause ? `on ${name}, ${clause}` : "";
+  }).filter(Boolean);
+  return [noiseClause(derived.metrics), ...outliers].join("; ");
+}
+
+const s2 = (ms) => `${(ms / 1000).toFixed(2)} s`;
+const ms0 = (ms) => `${Math.round(ms)} ms`;
+
+function laneOf(derived, name) {
+  const lane = derived.lanes.find((l) => l.name === name);
+  return lane && lane.done ? lane : null;
+}
+
+function longestStep(lane) {
+  let best = null;
+  for (const r of lane.records) if (!best || r.ms > best.ms) best = r;
+  return best;
+}
+
+/** `lane` finishes no later than each of `others`: the lanes' wall times. */
+function finishesNoLater(derived, { lane, others }) {
+  const m = derived.metrics;
+  if (!laneOf(derived, lane) || others.some((o) => !laneOf(derived, o))) return null;
+  const mine = m[lane].wall_s;
+  const before = others.filter((o) => m[o].wall_s < mine);
+  if (!before.length) return { holds: true };
+  const them = before.map((o) => `${o} (${s2(m[o].wall_s * 1000)}, ${m[o].steps} steps)`).join(" and ");
+  return { holds: false, text: `yet on this run it finished at ${s2(mine * 1000)} (${m[lane].steps} steps), after ${them}`
+    + `, not the usual result (${why(derived, [lane, ...before])})` };
+}
+
+/** `lane`'s mean TTFT is below each of `others`' ("far": at most half of the lowest of theirs). */
+function firstTokensSooner(derived, { lane, others }) {
+  const m = derived.metrics;
+  if (!laneOf(derived, lane) || others.some((o) => !laneOf(derived, o))) return null;
+  const mine = m[lane].mean_ttft_ms;
+  const best = others.reduce((a, o) => (m[o].mean_ttft_ms < m[a].mean_ttft_ms ? o : a), others[0]);
+  const theirs = m[best].mean_ttft_ms;
+  if (mine <= theirs / 2) return { holds: true };
+  if (mine < theirs) {
+    return { holds: false, text: `and its first tokens come sooner (mean TTFT ${ms0(mine)}, ${best} ${ms0(theirs)})` };
+  }
+  return { holds: false, text: `yet on this run its mean TTFT (${ms0(mine)}) was no better than ${best}'s (${ms0(theirs)})`
+    + `, not the usual result (${why(derived, [lane, best])})` };
+}
+
+/** The step of `lane` that read request `id`'s whole prompt: the one with its last prefill cell. */
+function wholePromptStep(lane, id) {
+  return lane.records.find((r) => r.slots.some((c) => c.request === id && c.prefill && c.prefill[0] === c.prefill[1])) || null;
+}
+
+/** No step of `lane` (chunked) lasts as long as the step of `others[0]` that read `request`'s whole prompt at once. */
+function noLongStall(derived, { lane, others, request }) {
+  const whole = others[0];
+  const a = laneOf(derived, lane);
+  const b = laneOf(derived, whole);
+  const theirs = b && wholePromptStep(b, request);
+  if (!a || !a.records.length || !theirs) return null;
+  const mine = longestStep(a);
+  if (mine.ms < theirs.ms) return { holds: true };
+  return { holds: false, text: `yet on this run one of its steps (step ${mine.step}, ${ms0(mine.ms)}) took as long as`
+    + ` ${whole}'s whole-prompt step (step ${theirs.step}, ${ms0(theirs.ms)}), not the usual result`
+    + ` (${why(derived, [lane, whole])})` };
+}
+
+/** Request `request`'s TTFT is later on `lane` (chunked) than on `others[0]`. */
+function firstTokenLater(derived, { lane, others, request }) {
+  const whole = others[0];
+  if (!laneOf(derived, lane) || !laneOf(derived, whole)) return null;
+  const q = (name) => (derived.metrics[name].requests[request] || {}).ttft_ms;
+  const [mine, theirs] = [q(lane), q(whole)];
+  if (typeof mine !== "number" || typeof theirs !== "number") return null;
+  if (mine > theirs) return { holds: true };
+  return { holds: false, text: `but ${request}'s own first token came no later on this run (${ms0(mine)}, against`
+    + ` ${ms0(theirs)} on ${whole}: ${why(derived, [lane, whole])})` };
+}
+
+/** Every kind of claim a preset may declare: check(derived, claim) -> null (not known yet) | {holds, text}. */
+export const CHECKS = Object.freeze({
+  finishes_no_later: finishesNoLater,
+  first_tokens_sooner: firstTokensSooner,
+  no_long_stall: noLongStall,
+  first_token_later: firstTokenLater,
+  runs_more_at_once: (derived, c) => runsMoreAtOnce(derived, c, laneOf),           // memlesson.js: the memory lessons
+  fills_more_of_its_blocks: (derived, c) => fillsMoreOfItsBlocks(derived, c, laneOf),
+  copy_cheaper: (derived, c) => copyCheaper(derived, c, laneOf, (l) => laneBlockSize(l.records, derived.run.workload)),
+  loses_less_to_preemption: (derived, c) => losesLessToPreemption(derived, c, laneOf,
+    (l) => laneBlockSize(l.records, derived.run.workload)),
+});
+
+/** The verdicts of `claims` on `derived`: [{says, holds: true | false | null (not known yet), text}]. */
+export function checkClaims(claims, derived) {
+  return (Array.isArray(claims) ? claims : []).map((c) => {
+    const check = CHECKS[c.check];
+    const ok = check && typeof c.says === "string" && typeof c.lane === "string" && Array.isArray(c.others) && c.others.length;
+    const verdict = ok && derived && derived.lanes ? check(derived, c) : null;
+    return { says: c.says, holds: verdict ? verdict.holds : null, text: verdict && !verdict.holds ? verdict.text : c.says };
+  });
+}
+
+/** `text` with every claim the run contradicts rewritten as what happened. */
+export function applyClaims(text, claims, derived) {
+  let out = String(text);
+  for (const c of checkClaims(claims, derived)) if (c.holds === false) out = out.replace(c.says, c.text);
+  return out;
+}

@@ -1,0 +1,151 @@
+/**
+ * A class (app/runs/classes.py) as the page takes part in it. The teacher's page opens one (a short code, the
+ * link /c/<code>, its QR code), may allow students to submit, sees how many students joined and the class's
+ * queued runs, and closes it; its token stays in sessionStorage, so a reload rejoins as the teacher. A student's
+ * page (/c/<code>) joins it and follows the teacher's runs as they start: `onEvent` answers which run to watch,
+ * and main.js watches it (unless the student's own run is live). A DOM widget: it never touches the run state;
+ * it reads class events main.js hands it, and sends class events through `send`.
+ */
+import { el } from "../ui/dom.js";
+import { publicLink, shareInfo, showWarning } from "./publicurl.js";
+import { ClientEvent, ServerEvent } from "../core/vocab.js";
+
+const KEY = "batch-lanes-class";  // sessionStorage: {code, token} of the class this tab teaches
+
+/** "behind the teacher's run and 1 student run": whose runs wait ahead of a class's queued run. */
+export function behindText(ahead) {
+  const n = (k) => Number(ahead && ahead[k]) || 0;
+  const runs = (count, what) => `${count} ${what} run${count === 1 ? "" : "s"}`;
+  const parts = [];
+  if (n("teacher")) parts.push(n("teacher") === 1 ? "the teacher's run" : `${n("teacher")} of the teacher's runs`);
+  if (n("student")) parts.push(runs(n("student"), "student"));
+  if (n("other")) parts.push(runs(n("other"), "other"));
+  return parts.length ? `behind ${parts.join(" and ")}` : "next, once the running run ends";
+}
+
+function stored() {
+  try {
+    const v = JSON.parse(sessionStorage.getItem(KEY) || "null");
+    return v && typeof v.code === "string" && typeof v.token === "string" ? v : null;
+  } catch (e) {
+    return null;
+  }
+}
+
+function store(value) {
+  try {
+    if (value) sessionStorage.setItem(KEY, JSON.stringify(value));
+    else sessionStorage.removeItem(KEY);
+  } catch (e) { /* no storage: a reload starts without the class */ }
+}
+
+export function createClass(root, { send, code: pageCode = "", missing = "" }) {
+  let info = { role: pageCode ? "student" : null, code: pageCode || null, students: 0, allow_submit: false, run_id: null,
+    queued: [], ended: missing ? `No class ${missing} is open: check the code, or ask the teacher for the link.` : null };
+  const open = el("button", { type: "button", id: "btn-class", text: "Open a class",
+    title: "Students join by a short code or link and watch your runs; theirs queue behind yours" });
+  const text = el("span", { id: "class-info", className: "class-info", role: "status" });
+  const allow = el("input", { type: "checkbox", id: "class-allow" });
+  const allowLabel = el("label", { className: "switch", hidden: true, title: "Let students submit runs of their own: they queue behind yours" },
+    [allow, " students may submit"]);
+  const qr = el("button", { type: "button", id: "class-qr", text: "class QR", hidden: true });
+  const close = el("button", { type: "button", id: "class-close", text: "Close class", hidden: true });
+  const frame = el("div", { className: "qr-frame" });  // its image is made when first opened (no image before)
+  const url = el("p", { className: "qr-url", id: "class-url" });
+  const warning = el("p", { className: "qr-warning", id: "class-qr-warning", hidden: true });
+  const shut = el("button", { type: "button", text: "Close" });
+  const popover = el("div", { className: "qr-popover", id: "class-qr-popover", role: "dialog", ariaLabel: "class QR code", hidden: true },
+    [el("h2", { text: "Join the class on your phone" }), frame, url, warning, shut]);
+  root.replaceChildren(open, text, allowLabel, qr, close, popover);
+
+  const token = () => (stored() || {}).token;
+  open.addEventListener("click", () => send(ClientEvent.CLASS_OPEN, {}));
+  allow.addEventListener("change", () => send(ClientEvent.CLASS_ALLOW, { code: info.code, token: token(), allow: allow.checked }));
+  close.addEventListener("click", () => send(ClientEvent.CLASS_CLOSE, { code: info.code, token: token() }));
+  qr.addEventListener("click", () => {
+    if (!popover.hidden) { popover.hidden = true; return; }
+    const img = frame.querySelector("img") || frame.appendChild(el("img", { id: "class-qr-img", width: 320, height: 320,
+      alt: "QR code of the class link" }));
+    img.src = `/c/${encodeURIComponent(info.code)}/qr.svg`;
+    shareInfo().then((share) => {
+      url.textContent = publicLink(share, `/c/${info.code}`);
+      showWarning(warning, share);
+    });
+    popover.hidden = false;
+  });
+  shut.addEventListener("click", () => { popover.hidden = true; });
+
+  function render() {
+    const teacher = info.role === "teacher";
+    const student = info.role === "student";
+    document.body.dataset.classRole = info.role || "";
+    document.body.dataset.classSubmit = String(Boolean(info.allow_submit));
+    open.hidden = Boolean(info.role);
+    allowLabel.hidden = !teacher;
+    qr.hidden = close.hidden = !teacher;
+    allow.checked = Boolean(info.allow_submit);
+    if (!teacher) popover.hidden = true;
+    const waiting = (info.queued || []).filter((r) => r.role === "student").length;
+    text.textContent = info.ended ? info.ended
+      : teacher ? `Class ${info.code} \u00b7 /c/${info.code} \u00b7 ${info.students} student${info.students === 1 ? "" : "s"}`
+        + ` \u00b7 ${waiting} student run${waiting === 1 ? "" : "s"} queued`
+        + (waiting ? ` (positions ${(info.queued || []).filter((r) => r.role === "student").map((r) => r.position).join(", ")})` : "")
+      : student ? `Class ${info.code}: you watch the teacher's runs`
+        + (info.allow_submit ? "; you may run your own (they queue behind the teacher's)" : " (view only)")
+      : "";
+  }
+  render();
+
+  let shown = null;  // the run this page shows (its last run_started)
+  /** A teacher's page showing a run its class does not (a stored run: a reference replay) has its students watch
+   * it too; a run the teacher submitted is the class's run already. */
+  function showToStudents() {
+    if (info.role === "teacher" && shown && shown !== info.run_id && token()) {
+      send(ClientEvent.CLASS_SHOW, { code: info.code, token: token(), run_id: shown });
+    }
+  }
+
+  return {
+    /** The socket (re)connected: rejoin the class this page is in (a reload of the teacher's page too). */
+    connected() {
+      const mine = stored();
+      if (mine && (!pageCode || pageCode === mine.code)) send(ClientEvent.CLASS_JOIN, { code: mine.code, token: mine.token });
+      else if (pageCode && !info.ended) send(ClientEvent.CLASS_JOIN, { code: pageCode });
+    },
+    /** A class event (or a refusal about one); returns the id of a run to watch (the teacher's new run), or null. */
+    onEvent(event) {
+      const p = event.payload || {};
+      if (event.type === ServerEvent.RUN_STARTED && p.run_id) {
+        shown = p.run_id;   // the run on this page's screen, which a teacher's page shows its students too
+        showToStudents();
+        return null;
+      }
+      if (event.type === ServerEvent.CLASS_STATE) {
+        const follow = p.role === "student" && p.run_id && p.run_id !== info.run_id ? p.run_id : null;
+        if (p.role === "teacher") store({ code: p.code, token: p.token });
+        info = { ...info, ...p, ended: null };
+        render();
+        showToStudents();
+        return follow;
+      }
+      if (event.type === ServerEvent.CLASS_CLOSED || (event.type === ServerEvent.RUN_ERROR && !p.run_id
+          && (p.field === "code" || p.field === "token"))) {
+        if (info.role === "teacher" || stored()) store(null);
+        info = { role: null, code: null, students: 0, allow_submit: false, run_id: null, queued: [],
+          ended: p.message || "The class ended." };
+        render();
+      }
+      return null;
+    },
+    /** What a request only a class's teacher may make carries: {class, token} on the teacher's page, {class} on a
+     * student's, {} outside a class (the server refuses all but the teacher while a class is open). */
+    credentials() {
+      if (info.role === "teacher" && token()) return { class: info.code, token: token() };
+      return info.role === "student" ? { class: info.code } : {};
+    },
+    /** "teacher", "student" or null (not in a class). */
+    get role() { return info.role; },
+    /** What tests read (window.__class). */
+    get info() { return { ...info }; },
+  };
+}

@@ -1,0 +1,59 @@
+/**
+ * A preset's lesson with its placeholders filled from the run it describes: `{LONG.prompt_tokens}`
+ * (the prompt tokens of request LONG: the total of its first prefill cell in any lane),
+ * `{static.longest_step_share}` (the share of lane "static"'s wall time its longest step took),
+ * `{8 slots.wall_s}` (that lane's wall time, 2 decimals), or any other number of a lane's metrics.
+ * A value not known yet (the lane still runs, or no run of this mix) shows as "…"; a raw `{...}`
+ * never shows. A prompt's token count comes from run_started (`run.promptTokens`, what a spectator has from the
+ * start), else from the records. Then every claim of the lesson (claims.js) the finished run contradicts is
+ * rewritten as what happened. Pure: returns a string, which the page writes with textContent.
+ */
+import { applyClaims } from "./claims.js";
+import { memoryValue } from "./memlesson.js";
+import { laneBlockSize } from "../core/metrics.js";
+
+const PLACEHOLDER = /\{([^{}]+)\.([A-Za-z_0-9]+)\}/g;
+const UNKNOWN = "\u2026";
+
+function promptTokens(run, lanes, id) {
+  const sent = run.promptTokens && run.promptTokens[id];
+  if (typeof sent === "number") return String(sent);
+  for (const lane of lanes) {
+    for (const r of lane.records) {
+      const cell = r.slots.find((c) => c.request === id && c.prefill);
+      if (cell) return String(cell.prefill[1]);
+    }
+  }
+  return null;
+}
+
+function laneValue(lane, m, key, workload) {
+  if (!lane.done || !m) return null;
+  const memory = memoryValue(lane, m, key, laneBlockSize(lane.records, workload));  // batch size, token use, ms per block
+  if (memory !== undefined) return memory;
+  if (key === "longest_step_share") {
+    const longest = Math.max(0, ...lane.records.map((r) => r.ms));
+    return m.wall_s > 0 ? `${Math.round((longest / (m.wall_s * 1000)) * 100)}%` : null;
+  }
+  const v = m[key];
+  if (typeof v !== "number") return null;
+  return Number.isInteger(v) ? String(v) : v.toFixed(2);
+}
+
+/**
+ * `text` with every placeholder replaced. `derived` ({run, lanes, metrics}, scene.js) fills them only when
+ * its run is of the mix named `name`; otherwise, or while unknown, they show "…". `claims`: the preset's (claims.js).
+ */
+export function fillLesson(text, name, derived, claims = null) {
+  const run = derived && derived.run;
+  const ours = Boolean(run && run.workload && run.workload.name === name);
+  const filled = String(text).replace(PLACEHOLDER, (_, subject, key) => {
+    if (!ours) return UNKNOWN;
+    const lane = derived.lanes.find((l) => l.name === subject);
+    const value = lane ? laneValue(lane, derived.metrics[subject], key, run.workload)
+      : key === "prompt_tokens" ? promptTokens(run, derived.lanes, subject) : null;
+    return value ?? UNKNOWN;
+  });
+  const clean = filled.replace(/\{[^}]*(\}|$)/g, UNKNOWN);  // a placeholder cut short (or unknown shape) never shows raw
+  return ours && claims ? applyClaims(clean, claims, derived) : clean;
+}

@@ -1,0 +1,38 @@
+// Presenter mode's lanes in turn (static/js/canvas/layout.js), without a browser: under a projector's height budget no row
+// shrinks below PRESENT_MIN (a 14 px cell label) — fewer lanes are shown instead, as many as fit — and the turns
+// page through every lane, the last one ending at the last lane. `node --test tests/js/`.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { PRESENT_MIN, computeLayout, lanesInTurn, nextTurn } from "../../../static/js/canvas/layout.js";
+
+const lane = (name, rows = 4) => ({ name, rows: Array.from({ length: rows }, (_, i) => `slot ${i + 1}`), starts: [0],
+  ends: [1], gaps: [], arrivals: [], kvBudget: false, preemptions: null });
+const OPTS = { view: "slots", clock: "steps", domain: 15, present: true };
+
+test("four lanes under a 420 px budget: two at a time, rows at least the minimum, and the layout fits", () => {
+  const lanes = ["static", "dynamic", "continuous", "chunked"].map((n) => lane(n));
+  const squeezed = computeLayout(1250, lanes, { ...OPTS, maxHeight: 420 });
+  assert.ok(!squeezed.fits && squeezed.lanes.every((l) => l.rowH >= PRESENT_MIN.row));  // never shrunk below it
+  const shown = lanesInTurn(1250, lanes, { ...OPTS, maxHeight: 420 }, 0);
+  assert.deepEqual(shown.turn, { from: 0, count: 2, total: 4 });
+  assert.ok(shown.fits && shown.height <= 420);
+  assert.ok(shown.lanes.every((l) => l.rowH >= PRESENT_MIN.row && l.kv.h >= PRESENT_MIN.kv));
+  assert.deepEqual(shown.lanes.map((l) => l.name), ["static", "dynamic"]);
+  assert.deepEqual(lanesInTurn(1250, lanes, { ...OPTS, maxHeight: 420 }, 2).lanes.map((l) => l.name), ["continuous", "chunked"]);
+});
+
+test("lanes that fit are all shown, as outside presenter mode", () => {
+  const shown = lanesInTurn(1250, [lane("static"), lane("continuous")], { ...OPTS, maxHeight: 460 }, 1);
+  assert.deepEqual(shown.turn, { from: 0, count: 2, total: 2 });
+});
+
+test("turns page by the lanes shown, end at the last lane and wrap round both ways", () => {
+  assert.equal(nextTurn({ from: 0, count: 2, total: 3 }, 1), 1);  // lanes 2-3, not lane 3 alone
+  assert.equal(nextTurn({ from: 1, count: 2, total: 3 }, 1), 0);
+  assert.equal(nextTurn({ from: 0, count: 2, total: 3 }, -1), 1);
+  assert.equal(nextTurn({ from: 0, count: 2, total: 4 }, 1), 2);
+  assert.equal(nextTurn({ from: 2, count: 2, total: 4 }, -1), 0);
+  assert.equal(nextTurn({ from: 0, count: 1, total: 4 }, -1), 3);
+  assert.equal(nextTurn({ from: 0, count: 4, total: 4 }, 1), 0);  // every lane shown: nothing to page
+});

@@ -1,0 +1,30 @@
+// static/js/ui/panels.js's cell tooltip, without a browser: a prefill cell says how much of its prompt's K/V is
+// written so far ("prompt K/V written"), and only a lane with a prefix cache says how many tokens came from it
+// (issue 20: "prompt tokens cached: 82 of 82" on every lane meant two things). `node --test tests/js/`.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { tooltipLines } from "../../../static/js/ui/panels.js";
+
+function prefillHit(options, cell) {
+  const record = { step: 1, slots: [cell], ms: 40, forward_ms: 38, forward: "prefill" };
+  const lane = { name: "lane", policy: "continuous", config: { name: "lane", policy: "continuous", options },
+    timeline: { arrivals: [], starts: [0], ends: [40] } };
+  return tooltipLines(lane, { kind: "cell", step: 1, what: { kind: "prefill", request: "R1", cell, record } }, "slots",
+    { requests: [{ id: "R1", prompt: "p", max_new_tokens: 4 }] });
+}
+
+test("a prefill cell on a lane without a prefix cache says how much K/V is written, never 'cached'", () => {
+  const lines = prefillHit({}, { state: "prefill", request: "R1", prefill: [82, 82], token_id: 5, token: "Hi" });
+  assert.ok(lines.includes("prompt K/V written so far: 82 of 82 tokens"), lines.join("\n"));
+  assert.ok(!lines.some((l) => /cache/i.test(l)), lines.join("\n"));
+});
+
+test("a prefill cell on a prefix-cache lane also says how many prompt tokens came from the cache", () => {
+  const cell = { state: "prefill", request: "R1", prefill: [82, 82], cached: 48, token_id: 5, token: "Hi" };
+  const lines = prefillHit({ prefix_cache: true }, cell);
+  assert.ok(lines.includes("prompt K/V written so far: 82 of 82 tokens"), lines.join("\n"));
+  assert.ok(lines.includes("from the prefix cache: 48 of 82 tokens (copied, not computed)"), lines.join("\n"));
+  const miss = prefillHit({ prefix_cache: true }, { ...cell, cached: 0 });
+  assert.ok(!miss.some((l) => /cache/i.test(l)), miss.join("\n"));  // a chunk after the first, or a miss
+});
