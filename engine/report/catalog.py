@@ -16,7 +16,7 @@ from pathlib import Path
 from engine.admission import ORDERS
 from engine.report.metric_table import table_dict
 from engine.sched.policies import policy_traits
-from .step import Forward, SlotState, StopReason
+from engine.step import Forward, SlotState, StopReason
 from engine.peers.vllm_options import ENGINE_POLICIES
 from engine.workload.workload import DEFAULT_LANES
 
