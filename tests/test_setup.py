@@ -3,9 +3,9 @@ redis-server for the scale-out tests where it may, or stops at once with the one
 them skip."""
 import os
 import subprocess
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.kit import ROOT
+
 SCRIPT = ROOT / "scripts" / "need_browser.sh"
 REDIS_SCRIPT = ROOT / "scripts" / "need_redis.sh"
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.kit import ROOT
+
 PACKAGES = ("app", "engine", "scripts")
 MAX_LINES = 300
 KNOWN_LONG = {"app": set(), "engine": set(), "scripts": None}  # files allowed over MAX_LINES for now: none

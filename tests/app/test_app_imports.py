@@ -6,14 +6,13 @@ import closure holds no module that needs torch: checked in a fresh interpreter,
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from tests.kit.scale import Deployment
 from tests.kit.server import free_port
+from tests.kit import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN = ("torch", "transformers", "engine.worker.runner", "engine.worker.model")
 WEB_WING = sorted(f"app.web.{p.stem}" for p in (ROOT / "app" / "web").glob("*.py") if p.stem != "__init__")
 SHARED = ("app.cli", "app.settings", "app.protocol", "app.asyncmode", "app.runs.service", "app.runs.redis_book",

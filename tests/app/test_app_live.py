@@ -2,17 +2,17 @@
 the real default model; same-origin sockets, the message-size cap and logs without prompt text on the simulator."""
 import json
 import time
-from pathlib import Path
 
 import pytest
 import requests
 import socketio
 
 from tests.kit.server import EventClient, live_server
+from tests.kit import ROOT
 
 pytestmark = pytest.mark.slow
 
-MIXED = json.loads((Path(__file__).resolve().parents[2] / "demos" / "mixed.json").read_text())
+MIXED = json.loads((ROOT / "demos" / "mixed.json").read_text())
 SECRET = "zebra-violet-7731"  # a prompt word that must never reach the log
 SMALL_SWEEP = {"name": "s", "slots": 2, "generate": {"n": 3, "rate": 1, "output_tokens": [2], "prompt_words": [3]}}
 

@@ -2,17 +2,17 @@
 spectators joining mid-run, finished runs replaying, and bad input answered with run_error."""
 import json
 import threading
-from pathlib import Path
 
 import pytest
 
 from engine import Engine
 from engine.report.metrics import run_metrics
 from engine.workload.workload import parse_workload
+from tests.kit import ROOT
 
 pytestmark = pytest.mark.model
 
-DEMOS = Path(__file__).resolve().parents[2] / "demos"
+DEMOS = ROOT / "demos"
 
 
 def preset(name: str) -> dict:

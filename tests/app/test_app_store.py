@@ -3,7 +3,6 @@ restart (`/runs/<id>`, `/api/runs/<id>`, `watch`), and storage failures are repo
 import json
 import logging
 import shutil
-from pathlib import Path
 
 import pytest
 import requests
@@ -11,10 +10,11 @@ import requests
 from app.runs.store import RunStore, StoreError
 from engine import Engine
 from tests.kit.server import EventClient, live_server
+from tests.kit import ROOT
 
 TINY = {"name": "tiny", "slots": 2, "requests": [{"id": "A", "prompt": "Say hi.", "max_new_tokens": 2},
                                                  {"id": "B", "prompt": "Name a fruit.", "max_new_tokens": 3}]}
-MIXED = json.loads((Path(__file__).resolve().parents[2] / "demos" / "mixed.json").read_text())
+MIXED = json.loads((ROOT / "demos" / "mixed.json").read_text())
 
 
 def test_the_store_round_trips_a_run_and_knows_what_it_lacks(tmp_path):

@@ -2,7 +2,6 @@
 across a restart on the same data dir, recorded again, and every refusal naming its field."""
 import json
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 
@@ -10,8 +9,8 @@ from app.protocol import Rejected
 from app.runs.classes import Classes
 from app.runs.references import ReferenceBook
 from engine.engine import Engine
+from tests.kit import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def finished_run(app, connect, preset: str) -> str:

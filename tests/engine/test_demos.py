@@ -1,14 +1,14 @@
 """The classroom demos on the real default model reproduce the explainer's table exactly; each demo names the clock
 the page opens it on (no model needed)."""
 import json
-from pathlib import Path
 
 import pytest
 
 from engine import Engine, lane_metrics, parse_workload
+from tests.kit import ROOT
 
 
-DEMOS = Path(__file__).resolve().parents[2] / "demos"
+DEMOS = ROOT / "demos"
 TABLE = {  # workload: (steps, tokens/step, slot use, mean TTFT in steps), static then continuous
     "mixed": ((15, 1.93, 0.48, 5.0), (9, 3.22, 0.81, 2.375)),
     "same": ((8, 4.00, 1.00, 3.0), (8, 4.00, 1.00, 3.0)),

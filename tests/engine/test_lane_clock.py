@@ -3,7 +3,6 @@ ms are admitted by that clock, and on the ms clock no lane finishes before its l
 lower latency because it waited. On the simulator (its cost model makes every number exact) and the real model."""
 import json
 import statistics
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,9 @@ from engine import Engine, lane_metrics, parse_workload
 from engine.worker.sim import SIM_CALL_MS, SIM_TOKEN_MS
 from engine.step import SlotState
 from tests.kit.reference import solo_generate
+from tests.kit import ROOT
 
-DEMOS = Path(__file__).resolve().parents[2] / "demos"
+DEMOS = ROOT / "demos"
 
 
 def run(lm, obj: dict, lanes=None):

@@ -4,15 +4,15 @@ re-exported and never written again; socket event names are the protocol's, as i
 names a policy or admission order (the sweep page's own events live in static/js/sweep/state.js). No browser needed."""
 import dataclasses
 import re
-from pathlib import Path
 
 from engine.report import catalog
 from engine.admission import ORDERS
 from engine.sched.policies import POLICIES
 from engine.request import RequestSpec
 from engine.step import Forward, SlotState, StopReason
+from tests.kit import ROOT
 
-JS = Path(__file__).resolve().parents[2] / "static" / "js"
+JS = ROOT / "static" / "js"
 VOCAB = (JS / "core" / "vocab.js").read_text()
 
 
@@ -69,7 +69,7 @@ def test_no_page_module_names_a_policy_or_an_admission_order():
 
 
 def test_socket_event_names_are_the_readme_protocol():
-    readme = (Path(__file__).resolve().parents[2] / "docs" / "protocol.md").read_text()
+    readme = (ROOT / "docs" / "protocol.md").read_text()
     documented = set(re.findall(r"\| (?:server → client|client → server) \| `(\w+)` \|", readme))
     page = set(frozen("ServerEvent").values()) | set(frozen("ClientEvent").values())
     sweep = JS / "sweep" / "state.js"  # the sweep view's events, where that page defines them

@@ -10,9 +10,9 @@ import pytest
 
 from tests.kit.browser import chromium
 from tests.kit.server import live_server
+from tests.kit import ROOT
 
 pytestmark = pytest.mark.browser
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

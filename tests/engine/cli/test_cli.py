@@ -2,11 +2,10 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from tests.kit import ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def cli(*args, check=True):

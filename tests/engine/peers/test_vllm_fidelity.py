@@ -6,7 +6,6 @@ run here has the same vLLM lane), since a start is ~60 s on 2 cores. Needs `make
 without it, a failure under CI=true or BATCH_LANES_REQUIRE_VLLM=1."""
 import json
 import os
-from pathlib import Path
 
 import pytest
 
@@ -14,9 +13,10 @@ from engine import Engine, parse_workload
 from engine.step import SlotState
 from engine.peers.vllm_process import VllmError, vllm_available
 from tests.kit.reference import PROMPTS, outputs, solo_generate
+from tests.kit import ROOT
 
 pytestmark = [pytest.mark.vllm, pytest.mark.model]
-DEMOS = sorted(Path(__file__).resolve().parents[3].joinpath("demos").glob("*.json"))
+DEMOS = sorted(ROOT.joinpath("demos").glob("*.json"))
 VLLM_LANE = {"name": "vLLM", "engine": "vllm"}
 SLOTS = 4  # every run here: one vLLM configuration (max_num_seqs 4), so one vLLM start
 

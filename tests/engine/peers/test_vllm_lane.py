@@ -4,6 +4,7 @@ import pytest
 
 from engine import Engine, WorkloadError, parse_workload
 from engine.peers.vllm_options import engine_args
+from tests.kit import ROOT
 
 REQ = [{"id": "a", "prompt": "hi", "max_new_tokens": 2}]
 
@@ -65,8 +66,8 @@ def test_a_vllm_lane_where_vllm_is_not_installed_says_make_vllm(tiny, monkeypatc
 
 def test_the_vllm_preset_parses_and_on_the_simulator_says_it_needs_the_model():
     import json
-    from pathlib import Path
-    obj = json.loads((Path(__file__).resolve().parents[3] / "demos" / "vllm.json").read_text())
+
+    obj = json.loads((ROOT / "demos" / "vllm.json").read_text())
     wl = parse_workload(obj)
     assert [(lane.name, lane.engine) for lane in wl.lanes] == [
         ("continuous", "batch-lanes"), ("continuous chunked", "batch-lanes"), ("vLLM", "vllm")]

@@ -5,7 +5,6 @@ import json
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,8 @@ from engine.report.metrics import lane_metrics
 from engine.worker.sim import SimNoise
 from engine.workload.workload import CLI_LIMITS, parse_workload
 from tests.golden import lessons
+from tests.kit import ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def records_of(preset: str, noise: SimNoise | None) -> dict[str, list[dict]]:

@@ -1,12 +1,12 @@
 """engine/report/metrics.py token_utilization against the hand-checked fixture tests/golden/memmap.json, the same records
 tests/js/core/memmap.test.mjs gives static/js/core/memmap.js: both languages must answer the same number."""
 import json
-from pathlib import Path
 
 from engine.report.metrics import lane_block_size, token_utilization
 from engine.workload.workload import CLI_LIMITS, parse_workload
+from tests.kit import ROOT
 
-CASE = json.loads((Path(__file__).resolve().parent / "golden" / "memmap.json").read_text())
+CASE = json.loads((ROOT / "tests" / "golden" / "memmap.json").read_text())
 
 
 def test_token_utilization_of_the_hand_made_records_is_the_hand_checked_figure():

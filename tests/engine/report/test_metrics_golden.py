@@ -9,8 +9,9 @@ import pytest
 from engine.report.metric_table import METRICS
 from engine.report.metrics import REQUEST_FIELDS, lane_metrics
 from engine.workload.workload import CLI_LIMITS, parse_workload
+from tests.kit import ROOT
 
-CASES = json.loads((Path(__file__).resolve().parents[2] / "golden" / "metrics.json").read_text())
+CASES = json.loads((ROOT / "tests" / "golden" / "metrics.json").read_text())
 KINDS = {"static", "dynamic", "continuous", "chunked_prefill", "preemption", "prefix_cache", "speculative",
          "ms_arrivals_dynamic", "ms_arrivals_continuous"}
 

@@ -1,13 +1,13 @@
 """Scheduler behaviour on the step-clock simulator (no model): exact per-step slot states."""
 import json
-from pathlib import Path
 
 import pytest
 
 from engine import Engine, lane_metrics, parse_workload
 from engine.step import SlotState
+from tests.kit import ROOT
 
-DEMOS = Path(__file__).resolve().parents[3] / "demos"
+DEMOS = ROOT / "demos"
 CODE = {SlotState.PREFILL: "P", SlotState.DECODE: "D", SlotState.PADDING: "pad", SlotState.PREEMPTED: "X"}
 
 

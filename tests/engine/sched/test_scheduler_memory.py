@@ -1,15 +1,15 @@
 """Beyond the textbook, on the step-clock simulator: chunked prefill, token budgets, KV blocks,
 preemption and admission orders. The simulator counts a prompt as 30 + bytes // 4 tokens."""
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from engine import Engine, WorkloadError, lane_metrics, parse_workload
 from engine.step import SlotState
+from tests.kit import ROOT
 
-DEMOS = Path(__file__).resolve().parents[3] / "demos"
+DEMOS = ROOT / "demos"
 
 
 def prompt_of(tokens: int) -> str:

@@ -3,7 +3,6 @@ exact token lists, the option's checks, and token-exactness with solo generate()
 the real SmolLM2 (where quoting a passage from the prompt must keep some proposals)."""
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +11,9 @@ from engine.config import SpeculativeConfig
 from engine.sched.speculative import accept, num_accepted, propose
 from engine.workload.workload import WorkloadError
 from tests.kit.reference import PROMPTS, check_against_solo, run_lanes, solo_generate
+from tests.kit import ROOT
 
-DEMOS = Path(__file__).resolve().parents[3] / "demos"
+DEMOS = ROOT / "demos"
 SPEC = {"method": "prompt_lookup", "k": 4}
 
 

@@ -3,14 +3,14 @@ reason, check that the record names the reason for the right request at the righ
 exact (that many more blocks, and it would have been admitted). The simulator counts a prompt as 30 + bytes // 4
 tokens; KV blocks hold 16 tokens."""
 import re
-from pathlib import Path
 
 from hypothesis import given, settings, strategies as st
 
 from engine import Engine, parse_workload
 from engine.waits import Wait, WaitReason
+from tests.kit import ROOT
 
-JS = Path(__file__).resolve().parents[3] / "static" / "js"
+JS = ROOT / "static" / "js"
 
 
 def prompt_of(tokens: int) -> str:

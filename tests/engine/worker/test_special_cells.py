@@ -2,13 +2,13 @@
 (<|im_end|>, ...). A speculative cell that writes several tokens ending in EOS wrote text: it is not special, its
 `token` is that text (without the EOS) and its `stop` says the request ended at EOS."""
 import json
-from pathlib import Path
 
 import pytest
 
 from engine import Engine, parse_workload
+from tests.kit import ROOT
 
-DEMOS = Path(__file__).resolve().parents[3] / "demos"
+DEMOS = ROOT / "demos"
 
 
 @pytest.mark.model

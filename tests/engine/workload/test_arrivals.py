@@ -5,15 +5,14 @@ import io
 import json
 import random
 import statistics
-from pathlib import Path
 
 import pytest
 
 from engine import Limits, WorkloadError, parse_workload
 from engine.workload.arrivals import arrival_times_ms, generate_requests
 from engine.cli.commands import main
+from tests.kit import ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def rate_of(times_ms: list[float]) -> float:

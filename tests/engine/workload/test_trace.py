@@ -6,7 +6,6 @@ import contextlib
 import io
 import json
 import statistics
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +15,8 @@ from engine.limits import CLI_LIMITS, Limits, WorkloadError
 from engine.worker.sim import sim_prompt_ids
 from engine.report.sweep import offered_rate, run_sweep
 from engine.workload.trace import (SLICES, check_spec, hash_hit_ratio, read_trace, slice_rows, trace_blocks, trace_workload)
+from tests.kit import ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
 AZURE, MOONCAKE = SLICES / "azure-code-burst.csv", SLICES / "mooncake-conversation.jsonl"
 B = 32  # 512 x 0.0625
 
