@@ -49,7 +49,7 @@ def slot_rows_engine():
     # the compiled decode kernel: today's module, so that its build (keyed by the source's path) is not redone
     import engine.worker.cpu.kernels
     old = importlib.import_module("engine_slot_rows")
-    sys.modules["engine_slot_rows.cpu_kernels"] = old.cpu_kernels = engine.cpu_kernels
+    sys.modules["engine_slot_rows.cpu_kernels"] = old.cpu_kernels = engine.worker.cpu.kernels
     for name in ("runner", "batch", "request", "step"):
         importlib.import_module(f"engine_slot_rows.{name}")
     return sys.modules["engine_slot_rows"]
