@@ -13,7 +13,7 @@ template shifts the blocks; the prefix cache then still sees equal ids as equal 
 
 Equal ids give equal text (a seeded draw per id); unequal ids give different text: the first block's digits
 and every later block's first three words spell the id. The words were picked once from SmolLM2's vocabulary
-(`Ġ[a-z]{3}` tokens with distinct simulator ids); tests/test_trace_text.py checks both tokenizers.
+(`Ġ[a-z]{3}` tokens with distinct simulator ids); tests/engine/workload/test_trace*.py check both tokenizers.
 This module knows text and token counts, not traces or workloads (engine/workload/trace.py).
 """
 import random

@@ -15,7 +15,7 @@
 //   rows of SmolLM2's 49,152 logits here, single-threaded: ~3 ns a value); a NaN counts as the largest, as there.
 //
 // The sums run in a different order than torch's, so values may differ in the last bits (as any other kernel's
-// would); tests/test_layer_ops.py compares them with torch's operations and the lanes stay token-exact.
+// would); tests/engine/worker/test_layer_ops.py compares them with torch's operations and the lanes stay token-exact.
 //
 // What they do not do: other dtypes, strided rows, CUDA.
 #include <torch/extension.h>
