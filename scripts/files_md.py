@@ -6,6 +6,7 @@ file's first comment; a template's first `{# #}` or `<!-- -->` comment; a shell 
 shebang; a demo's "description"; a Markdown file's first paragraph under its title. Files that cannot say anything
 (JSON data, pictures) are described in GROUPS below, one line for the lot.
 """
+import difflib
 import fnmatch
 import json
 import re
@@ -140,15 +141,24 @@ def render(paths: list[str]) -> tuple[str, list[str]]:
     return "\n".join(out), silent
 
 
+def changes(old: str, new: str, limit: int = 40) -> str:
+    """The lines that differ between the file map on disk and the tree's, as `-` and `+` lines."""
+    diff = [line for line in difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0)
+            if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    return "\n".join(diff[:limit] + ([f"... and {len(diff) - limit} more"] if len(diff) > limit else []))
+
+
 def main(argv: list[str]) -> int:
     text, silent = render(tracked())
     if silent:
         print("these files say nothing about themselves (give each a docstring or first comment line):\n  "
               + "\n  ".join(silent), file=sys.stderr)
     if "--check" in argv:
-        stale = not OUT.exists() or OUT.read_text() != text
+        old = OUT.read_text() if OUT.exists() else ""
+        stale = old != text
         if stale:
-            print(f"{OUT.relative_to(ROOT)} is stale: run python -m scripts.files_md", file=sys.stderr)
+            print(f"{OUT.relative_to(ROOT)} is stale: run python -m scripts.files_md\n{changes(old, text)}",
+                  file=sys.stderr)
         return 1 if stale or silent else 0
     OUT.write_text(text)
     return 1 if silent else 0

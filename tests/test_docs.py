@@ -32,7 +32,8 @@ def test_files_md_is_what_the_tree_says_and_every_file_says_what_it_is():
     text, silent = files_md.render(files_md.tracked())
     assert not silent, ("these files say nothing about themselves; give each a first docstring or comment line:\n  "
                         + "\n  ".join(silent))
-    assert (ROOT / "docs" / "files.md").read_text() == text, "docs/files.md is stale: run python -m scripts.files_md"
+    old = (ROOT / "docs" / "files.md").read_text()
+    assert old == text, f"docs/files.md is stale: run python -m scripts.files_md\n{files_md.changes(old, text)}"
 
 
 def named_paths() -> dict[str, list[str]]:
