@@ -134,7 +134,7 @@ def folder_order(folder: str) -> tuple:
 def render(paths: list[str]) -> tuple[str, list[str]]:
     by_folder, silent = entries(paths)
     out = ["# Files", "",
-           "Every file, one line each: the first sentence it says about itself (its docstring or first comment). "
+           "Every file, one line each: the first sentence it says about itself (its docstring or first comment).",
            "Written by `python -m scripts.files_md`; do not edit: tests/test_docs.py fails when it is stale.", ""]
     for folder in sorted(by_folder, key=folder_order):
         out += [f"## {folder + '/' if folder else 'The top level'}", "", *by_folder[folder], ""]
