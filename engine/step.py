@@ -9,7 +9,7 @@ from enum import Enum
 
 
 class SlotState(str, Enum):
-    """What a slot of the batch did in a step. The strings are the wire vocabulary (see static/js/vocab.js)."""
+    """What a slot of the batch did in a step. The strings are the wire vocabulary (see static/js/core/vocab.js)."""
     PREFILL = "prefill"      # read (part of) a prompt; the last chunk also writes the first token
     DECODE = "decode"        # wrote one more token
     PADDING = "padding"      # row still computed for a finished member of a static group
@@ -19,7 +19,7 @@ class SlotState(str, Enum):
 
 
 class Forward(str, Enum):
-    """Which forward calls a step made. The strings are the wire vocabulary (see static/js/vocab.js)."""
+    """Which forward calls a step made. The strings are the wire vocabulary (see static/js/core/vocab.js)."""
     NONE = "none"        # nothing computed (the lane waited)
     PREFILL = "prefill"  # one call, prompt rows only
     DECODE = "decode"    # one call, one-token rows only

@@ -3,7 +3,7 @@
 The policies (engine/sched/policies.py) decide admission, and for every request they leave waiting they say why; the lane
 writes it into the step record (`StepRecord.waits`: request id -> `Wait.to_dict()`). A request not yet arrived is not
 waiting and has no reason. This module knows reasons and numbers only: no slots, blocks, policies or tensors. The
-strings are the wire vocabulary; static/js/waits.js is the page's twin (tests/engine/sched/test_waits.py holds them equal).
+strings are the wire vocabulary; static/js/core/waits.js is the page's twin (tests/engine/sched/test_waits.py holds them equal).
 """
 from dataclasses import dataclass
 from enum import Enum

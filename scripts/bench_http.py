@@ -24,7 +24,7 @@ The two sides alternate which goes first, repeat by repeat, after one untimed wa
 machine's load lands on both; `ratio` is api tokens/s over lane tokens/s (1 = the HTTP path costs nothing),
 per repeat and as the median. The client's threads run on the same CPUs as the server, so the API side also
 pays for the client's own HTTP and JSON work: what a benchmark on the same machine always measures.
-Without `--url` the server is started here (scripts/serve_bench.server) and stopped after.
+Without `--url` the server is started here (`server` in scripts/serve_bench.py) and stopped after.
 """
 import argparse
 import json

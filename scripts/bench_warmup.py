@@ -1,7 +1,7 @@
 """Benchmark section `first_vs_second_run`: is the first run after a server start skewed by a cold model?
 
 Each measurement is a fresh process (this file again, `python -m scripts.bench_warmup --child` from the repo root):
-it loads the model as the server does (`app/loader.py`: `load_model`, then `warm_up` for every row count up to
+it loads the model as the server does (`app/runs/loader.py`: `load_model`, then `warm_up` for every row count up to
 max_slots, on a thread of its own), then runs demos/mixed.json on the static and continuous lanes twice, from
 another thread as the server's worker does, and reports each lane's step-1 ms in both runs. The same without the
 warm-up shows what it is for. The issue's criterion: with the warm-up, the first run's step 1 is within 1.5x of the

@@ -65,7 +65,7 @@ def _answers(url: str) -> bool:
 @contextmanager
 def server(url: str | None = None, args: list[str] | None = None, ready_timeout_s: float = 300.0):
     """The base URL of a ready server: `url` as given (once its /healthz says ready), or a `python -m app` started
-    here on a free port with a temporary data folder (tests/live_server.py), stopped on exit."""
+    here on a free port with a temporary data folder (tests/kit/server.py), stopped on exit."""
     if not url:
         with live_server(*(args or []), timeout=ready_timeout_s) as base:
             yield str(base)

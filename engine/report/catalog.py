@@ -1,7 +1,7 @@
 """The page's catalog: what the engine declares that the page must read rather than repeat, written as one ES
-module, static/js/catalog.js (committed; tests/engine/report/test_metrics_table.py fails when it is stale).
+module, static/js/core/catalog.js (committed; tests/engine/report/test_metrics_table.py fails when it is stale).
 
-    python -m engine.report.catalog        # write static/js/catalog.js
+    python -m engine.report.catalog        # write static/js/core/catalog.js
     python -m engine.report.catalog --check
 
 It carries the metric table (engine/report/metric_table.py: every metric and every table's columns, the metric

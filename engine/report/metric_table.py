@@ -1,10 +1,10 @@
 """The metric table: one declarative definition of every number `metrics.lane_metrics` returns, and of the tables
-that show them. The CLI table, the sweep table, and (through static/js/catalog.js, `python -m engine.report.catalog`)
+that show them. The CLI table, the sweep table, and (through static/js/core/catalog.js, `python -m engine.report.catalog`)
 the page's metrics table, compare table, sweep table, CSV export and glossary all read their columns here.
 
 A metric is a key with a label, a unit, which way is better, a format and a glossary term; a table is an
 ordered tuple of columns, each showing one metric or several in one cell. Adding a metric: compute it in
-`lane_metrics` (and static/js/metrics.js), add its `Metric` here, and name it in the `TABLES` it shows in;
+`lane_metrics` (and static/js/core/metrics.js), add its `Metric` here, and name it in the `TABLES` it shows in;
 tests/engine/report/test_metrics_table.py fails until the three agree. This module computes nothing and knows no records.
 """
 from dataclasses import asdict, dataclass
@@ -156,7 +156,7 @@ GLOSSARY: dict[str, dict[str, str]] = {
 
 def format_value(value, fmt: str) -> str:
     """`value` printed by a format spec ("-" for None) as the CLI prints it: without thousands separators (its
-    columns are narrow). static/js/columns.js's formatValue prints the same specs the same way on the page."""
+    columns are narrow). static/js/core/columns.js's formatValue prints the same specs the same way on the page."""
     return "-" if value is None else format(value, fmt.replace(",", ""))
 
 
@@ -179,7 +179,7 @@ def shows(key: str) -> list[str]:
 
 
 def table_dict() -> dict:
-    """The table as JSON-ready data: what static/js/catalog.js carries."""
+    """The table as JSON-ready data: what static/js/core/catalog.js carries."""
     metric = lambda m: {**asdict(m), "shows": shows(m.key)}  # noqa: E731
     return {"METRICS": [metric(m) for m in METRICS.values()], "SERVING": [metric(m) for m in SERVING.values()],
             "TABLES": {name: [asdict(c) | {"metrics": list(c.metrics)} for c in cols] for name, cols in TABLES.items()},

@@ -5,11 +5,11 @@ Times are on the lane's clock: each record's `start_ms` and `ms` (a gap between 
 lane waited for arrivals). A request arrives at its `arrival_ms`, or, when arrivals count steps, at the
 start of step `arrival` + 1; its TTFT and latency count from there to the end of the step that wrote its
 first token, or returned it; its queue time to the start of the step that first admitted it.
-static/js/metrics.js computes the same numbers the same way; tests/golden holds both to the same answers.
+static/js/core/metrics.js computes the same numbers the same way; tests/golden holds both to the same answers.
 
 `METRICS` (engine/report/metric_table.py) is the one definition of every number `lane_metrics` returns: its label,
 unit, which way is better, format and glossary term; `TABLES` there says where each shows. The page reads them
-from static/js/catalog.js (`python -m engine.report.catalog`).
+from static/js/core/catalog.js (`python -m engine.report.catalog`).
 """
 import bisect
 from statistics import fmean
@@ -66,7 +66,7 @@ def request_times(arrival_ms: float, admitted_ms: float | None, first_token_ms: 
     """A request's times in ms from the moments of its life on the lane clock (None: not yet): queue time, from its
     arrival to the start of the step that first admitted it; TTFT, to the end of the step that wrote its first token;
     TPOT, from its first token to its last over the tokens after the first; latency, to its return. The one
-    definition: `lane_metrics` and the live lane (its Live view and /metrics) both call it; static/js/metrics.js's
+    definition: `lane_metrics` and the live lane (its Live view and /metrics) both call it; static/js/core/metrics.js's
     requestTimes is its twin, held to the same answers by tests/golden."""
     def since(start: float | None, t: float | None) -> float | None:
         return None if start is None or t is None else t - start
@@ -101,7 +101,7 @@ def step_time_spread(recs: list[dict]) -> float | None:
     """How much steps of the same shape (`step_shape`) varied in time on this lane: each such step's distance from
     its shape's median ms as a share of that median, and of those the 90th percentile (0.12: nine steps in ten of
     a repeated shape were within 12% of its median). None when no shape was computed twice. The simulator's cost
-    model gives 0. The page says "step times varied +-12%" from it (static/js/noise.js)."""
+    model gives 0. The page says "step times varied +-12%" from it (static/js/lanes/noise.js)."""
     progress, by_shape = {}, {}
     for r in recs:
         shape = step_shape(r, progress)
@@ -120,7 +120,7 @@ def token_utilization(recs: list[dict], block_size: int) -> float | None:
     (each block once, shared or not), summed over the same steps; the state after each step is rebuilt from the
     records' deltas (`kv_dropped`, then `kv_tables`; `kv_tokens` names every request holding blocks). Cached blocks
     no request holds and the host pool count in neither. None: the records carry no block tables (a run stored
-    before paging). static/js/memmap.js tokenUtilization is its twin."""
+    before paging). static/js/core/memmap.js tokenUtilization is its twin."""
     if not any(k in r for r in recs for k in ("kv_tables", "kv_tokens", "kv_dropped", "kv_swapped")):
         return None
     tables: dict[str, list[int]] = {}

@@ -1,7 +1,7 @@
 """Parallel sampling: a request that asks for `n` samples of one prompt runs as n sibling requests.
 
 The one rule, used by the workload (engine.workload.workload), the OpenAI endpoint's `n` (app.web.openai_api) and the page
-(static/js/siblings.js):
+(static/js/core/siblings.js):
 - sibling i (1 to n) of request `R3` has the id `R3·i` (a middle dot, U+00B7) and `group` = "R3";
 - its seed is the request's seed + (i - 1), wrapped into a signed 64-bit integer (no seed: each sibling draws
   its own at random). So sibling 1 is the request itself, and "sibling i equals a request alone with seed

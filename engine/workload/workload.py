@@ -35,7 +35,7 @@ REQUEST_KEYS = {"id", "prompt", "max_new_tokens", "ignore_eos", "arrival", "arri
 INT64 = (-2 ** 63, 2 ** 63 - 1)
 OPTION_KEYS = {f.name for f in fields(EngineConfig)} - {"slots"}
 LANE_KEYS = {"name", "policy", "slots", "engine"} | OPTION_KEYS
-# "claims": a preset's lesson claims, for the page to check against the run (static/js/claims.js); the engine ignores them
+# "claims": a preset's lesson claims, for the page to check against the run (static/js/lanes/claims.js); the engine ignores them
 WORKLOAD_KEYS = {"name", "description", "claims", "clock", "slots", "lanes", "requests", "generate", "policy", "trace"} | OPTION_KEYS
 CLOCKS = ("ms", "steps")  # the clocks a page can show a run on
 DEFAULT_LANES = ("static", "continuous")

@@ -5,7 +5,7 @@
  * `showFormErrors` writes each error next to its field (textContent).
  */
 
-const ID = "[A-Za-z0-9_-]{1,64}";  // app/events.py RUN_ID
+const ID = "[A-Za-z0-9_-]{1,64}";  // app/protocol.py RUN_ID
 const BARE = new RegExp(`^${ID}$`);
 const RUN_LINK = new RegExp(`/runs/(${ID})(?:[/?#]|$)`);
 const COMPARE_LINK = new RegExp(`/compare/(${ID})/(${ID})(?:[/?#]|$)`);

@@ -61,7 +61,7 @@ export const ClientEvent = Object.freeze({
   CLASS_SHOW: "class_show",    // the teacher's page shows a stored run (a reference run): its students watch it too
 });
 
-/** The socket event the Live view sends (app/events.py): join the `live` room, answered by live_snapshot. */
+/** The socket event the Live view sends (app/web/events.py): join the `live` room, answered by live_snapshot. */
 export const LiveClientEvent = Object.freeze({ WATCH_LIVE: "watch_live" });
 
 /** Connection changes socket.js queues next to the server's events (page-only names). */

@@ -5,7 +5,7 @@
  * them), the model's status and the anchor of the lane clock: the lane time an event carried and when it
  * arrived on the page's clock (`performance.now()`), from which `laneNow` extrapolates. On a web process of a
  * scale-out deployment it shows one engine worker's lane (`lane.worker`) and drops the steps of the others. It knows the
- * live_snapshot / live_step payloads (app/live.py) and nothing of the canvas or the DOM.
+ * live_snapshot / live_step payloads (app/protocol.py) and nothing of the canvas or the DOM.
  */
 import { ConnectionEvent, ServerEvent } from "../core/vocab.js";
 
@@ -15,7 +15,7 @@ const KEEP_MS = FIGURE_MS + 5_000;       // older steps are dropped
 const KEEP_REQUESTS = 200;               // as many summaries as the server keeps
 const RESTARTED_S = 2;                   // a lane that opened this much later than ours is a new lane (server restart)
 
-/** A request's phase, as its summary says (app/live.py). */
+/** A request's phase, as its summary says (app/live/gateway.py). */
 export const LiveStatus = Object.freeze({ WAITING: "waiting", RUNNING: "running", FINISHED: "finished" });
 const RANK = { [LiveStatus.WAITING]: 0, [LiveStatus.RUNNING]: 1, [LiveStatus.FINISHED]: 2 };
 

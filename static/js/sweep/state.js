@@ -1,12 +1,12 @@
 /**
  * The sweep page's state: one plain object, changed only by `applySweepEvent`, a pure function that
  * folds a queued socket event (or a page action) in and returns a new object. It knows the sweep
- * protocol (app/sweeps.py) and nothing of the form, the charts or the DOM. `seriesOf` turns the
+ * protocol (app/runs/sweeps.py) and nothing of the form, the charts or the DOM. `seriesOf` turns the
  * points into one line per lane, the numbers both the charts and the probe use.
  */
 import { ConnectionEvent, ServerEvent } from "../core/vocab.js";
 
-/** Socket events of a load sweep the server sends (app/sweeps.py), next to vocab.js's ServerEvent. */
+/** Socket events of a load sweep the server sends (app/protocol.py), next to vocab.js's ServerEvent. */
 export const SweepEvent = Object.freeze({
   SWEEP_STARTED: "sweep_started",
   SWEEP_PROGRESS: "sweep_progress",
