@@ -7,6 +7,7 @@ in the order its run book logged them: a watcher that was sent the log up to `se
 again (app.runs.fanout), which is how a late spectator on any web process gets every tick exactly once. This
 module knows JSON and the payload shapes, nothing of sockets, Redis or the engine.
 """
+import logging
 import re
 import secrets
 import time
@@ -16,11 +17,16 @@ from enum import StrEnum
 from engineio import json as engineio_json
 from socketio import packet
 
+from engine.limits import CLI_LIMITS, WorkloadError
 from engine.sched.policies import policy_traits
+from engine.workload.announce import announced
+from engine.workload.workload import parse_workload
 
 NAMESPACE = "/"
 UNREADABLE = "_unreadable"  # the event a message that cannot be decoded turns into
 RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what a run id a client sends may look like (new_run_id makes 12 of these)
+
+log = logging.getLogger("batch_lanes.protocol")
 
 
 class Event(StrEnum):
@@ -105,12 +111,23 @@ def queued_payload(run_id: str, position: int, ahead: dict | None = None) -> dic
 
 
 def started_payload(run_id: str, lanes: list[str], workload: dict, model: str,
-                    prompt_tokens: dict[str, int] | None = None) -> dict:
-    """`run_started`, live or replayed: with every batching policy's traits, which the page reads instead of
-    comparing policy names, and each request's prompt tokens (`prompt_tokens`, {id: n}; a lesson's fill-ins read
-    them, so a spectator who joins mid-run has them from the start; a replay may lack them: its records have them)."""
+                    prompt_tokens: dict[str, int] | None = None, resolved: dict | None = None) -> dict:
+    """`run_started`, live or replayed: the workload as written, and as the engine resolved it (`lane_configs`:
+    every lane's every option; `requests`: siblings expanded; engine.workload.announce), so that the page rebuilds
+    neither; every batching policy's traits, which the page reads instead of comparing policy names; each request's
+    prompt tokens (`prompt_tokens`, {id: n}; a lesson's fill-ins read them, so a spectator who joins mid-run has them
+    from the start; a replay may lack them: its records have them)."""
     return {"run_id": run_id, "lanes": list(lanes), "workload": workload, "model": model, "policies": policy_traits(),
-            "prompt_tokens": dict(prompt_tokens or {})}
+            "prompt_tokens": dict(prompt_tokens or {}), **(resolved if resolved is not None else resolved_of(workload))}
+
+
+def resolved_of(workload: dict) -> dict:
+    """`announced` for a workload as stored (a replay, /api/runs/<id>): parsed again, as it was when it ran."""
+    try:
+        return announced(parse_workload(workload, CLI_LIMITS))
+    except WorkloadError as e:  # a run stored by an older version whose options no longer parse: drawn from its records
+        log.warning("a stored workload no longer parses (%s): its lanes replay without their configurations", e)
+        return {"lane_configs": {}, "requests": list(workload.get("requests", []))}
 
 
 def tick_payload(run_id: str, t: int, records: dict) -> dict:

@@ -13,6 +13,8 @@ from typing import Callable, Protocol
 
 from engine.report.metrics import run_metrics
 
+from engine.workload.announce import announced
+
 from ..protocol import Event, Send, error_payload, finished_payload, started_payload, tick_payload
 from .job import Job
 
@@ -56,7 +58,7 @@ class RunSteps:
         job = self.job
         tokens = {spec.id: len(spec.prompt_ids) for spec in job.prepared.requests}
         self.ctx.publish(Event.RUN_STARTED, started_payload(job.run_id, job.lanes, job.prepared.to_dict(), self.ctx.model,
-                                                            tokens))
+                                                            tokens, announced(job.prepared)))
         self.run = self.ctx.offload(self.ctx.engine.start, job.prepared)
 
     def step(self) -> None:

@@ -24,7 +24,7 @@ from engine.workload.workload import parse_workload
 
 from ..live.capture import capture_spec
 from ..live.gateway import Unavailable
-from ..protocol import RUN_ID, Rejected
+from ..protocol import RUN_ID, Rejected, resolved_of
 from ..settings import ROOT, SERVER_LIMITS
 from . import serving
 from .class_routes import qr_response
@@ -229,7 +229,7 @@ def run_json(run_id: str):
         return _error(503, r.message)
     if run is None:
         return _error(404, "no finished run with this id")
-    return jsonify(run)
+    return jsonify({**run, **resolved_of(run["workload"])})  # as run_started gives it: lanes and requests resolved
 
 
 @bp.after_app_request

@@ -118,7 +118,15 @@ def test_lane_configurations_run_on_one_clock_keyed_by_name_and_replay(app, conn
     replay = connect(app)
     replay.emit("watch", {"run_id": run_id})
     assert replay.wait_for("run_finished", run_id)["metrics"] == finished["metrics"]
-    assert replay.wait_for("run_started", run_id)["workload"]["lanes"] == started["workload"]["lanes"]
+    replayed = replay.wait_for("run_started", run_id)
+    assert replayed["workload"]["lanes"] == started["workload"]["lanes"]
+    # every lane as the engine resolved it, live, replayed and over HTTP alike: the slots the records show
+    configs = started["lane_configs"]
+    assert [configs[n]["config"]["slots"] for n in names] == [len(records[n][0]["slots"]) for n in names]
+    assert configs["chunked 64"]["options"] == {"chunk_size": 64} and configs["chunked 64"]["config"]["chunk_size"] == 64
+    assert [q["id"] for q in started["requests"]] == [q["id"] for q in started["workload"]["requests"]]
+    stored = app.test_client().get(f"/api/runs/{run_id}").get_json()
+    assert replayed["lane_configs"] == configs == stored["lane_configs"] and stored["requests"] == started["requests"]
 
 
 def test_a_spectator_joining_mid_run_gets_every_tick_so_far_then_the_live_ones(make_app, connect, smol):

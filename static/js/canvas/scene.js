@@ -5,7 +5,7 @@
  * the playhead (and the gap it waits in, if any) with its metrics up to that step, and the scene the
  * renderer draws. Pure functions of their inputs, apart from the memo caches.
  */
-import { configOf, laneTitle, orderLanes } from "../core/laneconfig.js";
+import { laneTitle, orderLanes, resolvedConfig } from "../core/laneconfig.js";
 import { isTimed, laneMetrics, mismatches } from "../core/metrics.js";
 import { traitsOf } from "../core/policies.js";
 import { estimateSteps, gapAt, laneTimeline, perRecords, stepAt, stepCount } from "../core/timeline.js";
@@ -41,10 +41,10 @@ export function deriveRun(run) {
 
 function derive(run) {
   if (!run || !run.workload) return { run, lanes: [], metrics: {}, check: "", timed: false, marks: false };
-  const lanes = orderLanes(run.lanes, run.workload).map((name) => {
+  const lanes = orderLanes(run.lanes, run.laneConfigs).map((name) => {
     const records = run.records[name] || [];
-    const config = configOf(run.workload, name);
-    const kvBudget = Boolean(config.options.kv_budget || run.workload.kv_budget);
+    const config = resolvedConfig(run.laneConfigs, name);
+    const kvBudget = Boolean(config.config.kv_budget);
     return { name, policy: config.policy, config, title: laneTitle(config), records, done: Boolean(run.done[name]),
       timeline: laneTimeline(records, run.workload), kvBudget, mayPreempt: kvBudget && traitsOf(config.policy).preempts };
   });
@@ -92,7 +92,7 @@ function laneStep(lane, clock, t) {
 /** Row labels of a lane: its slots, or its requests in the request view. */
 export function laneRows(lane, view, workload) {
   if (view === "requests") return lane.timeline.ids;
-  const slots = lane.records.length ? lane.records[0].slots.length : (lane.config.options.slots || workload.slots || 4);
+  const slots = lane.records.length ? lane.records[0].slots.length : (lane.config.config.slots || 0);
   return Array.from({ length: slots }, (_, i) => `slot ${i + 1}`);
 }
 

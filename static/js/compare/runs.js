@@ -7,7 +7,6 @@
  * in both runs stays two lanes. Pure; knows nothing of the DOM or the canvas.
  */
 import { deriveRun, laneRows, nextDomain } from "../canvas/scene.js";
-import { expandSiblings } from "../core/siblings.js";
 import { RunStatus } from "../core/vocab.js";
 
 /** The two sides, in page order: run A's lanes above run B's. */
@@ -24,7 +23,8 @@ export function toRun(stored) {
   const records = Object.fromEntries(lanes.map((lane) => [lane, stored.records[lane] || []]));
   return {
     id: stored.run_id, status: RunStatus.FINISHED, own: false, position: null, lanes,
-    workload: expandSiblings(stored.workload), model: stored.model || "",
+    workload: { ...stored.workload, requests: stored.requests || [] }, laneConfigs: stored.lane_configs || {},
+    model: stored.model || "",
     t: Math.max(0, ...lanes.map((lane) => records[lane].length)),
     records, done: Object.fromEntries(lanes.map((lane) => [lane, true])), serverMetrics: stored.metrics || null,
   };

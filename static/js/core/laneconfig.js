@@ -39,17 +39,24 @@ export function laneConfigs(workload) {
   return new Map(entries.map((e) => laneConfig(e)).map((c) => [c.name, c]));
 }
 
-/** A lane's configuration; a name the workload does not list is taken as a bare policy name. */
+/** A lane's configuration as the workload writes it (the metrics' block-size rule reads it, as
+ * engine/report/metrics.py does); a name the workload does not list is taken as a bare policy name. */
 export function configOf(workload, name) {
   return laneConfigs(workload).get(name) || { name, policy: name, options: {} };
 }
 
+/** A lane of a run as the engine resolved it (`run_started`'s and a stored run's `lane_configs`, by name):
+ * {name, policy, engine, options (what the lane itself says), config (every option's value)}. A lane the run does
+ * not describe (a run stored before its workload stopped parsing) has only its name and no options. */
+export function resolvedConfig(configs, name) {
+  return (configs && configs[name]) || { name, policy: name, options: {}, config: {} };
+}
+
 /** Lane names in page order: by policy in the catalog's order (static, dynamic, continuous), keeping the given
- * order within one. */
-export function orderLanes(names, workload) {
-  const configs = laneConfigs(workload);
+ * order within one. `configs`: the run's resolved lane configurations, by name. */
+export function orderLanes(names, configs) {
   const rank = (name) => {
-    const i = LANE_ORDER.indexOf((configs.get(name) || { policy: name }).policy);
+    const i = LANE_ORDER.indexOf(resolvedConfig(configs, name).policy);
     return i < 0 ? LANE_ORDER.length : i;
   };
   return names.map((name, i) => [name, i]).sort((a, b) => rank(a[0]) - rank(b[0]) || a[1] - b[1]).map(([name]) => name);

@@ -209,7 +209,7 @@ export function laneBlockSize(records, workload) {
 
 /** The metrics of one lane: the same keys and values as engine/report/metrics.py's lane_metrics. */
 export function laneMetrics(records, workload) {
-  const slots = records.length ? records[0].slots.length : workload.slots || 4;
+  const slots = records.length ? records[0].slots.length : 0;  // no records: no steps, so no slot use either
   const steps = records.length;
   const { starts, ends } = laneTimes(records);
   const end = [0, ...ends];  // end[s]: the lane clock when step s ended (end[0]: the lane's start)

@@ -1,29 +1,11 @@
 /**
  * Parallel sampling on the page: a request written with `n` samples runs as n siblings, `R3·1` ... `R3·n`
  * (engine/workload/siblings.py has the one rule: the id, a middle dot, the sample number from 1; n = 1 is the request
- * itself). The wire's workload holds requests as written; the page expands them once (state.js, compare/runs.js)
- * so that every reader (metrics, timeline, tables, tooltip) meets one request per sibling, and the editor
- * collapses them back. Pure functions, no DOM.
+ * itself). The engine expands them (run_started's `requests`, engine/workload/announce.py), so that every reader
+ * (metrics, timeline, tables, tooltip) meets one request per sibling; the editor collapses them back. Pure
+ * functions, no DOM.
  */
 export const SEP = "\u00b7";
-
-/** Sample `i` (from 1) of request `parent`: "R3·1". */
-export const siblingId = (parent, i) => `${parent}${SEP}${i}`;
-
-/** The workload with each request of n > 1 as its n siblings ({...request, id, group, sample, samples}). */
-export function expandSiblings(workload) {
-  if (!workload || !Array.isArray(workload.requests)) return workload;
-  const requests = workload.requests.flatMap((q) => {
-    const n = q && Number.isInteger(q.n) ? q.n : 1;
-    if (n <= 1 || q.group !== undefined) return [q];
-    const { n: _n, ...rest } = q;
-    // each sibling's seed by the rule (seed + i - 1), where JSON numbers hold it exactly; the first's is the request's
-    const seedOf = (k) => (Number.isSafeInteger(q.seed) && Number.isSafeInteger(q.seed + k) ? { seed: q.seed + k } : {});
-    return Array.from({ length: n }, (_, k) => ({ ...rest, ...(k ? seedOf(k) : {}), id: siblingId(q.id, k + 1),
-      group: String(q.id), sample: k + 1, samples: n }));
-  });
-  return { ...workload, requests };
-}
 
 /** The requests as written: each group's first sibling back as its request with its n (what the editor shows). */
 export function collapseSiblings(requests) {

@@ -59,7 +59,7 @@ export function exportCsv(run, metrics) {
  */
 export function chromeTrace(run) {
   const events = [];
-  orderLanes(run.lanes, run.workload).forEach((lane, li) => {
+  orderLanes(run.lanes, run.laneConfigs).forEach((lane, li) => {
     const pid = li + 1;
     const records = run.records[lane] || [];
     const { starts, ends } = laneTimes(records);

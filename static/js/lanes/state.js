@@ -9,7 +9,6 @@
  * confirms (the cancelled run's run_error, or its run_finished when it ended first). So there is
  * never more than one submit in flight and never one the server must refuse.
  */
-import { expandSiblings } from "../core/siblings.js";
 import { ConnectionEvent, RunStatus, ServerEvent } from "../core/vocab.js";
 
 /** Page actions that change the run state (next to the server's events). */
@@ -131,7 +130,10 @@ export function applyEvent(state, event) {
       if (!sameRun(state, p.run_id)) return state;
       const base = state.run.workload ? state.run : { ...newRun(p.run_id, RunStatus.RUNNING), own: state.run.own };
       const run = { ...base, status: base.status === RunStatus.FINISHED ? base.status : RunStatus.RUNNING,
-        position: null, lanes: [...p.lanes], workload: expandSiblings(p.workload), model: p.model || "",  // R3·1 ...
+        position: null, lanes: [...p.lanes], model: p.model || "",
+        // the workload as written, its requests as the lanes run them (R3·1 ...) and each lane's every option, as
+        // the engine resolved them (run_started): the page rebuilds neither
+        workload: { ...p.workload, requests: p.requests || [] }, laneConfigs: p.lane_configs || {},
         promptTokens: p.prompt_tokens || {} };  // {request id: prompt tokens}: the lesson's fill-ins (lesson.js)
       const error = state.error && state.error.run_id !== p.run_id ? null : state.error;  // a new run started
       return { ...state, error, run };

@@ -137,3 +137,15 @@ def test_siblings_share_their_prompts_full_blocks_by_reference_and_copy_the_last
     lasts = {t[full] for t in tables}
     assert len(lasts) == 3 and all(blocks.refs[b] == 1 for b in lasts)        # copy-on-write: one last block each
     assert blocks.num_used == full + 3                                        # 7 blocks, not 3 x 5
+
+
+def test_the_run_announces_the_siblings_the_page_draws():
+    """tests/golden/siblings.json is what the engine announces (run_started's `requests`) and what
+    tests/js/core/siblings.test.mjs feeds the page: the page expands nothing itself."""
+    import json
+
+    from engine.workload.announce import announced
+    from tests.kit import ROOT
+
+    fixture = json.loads((ROOT / "tests" / "golden" / "siblings.json").read_text())
+    assert announced(parse_workload(fixture["written"]))["requests"] == fixture["expanded"]

@@ -13,6 +13,7 @@ test("a vLLM lane is continuous batching by a real vLLM engine, with the options
   }
   const chunked = laneConfig({ name: "vLLM 64", engine: "vllm", policy: "continuous", max_batch_tokens: 64 });
   assert.equal(laneTitle(chunked), "vLLM 64 \u2014 continuous, a real vLLM engine, 64 tokens/step");
-  const workload = { lanes: [{ name: "vLLM", engine: "vllm", policy: "continuous" }, "static", "continuous"] };
-  assert.deepEqual(orderLanes(["vLLM", "static", "continuous"], workload), ["static", "vLLM", "continuous"]);
+  const configs = Object.fromEntries([laneConfig({ name: "vLLM", engine: "vllm", policy: "continuous" }),
+    laneConfig("static"), laneConfig("continuous")].map((c) => [c.name, c]));
+  assert.deepEqual(orderLanes(["vLLM", "static", "continuous"], configs), ["static", "vLLM", "continuous"]);
 });
