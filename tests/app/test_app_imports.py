@@ -42,6 +42,7 @@ def test_the_web_wing_and_a_web_process_factory_import_no_torch(tmp_path):
     assert "app.web.factory" in WEB_WING and "app.web.routes" in WEB_WING and len(WEB_WING) >= 7
 
 
+@pytest.mark.slow
 def test_a_one_process_app_does_import_the_engine_so_the_check_above_can_fail(tmp_path):
     code = "\n".join([
         "from engine import Engine",

@@ -36,18 +36,21 @@ def test_cli_json_on_the_real_model_has_every_documented_field(tmp_path, smol):
     assert all(len(l["slots"]) == 4 and "ms" in l for l in lines)
 
 
+@pytest.mark.slow
 def test_cli_table_and_simulator_says_it_is_simulated():
     p = cli("run", "demos/one-long.json", "--backend", "sim")
     assert "SIMULATED" in p.stdout
     assert [l.split()[1] for l in p.stdout.splitlines() if l.startswith(("static ", "continuous "))] == ["14", "12"]
 
 
+@pytest.mark.slow
 def test_cli_missing_model_is_one_clear_line(tmp_path):
     p = cli("run", "demos/mixed.json", "--model", str(tmp_path / "nope"), check=False)
     assert p.returncode == 2
     assert p.stderr.strip().count("\n") == 0 and "model not found" in p.stderr
 
 
+@pytest.mark.slow
 def test_cli_broken_model_is_one_clear_line(tmp_path):
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"not a gguf file at all")
@@ -56,6 +59,7 @@ def test_cli_broken_model_is_one_clear_line(tmp_path):
     assert p.stderr.strip().count("\n") == 0 and p.stderr.startswith("error: could not load model")
 
 
+@pytest.mark.slow
 def test_cli_bad_workload_names_the_field(tmp_path):
     wl = tmp_path / "w.json"
     wl.write_text(json.dumps({"name": "x", "slots": 4, "requests": [{"id": "a", "prompt": "hi", "max_new_tokens": 0}]}))
