@@ -1,7 +1,8 @@
 """Benchmark section on the memory lessons (`memory_presets`): demos/paged-vs-reserve.json and
 demos/swap-vs-recompute.json on the model, each run once after a warm-up run. Prints each lane's batch size (rows
 computed a step: mean and most), its token utilization (engine/report/metrics.py), its lane-clock wall time, and for the swap
-lessons the blocks copied out to the host pool and the measured copy time, beside the recompute lane's preemptions;
+lessons the blocks copied out to the host pool and the measured copy time, beside each lane's evictions (`preemptions`,
+of which `swaps` were swap-outs);
 whether the lanes wrote the same tokens. The per-block costs of each side, measured in isolation, are `paged_cache`'s."""
 import json
 
@@ -31,7 +32,7 @@ def lane_figures(recs: list[dict], metrics: dict) -> dict:
             last[rid] = held
     return {"batch_mean": round(sum(rows) / max(1, sum(1 for n in rows if n)), 2), "batch_max": max(rows, default=0),
             "token_utilization": metrics["token_utilization"], "wall_s": metrics["wall_s"],
-            "preemptions": metrics["preemptions"], "blocks_swapped_out": swapped_out,
+            "preemptions": metrics["preemptions"], "swaps": metrics["swaps"], "blocks_swapped_out": swapped_out,
             "copy_ms": round(sum(r.get("copy_ms", 0.0) for r in recs), 2),
             "kv_bytes": recs[0].get("kv_pool", {}).get("kv_bytes") if recs else None}
 

@@ -30,7 +30,7 @@ class Column:
     sep: str = " / "
     term: str | None = None         # its glossary term (None: the first metric's)
     when: str | None = None         # shown only for a run with a "speculative" lane / a "prefix_cache" hit /
-                                    # "paged" block tables in its records
+                                    # "paged" block tables in its records / a "swap" out
     group: str = ""                 # a heading over neighbouring columns (the sweep table)
     short: str | None = None        # the CLI's heading, where it differs from `label`
     width: int = 0                  # the CLI's column width (0: the heading's)
@@ -66,7 +66,8 @@ METRICS: dict[str, Metric] = {m.key: m for m in [
     Metric("padding_slot_steps", "padding cells", "cells", "lower", "d", "padding_cells"),
     Metric("idle_slot_steps", "idle cells", "cells", "lower", "d", "idle"),
     Metric("prefill_slot_steps", "prefill cells", "cells", None, "d", "prefill"),
-    Metric("preemptions", "preempted", "cells", "lower", "d", "preempted"),
+    Metric("preemptions", "preempted", "cells", "lower", "d", "preempted"),  # every eviction: recomputed or swapped
+    Metric("swaps", "swapped out", "cells", "lower", "d", "swapped"),         # of those, the swap-outs
     Metric("prompt_tokens_computed", "prompt tokens computed", "tokens", "lower", "d", "prompt_tokens"),
     Metric("prompt_tokens_cached", "prompt tokens cached", "tokens", "higher", "d", "prompt_tokens"),
     Metric("prefix_cache_hit_rate", "prefix cache hit rate", "share", "higher", ".0%", "hit_rate"),
@@ -104,7 +105,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
         _c("mean_tpot_ms"), _c("mean_itl_ms"),
         _c("latency_steps_p50_p95", "latency steps p50 / p95", metrics=("p50_latency_steps", "p95_latency_steps")),
         _c("p95_queue_ms"), _c("wall_s"), _c("tokens_per_s"), _c("requests_per_s"), _c("padding_slot_steps"),
-        _c("preemptions"),
+        _c("preemptions"), _c("swaps", when="swap"),
         _c("prompt_tokens", "prompt tokens computed / cached", metrics=("prompt_tokens_computed", "prompt_tokens_cached"),
            when="prefix_cache"),
         _c("prefix_cache_hit_rate", when="prefix_cache"), _c("token_utilization", when="paged")),
@@ -112,12 +113,13 @@ TABLES: dict[str, tuple[Column, ...]] = {
         _c("steps"), _c("tokens"), _c("tokens_per_step"), _c("slot_use"),
         _c("mean_ttft_steps", fmt="exact"), _c("mean_ttft_ms"), _c("p95_ttft_ms"), _c("p95_queue_ms"),
         _c("mean_tpot_ms"), _c("mean_latency_ms"), _c("wall_s"), _c("tokens_per_s"), _c("requests_per_s"),
-        _c("padding_slot_steps"), _c("preemptions")),
+        _c("padding_slot_steps"), _c("preemptions"), _c("swaps")),
     "cli": (
         _c("steps", width=5), _c("tokens", width=6), _c("tokens_per_step", "tok/step", 8), _c("slot_use", width=8),
         _c("mean_ttft_steps", "TTFT st", 8), _c("mean_latency_steps", "lat st", 7), _c("padding_slot_steps", "pad", 4),
-        _c("preemptions", "evict", 5), _c("wall_s", "wall s", 7), _c("tokens_per_s", "tok/s", 7),
-        _c("mean_ttft_ms", "TTFT ms", 8), _c("mean_tpot_ms", "TPOT ms", 8), _c("p95_queue_ms", "queue p95", 9)),
+        _c("preemptions", "evict", 5), _c("swaps", "swaps", 5), _c("wall_s", "wall s", 7),
+        _c("tokens_per_s", "tok/s", 7), _c("mean_ttft_ms", "TTFT ms", 8), _c("mean_tpot_ms", "TPOT ms", 8),
+        _c("p95_queue_ms", "queue p95", 9)),
     "sweep": (  # serving_metrics' keys (SERVING), under a group heading on the page
         _sweep("", "completed", "done", 4), _sweep("throughput", "request_throughput", "req/s", 6),
         _sweep("throughput", "output_throughput", "tok/s", 7),
@@ -144,7 +146,7 @@ GLOSSARY: dict[str, dict[str, str]] = {
     "tokens_per_s": {"term": "tokens/s", "text": "Throughput: tokens written divided by wall time."},
     "requests_per_s": {"term": "requests/s", "text": "Requests answered divided by wall time."},
     "padding_cells": {"term": "padding cells", "text": "Slot-steps spent computing a request that had already finished but stays in its static group: work done for nothing."},
-    "preempted": {"term": "preempted", "text": "KV memory ran out, so the scheduler evicted a running request to free its memory: it waits again, and its prompt and tokens so far are recomputed later. In the table: how many times that happened."},
+    "preempted": {"term": "preempted", "text": "KV memory ran out, so the scheduler evicted a running request to free its memory: it waits again, and its prompt and tokens so far are recomputed later (or, on a lane with preemption \"swap\", its KV blocks were swapped out to a host pool and come back). In the table: how many times that happened, both kinds counted; \"swapped out\" says how many of them were swaps."},
     "swapped": {"term": "swapped", "text": "KV memory ran out on a lane with preemption \"swap\", so the scheduler copied a running request's KV blocks out to a host pool (pinned host memory on a GPU; on a CPU another buffer in the same DRAM) and freed them: it waits, and when there is room its blocks are copied back and it goes on where it stopped, nothing recomputed. The trade: copy bandwidth against recompute compute."},
     "prompt_tokens": {"term": "prompt tokens computed / cached", "text": "Prompt tokens the lane's prefill steps computed (again after a preemption), and those it took from the prefix cache instead."},
     "hit_rate": {"term": "prefix cache hit rate", "text": "The share of prompt tokens taken from the prefix cache: cached \u00f7 (computed + cached), counted in tokens as vLLM does."},

@@ -61,6 +61,15 @@ def prompt_tokens(recs: list[dict]) -> tuple[int, int]:
     return computed, cached
 
 
+def evictions(record: dict) -> list[tuple[str, bool]]:
+    """The requests a step evicted to free KV memory, each with whether it was swapped out: its cell is PREEMPTED (its
+    blocks freed, recomputed when it runs again) or SWAPPED (its blocks copied to the host pool, it resumes where it
+    stopped). Both are evictions: `preemptions` counts every one, `swaps` the swap-outs (a swap lane whose host pool
+    is full recomputes its victim instead). static/js/core/metrics.js evictions is its twin."""
+    return [(cell["request"], cell["state"] == SlotState.SWAPPED) for cell in record["slots"]
+            if cell["state"] in (SlotState.PREEMPTED, SlotState.SWAPPED)]
+
+
 def request_times(arrival_ms: float, admitted_ms: float | None, first_token_ms: float | None,
                   finish_ms: float | None, return_ms: float | None, tokens: int) -> dict[str, float | None]:
     """A request's times in ms from the moments of its life on the lane clock (None: not yet): queue time, from its
@@ -174,7 +183,7 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
                         "return_step": None, "admit_step": None, "token_ids": [], "token_steps": [], "text": "",
                         "stop": None, "preemptions": 0}
     counts = {state: 0 for state in SlotState}  # a str Enum: a cell's "prefill" counts under SlotState.PREFILL
-    written_cells = decode_tokens = proposed = accepted = 0
+    written_cells = decode_tokens = proposed = accepted = evicted = swaps = 0
     for r in recs:
         for rid in r.get("admitted", ()):
             if per[rid]["admit_step"] is None:  # its first admission: a preempted request's later ones are not queueing
@@ -202,8 +211,10 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
             per[rid]["finish_step"] = r["step"]
         for rid in r["returned"]:
             per[rid]["return_step"] = r["step"]
-        for rid in r.get("preempted", ()):
+        for rid, swapped in evictions(r):
             per[rid]["preemptions"] += 1
+            evicted += 1
+            swaps += swapped
     itl = []  # every gap between two tokens of one request, in ms
     for q in per.values():
         q["tokens"] = len(q["token_ids"])
@@ -231,7 +242,8 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
         "padding_slot_steps": counts[SlotState.PADDING],
         "idle_slot_steps": counts[SlotState.IDLE],
         "prefill_slot_steps": counts[SlotState.PREFILL],
-        "preemptions": counts[SlotState.PREEMPTED],
+        "preemptions": evicted,  # every eviction, recomputed or swapped out
+        "swaps": swaps,          # of those, the swap-outs
         "mean_ttft_steps": _mean(stat("ttft_steps")),
         "mean_latency_steps": _mean(stat("latency_steps")),
         "p50_latency_steps": percentile(stat("latency_steps"), 50),

@@ -27,6 +27,7 @@ CASES = {
     "continuous": ("mixed", "continuous", False),
     "chunked_prefill": ("long-prompt", "chunked 64", False),
     "preemption": ("memory-pressure", "continuous KV 224", False),
+    "swap": ("swap-vs-recompute", "swap", False),  # its evictions are swap-outs: counted in preemptions and swaps
     "prefix_cache": ("shared-instructions", "prefix cache", False),
     "ms_arrivals_dynamic": ("arrivals", "dynamic", False),
     "ms_arrivals_continuous": ("arrivals", "continuous", False),

@@ -2,7 +2,7 @@
 the simulator (the real model for the test marked model): the swap-vs-recompute preset's swap lane at the step it
 swaps a request out draws the swapped cell, its legend entry and its narration; the memory map (the m key) then shows
 that lane's blocks, the swapped request in the host pool, block usage and token usage side by side, and fits the
-screen in presenter mode; paged-vs-reserve on the real model shows the paged lane holding more requests' blocks.
+screen in presenter mode; at the end the table and the caption count the swap-out as an eviction; paged-vs-reserve on the real model shows the paged lane holding more requests' blocks.
 Every wait is on state the page exposes (window.__lanes, window.__memmap), never a sleep."""
 import json
 from urllib.request import urlopen
@@ -86,6 +86,14 @@ def test_a_swap_is_drawn_narrated_and_the_memory_map_shows_the_host_pool_and_bot
     tab.screenshot(path=str(ARTIFACTS / "browser-memmap-present.png"))
     tab.keyboard.press("m")  # back to the lanes
     tab.wait_for_function("() => document.getElementById('memmap').hidden && !document.getElementById('lanes').hidden")
+
+    # 4) at the end, the swap-out counts as an eviction: the table's preempted and swapped out, the lane's caption
+    tab.keyboard.press("p")
+    to_end(tab)
+    cell = lambda lane, metric: tab.text_content(  # noqa: E731
+        f'#metrics-table td[data-lane="{lane}"][data-metric="{metric}"]')
+    assert [cell(lane, key) for lane in ("recompute", "swap") for key in ("preemptions", "swaps")] == ["1", "0", "1", "1"]
+    assert lanes(tab, "lanes.swap.caption").endswith("1 preempted (1 swapped out)")
     assert tab.problems == []
 
 

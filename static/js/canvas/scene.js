@@ -105,7 +105,7 @@ function caption(lane, shown, m, clock) {
   if (!n) return lane.done ? "no steps" : "waiting for the first step";
   const numbers = [`${m.tokens_per_step.toFixed(2)} tokens/step`, `slot use ${Math.round(m.slot_use * 100)}%`];
   if (clock === "ms" && m.wall_s !== null && shown > 0) numbers.push(`${m.wall_s.toFixed(2)} s`);
-  if (m.preemptions) numbers.push(`${m.preemptions} preempted`);
+  if (m.preemptions) numbers.push(`${m.preemptions} preempted${m.swaps ? ` (${m.swaps} swapped out)` : ""}`);  // swaps: of those
   if (lane.done && shown >= n) return [count(n, "step"), ...numbers].join(" \u00b7 ");
   const where = `step ${shown} of ${n}${lane.done ? "" : " so far"}`;
   return shown > 0 ? [where, ...numbers].join(" \u00b7 ") : where;

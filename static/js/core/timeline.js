@@ -6,7 +6,7 @@
  * for the memory bar, each preemption (step, request, slot), and which requests were prefilled in
  * chunks. Pure: it reads records and never changes them.
  */
-import { arrivalOf, laneTimes } from "./metrics.js";
+import { arrivalOf, evictions, laneTimes } from "./metrics.js";
 import { Forward, Phase, SlotState } from "./vocab.js";
 
 const EPS = 1e-6;
@@ -59,13 +59,10 @@ function build(records, workload) {
   const waits = new Set(records.filter((r) => r.forward === Forward.NONE).map((r) => r.step));
   const arrivals = workload.requests.map((q) => ({ id: String(q.id), ...arrivalOf(q, starts, end) }))
     .sort((a, b) => a.arrival_ms - b.arrival_ms);
-  // Each preemption: the step it happened in, the request that lost its slot, that slot, and whether it was swapped
-  // out (its KV copied to the host pool) rather than dropped to be recomputed.
-  const preemptions = records.flatMap((r) => {
-    const swapped = r.slots.filter((c) => c.state === SlotState.SWAPPED).map((c) => c.request);
-    return [...new Set([...(r.preempted || []), ...swapped])].map((id) => ({ step: r.step, id,
-      slot: Math.max(0, r.slots.findIndex((c) => c.request === id)), swapped: swapped.includes(id) }));
-  });
+  // Each eviction (the metrics' `evictions`): the step it happened in, the request that lost its slot, that slot, and
+  // whether it was swapped out (its KV copied to the host pool) rather than dropped to be recomputed.
+  const preemptions = records.flatMap((r) => evictions(r).map(({ id, swapped }) => ({ step: r.step, id,
+    slot: r.slots.findIndex((c) => c.request === id), swapped })));
   return { ids, starts, ends, end, gaps, waits, arrivals, preemptions, ...phasesOf(records, ids), kv: records.map(kvPoint) };
 }
 

@@ -5,6 +5,7 @@
  * policy's traits (a "chunked 64" lane is a continuous one: it admits slot by slot). Pure: returns a string, which the page writes
  * with textContent.
  */
+import { evictions } from "../core/metrics.js";
 import { admitsGroups } from "../core/policies.js";
 import { Forward, SlotState, StopReason } from "../core/vocab.js";
 import { headWait, isTelling } from "../core/waits.js";
@@ -62,8 +63,9 @@ function laneFacts(lane, timed, reveal) {
   if (r.forward === Forward.NONE) return waitFacts(lane, r, timed);
   const prev = records[step - 2];
   const facts = [];
-  const swapped = r.slots.filter((c) => c.state === SlotState.SWAPPED).map((c) => c.request);  // a swap's victims
-  const dropped = (r.preempted || []).filter((id) => !swapped.includes(id));
+  const evicted = evictions(r);  // the metrics' definition: preempted cells (recomputed later) and swapped cells
+  const dropped = evicted.filter((e) => !e.swapped).map((e) => e.id);
+  const swapped = evicted.filter((e) => e.swapped).map((e) => e.id);
   if (dropped.length) facts.push(`${listIds(dropped)} preempted to free KV memory`);
   if (swapped.length) facts.push(`${listIds(swapped)} swapped out to the host pool to free KV memory`);
   const grouped = admitsGroups(lane.policy);  // its traits: a whole group at once, held until its longest is done

@@ -18,7 +18,8 @@ const dash = "\u2013";
 const ms = (v) => (v === null || v === undefined ? dash : `${Math.round(v)}`);
 
 /** The metrics table's columns, as the metric table's "page" table declares them (a `when` column shows only for
- * a run with a speculative lane, with a prefix cache hit, or with block tables: the table is full enough without them). */
+ * a run with a speculative lane, with a prefix cache hit, with block tables, or with a swap-out: the table is full
+ * enough without them). */
 const METRIC_COLUMNS = columnsOf("page");
 
 /**
@@ -32,7 +33,8 @@ const METRIC_COLUMNS = columnsOf("page");
 export function renderMetrics(table, caption, metrics, rowNote, check, at = null, hidden = {}, speculative = false) {
   if (!table.parentElement.dataset.overflow) watchOverflow(table.parentElement);  // a column past the edge is cued
   const shows = { speculative, prefix_cache: Object.values(metrics).some((m) => m.prompt_tokens_cached > 0),
-    paged: Object.values(metrics).some((m) => m.token_utilization !== null && m.token_utilization !== undefined) };
+    paged: Object.values(metrics).some((m) => m.token_utilization !== null && m.token_utilization !== undefined),
+    swap: Object.values(metrics).some((m) => m.swaps > 0) };
   const columns = METRIC_COLUMNS.filter((c) => !c.when || shows[c.when]);
   const shown = columns.map((c) => c.key).join(" ");
   if (table.tHead && table.tHead.dataset.columns !== shown) table.tHead.remove();

@@ -2,7 +2,6 @@
 from real runs): the step records of one lane of each kind go in, exactly the stored metrics come out. No model, no
 browser; tests/js/core/metrics.test.mjs holds static/js/core/metrics.js to the same answers."""
 import json
-from pathlib import Path
 
 import pytest
 
@@ -12,7 +11,7 @@ from engine.workload.workload import CLI_LIMITS, parse_workload
 from tests.kit import ROOT
 
 CASES = json.loads((ROOT / "tests" / "golden" / "metrics.json").read_text())
-KINDS = {"static", "dynamic", "continuous", "chunked_prefill", "preemption", "prefix_cache", "speculative",
+KINDS = {"static", "dynamic", "continuous", "chunked_prefill", "preemption", "swap", "prefix_cache", "speculative",
          "ms_arrivals_dynamic", "ms_arrivals_continuous"}
 
 
@@ -26,6 +25,7 @@ def test_the_fixture_holds_every_kind_of_lane_and_each_shows_what_it_is_for():
     assert KINDS <= set(CASES)
     facts = {name: c["expected"] for name, c in CASES.items()}
     assert facts["static"]["padding_slot_steps"] > 0 and facts["preemption"]["preemptions"] > 0
+    assert facts["preemption"]["swaps"] == 0 and facts["swap"]["preemptions"] == facts["swap"]["swaps"] > 0
     assert facts["prefix_cache"]["prompt_tokens_cached"] > 0 and facts["speculative"]["spec_acceptance_rate"] > 0
     assert facts["speculative"]["simulated"] is False and facts["continuous"]["simulated"] is True
     assert any(cell.get("prefill", [0, 0])[0] < cell.get("prefill", [0, 0])[1]  # a partial prefill: it chunked
