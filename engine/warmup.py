@@ -53,7 +53,7 @@ def warm_up(lm: LoadedModel, max_slots: int,
     t0 = time.perf_counter()
     if lm.decode_step == "fast" and can_pack(lm.model, lm.device):  # the CPU decode step's compiled linear
         report(0.0, "warming up: loading the decode kernel (built once per machine by make setup, else now: ~30 s)")
-        cpu_kernels.kernel()
+        cpu_kernels.load()
     limits = Limits(max_requests=max_slots, max_slots=max_slots, max_new_tokens=max_slots + 1,
                     max_total_tokens=10**9, max_lane_kv_tokens=10**9)  # warm every slot the server allows
     engine = Engine(lm, limits)

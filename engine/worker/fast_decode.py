@@ -62,7 +62,7 @@ class FusedWeights:
 
     def __init__(self, model: torch.nn.Module, packed: bool):
         self.packed = packed
-        self.kernel = cpu_kernels.kernel() if packed else None
+        self.kernel = cpu_kernels.load() if packed else None
 
         def forms(*weights):
             plain = (torch.cat(weights) if len(weights) > 1 else weights[0]).detach()
@@ -128,7 +128,7 @@ class FastDecode:
         self.inter = cfg.intermediate_size
         self.graphed = cache.device.type == "cuda"
         # on a float32 CPU where the extension built: attention reading the blocks in place, layer_ops between linears
-        self.ops = cpu_kernels.kernel() if not self.graphed and cache.pool.dtype == torch.float32 else None
+        self.ops = cpu_kernels.load() if not self.graphed and cache.pool.dtype == torch.float32 else None
         self.graphs: dict[tuple[int, int], tuple] = {}  # (rows, blocks) -> (graph, static inputs, logits)
         self.pool = None
 

@@ -45,7 +45,8 @@ def build_folder() -> Path:
 
 
 def load(verbose: bool = False):
-    """Build (if needed) and load the extension; the module, or None with the reason kept for `why_not()`."""
+    """Build (if needed) and load the extension; the module, or None with the reason kept for `why_not()` (never
+    raises)."""
     if "module" in _state:
         return _state["module"]
     module, reason = None, None
@@ -66,11 +67,6 @@ def load(verbose: bool = False):
             reason = f"could not build {'/'.join(s.name for s in SOURCES)}: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}"
     _state["module"], _state["why_not"] = module, reason
     return module
-
-
-def kernel():
-    """The loaded extension or None (never raises)."""
-    return load()
 
 
 @contextlib.contextmanager

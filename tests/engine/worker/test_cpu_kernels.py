@@ -13,7 +13,7 @@ from engine.worker.fast_decode import FusedWeights
 
 
 def test_the_kernel_builds_and_loads_here():
-    assert cpu_kernels.kernel() is not None, cpu_kernels.why_not()
+    assert cpu_kernels.load() is not None, cpu_kernels.why_not()
     assert cpu_kernels.why_not() is None
 
 
@@ -23,7 +23,7 @@ def test_few_row_linear_equals_f_linear(rows, n, k):
     # every row count from 1 to 16: 1-8 are one pass over a panel, 9-16 two passes of near-equal parts (AVX-512)
     torch.manual_seed(rows)
     x, w = torch.randn(rows, k), torch.randn(n, k) * 0.05
-    got = cpu_kernels.kernel().few_row_linear(x, cpu_kernels.panels(w))
+    got = cpu_kernels.load().few_row_linear(x, cpu_kernels.panels(w))
     want = F.linear(x, w)
     assert got.shape == want.shape and torch.allclose(got, want, rtol=1e-5, atol=1e-5)
 
@@ -44,9 +44,9 @@ def test_what_the_kernel_refuses_is_left_to_onednn():
     assert not cpu_kernels.usable(torch.randn(1, 64), None)
     assert not cpu_kernels.usable(torch.randn(1, 64), torch.randn(64, 64))          # a plain weight, not panels
     with pytest.raises(RuntimeError, match="1-16 rows"):
-        cpu_kernels.kernel().few_row_linear(torch.randn(17, 64), w)
+        cpu_kernels.load().few_row_linear(torch.randn(17, 64), w)
     with pytest.raises(RuntimeError, match="multiple of 32"):
-        cpu_kernels.kernel().pack_panels(torch.randn(40, 64))
+        cpu_kernels.load().pack_panels(torch.randn(40, 64))
 
 
 def test_calls_from_several_threads_at_once_each_get_their_own_answer():
@@ -62,7 +62,7 @@ def test_calls_from_several_threads_at_once_each_get_their_own_answer():
             if not torch.allclose(kernel.few_row_linear(xs[i], ps[i]), F.linear(xs[i], ws[i]), rtol=1e-5, atol=1e-5):
                 wrong.append(i)
 
-    kernel = cpu_kernels.kernel()
+    kernel = cpu_kernels.load()
     threads = [threading.Thread(target=calls, args=(i,)) for i in range(4)]
     for t in threads:
         t.start()
@@ -83,7 +83,7 @@ def test_kernels_alone_lowers_torch_threads_inside_and_restores_them_after_a_rai
 def test_without_the_kernel_the_fast_step_uses_onednn_and_says_why(tiny, monkeypatch):
     monkeypatch.setattr(cpu_kernels, "_state", {})
     monkeypatch.setenv("BATCH_LANES_NO_KERNEL", "1")
-    assert cpu_kernels.kernel() is None and "BATCH_LANES_NO_KERNEL" in cpu_kernels.why_not()
+    assert cpu_kernels.load() is None and "BATCH_LANES_NO_KERNEL" in cpu_kernels.why_not()
     weights = FusedWeights(tiny.model, packed=True)
     assert weights.kernel is None and not weights.all_panels
     x = torch.randn(1, tiny.model.config.hidden_size)

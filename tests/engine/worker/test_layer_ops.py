@@ -10,7 +10,7 @@ from engine.worker.cpu import kernels as cpu_kernels
 
 @pytest.fixture(scope="module")
 def ops():
-    module = cpu_kernels.kernel()
+    module = cpu_kernels.load()
     assert module is not None, cpu_kernels.why_not()
     return module
 

@@ -49,7 +49,7 @@ def random_case(seed: int, B: int, H: int, KV: int, D: int, bs: int, blocks: int
 def test_kernel_equals_gather_and_sdpa_on_permuted_ragged_tables(seed, B, H, KV, D, bs, shared):
     q, keys, values, tables, lens = random_case(seed, B, H, KV, D, bs, blocks=B * 6, shared=shared)
     scale = D ** -0.5
-    got = cpu_kernels.kernel().paged_decode_attention(q, keys, values, tables, lens, scale)
+    got = cpu_kernels.load().paged_decode_attention(q, keys, values, tables, lens, scale)
     assert torch.allclose(got, reference(q, keys, values, tables, lens, scale), rtol=1e-5, atol=1e-5)
 
 
@@ -58,13 +58,13 @@ def test_kernel_reads_a_layer_view_of_the_pool_and_large_scores_stay_finite():
     keys, values = pool[1, 0], pool[1, 1]
     q = torch.randn(2, 4, 8) * 30
     tables, lens = torch.tensor([[7, 2, 5], [3, 3, 0]]), torch.tensor([11, 5])
-    got = cpu_kernels.kernel().paged_decode_attention(q, keys, values, tables, lens, 8 ** -0.5)
+    got = cpu_kernels.load().paged_decode_attention(q, keys, values, tables, lens, 8 ** -0.5)
     assert torch.isfinite(got).all()
     assert torch.allclose(got, reference(q, keys, values, tables, lens, 8 ** -0.5), rtol=1e-5, atol=1e-4)
 
 
 def test_the_attention_kernel_refuses_what_it_cannot_read():
-    keys, kernel = torch.randn(4, 2, 1, 8), cpu_kernels.kernel()
+    keys, kernel = torch.randn(4, 2, 1, 8), cpu_kernels.load()
     tables, lens = torch.tensor([[1]]), torch.tensor([2])
     with pytest.raises(RuntimeError, match="float32 only"):
         kernel.paged_decode_attention(torch.randn(1, 2, 8).double(), keys.double(), keys.double(), tables, lens, 1.0)
@@ -76,7 +76,7 @@ def test_the_attention_kernel_refuses_what_it_cannot_read():
     with pytest.raises(RuntimeError, match="fit in the row's table"):
         kernel.paged_decode_attention(torch.randn(1, 2, 8), keys, keys, tables, torch.tensor([3]), 1.0)
     with pytest.raises(RuntimeError, match="outside the pool"):
-        cpu_kernels.kernel().paged_decode_attention(torch.randn(1, 2, 8), keys, keys, torch.tensor([[9]]),
+        cpu_kernels.load().paged_decode_attention(torch.randn(1, 2, 8), keys, keys, torch.tensor([[9]]),
                                                     torch.tensor([2]), 1.0)
 
 
@@ -95,7 +95,7 @@ def test_a_packed_prompt_as_rows_of_its_own_is_causal_attention():
     width = max(len(prompt), len(decoder))
     tables = torch.tensor([t + [t[0]] * (width - len(t)) for t, _ in rows])
     lens = torch.tensor([p + 1 for _, p in rows])
-    got = cpu_kernels.kernel().paged_decode_attention(q, keys, values, tables, lens, D ** -0.5)
+    got = cpu_kernels.load().paged_decode_attention(q, keys, values, tables, lens, D ** -0.5)
     k = keys[prompt].reshape(-1, KV, D)[:start + n].transpose(0, 1)          # (KV, 18, D)
     v = values[prompt].reshape(-1, KV, D)[:start + n].transpose(0, 1)
     mine = [i for i, (t, _) in enumerate(rows) if t is prompt]
