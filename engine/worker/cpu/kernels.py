@@ -8,7 +8,7 @@ residual add + RMS norm, RoPE + K/V write, SiLU * up, and the runner's argmax), 
 It is built with torch's C++ extension tooling (g++ and ninja, from requirements.txt) once per machine, into the
 user cache folder (`python -m engine.worker.cpu.kernels`, which `make setup` runs; or on first use), and loaded from there
 on every later start in well under a second. Anything that keeps it from building or loading (no compiler, a CPU
-without AVX2, a read-only cache) leaves `kernel()` returning None with the reason in `why_not()`, and the decode step
+without AVX2, a read-only cache) leaves `load()` returning None with the reason in `why_not()`, and the decode step
 uses oneDNN's packed linears and the gather + sdpa attention instead: same tokens, slower.
 
 What it does not know: models, rows or slots; it multiplies matrices and attends over block tables.
@@ -87,7 +87,7 @@ def kernels_alone():
 def argmax(logits: torch.Tensor) -> torch.Tensor:
     """Each row's argmax of `logits` (B, V), as torch.argmax(-1) gives it (ties to the first index, NaN the
     largest): layer_ops.cpp's argmax_rows for float32 on a CPU where the extension is loaded (~10x faster here)."""
-    module = kernel() if logits.device.type == "cpu" and logits.dtype == torch.float32 and logits.dim() == 2 else None
+    module = load() if logits.device.type == "cpu" and logits.dtype == torch.float32 and logits.dim() == 2 else None
     return logits.argmax(-1) if module is None else module.argmax_rows(logits.contiguous())
 
 
@@ -99,7 +99,7 @@ def why_not() -> str | None:
 def panels(w: torch.Tensor) -> torch.Tensor | None:
     """`w` (N, K) repacked for `few_row_linear`, or None where the kernel is not loaded or cannot take it (not a
     float32 CPU weight, N not a multiple of PANEL)."""
-    module = kernel()
+    module = load()
     if module is None or w.device.type != "cpu" or w.dtype != torch.float32 or w.dim() != 2 or w.shape[0] % PANEL:
         return None
     return module.pack_panels(w.detach())
