@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import types
 import time
 
 import torch
@@ -46,10 +47,13 @@ def slot_rows_engine():
         tar.extractall(folder, filter="data")
     os.rename(os.path.join(folder, "engine"), os.path.join(folder, "engine_slot_rows"))
     sys.path.insert(0, folder)
-    # the compiled decode kernel: today's module, so that its build (keyed by the source's path) is not redone
-    import engine.worker.cpu.kernels
+    # the compiled decode kernel: today's module, so that its build (keyed by the source's path) is not redone, under
+    # the names that commit called it by (engine/cpu_kernels.py, whose kernel() is today's load())
+    from engine.worker.cpu import kernels
     old = importlib.import_module("engine_slot_rows")
-    sys.modules["engine_slot_rows.cpu_kernels"] = old.cpu_kernels = engine.worker.cpu.kernels
+    then = types.ModuleType("engine_slot_rows.cpu_kernels")
+    then.__dict__.update({k: v for k, v in vars(kernels).items() if not k.startswith("__")}, kernel=kernels.load)
+    sys.modules["engine_slot_rows.cpu_kernels"] = old.cpu_kernels = then
     for name in ("runner", "batch", "request", "step"):
         importlib.import_module(f"engine_slot_rows.{name}")
     return sys.modules["engine_slot_rows"]
