@@ -18,8 +18,8 @@ from engine.sched.batch import ForwardResult, SchedulerOutput
 from engine.request import Request
 from engine.sched.scheduler import Scheduler
 from engine.worker import Runner
-from engine.sched.speculative import cell_facts, text_upto
-from engine.step import Forward, SlotRecord, SlotState, StepRecord, StopReason
+from engine.sched.speculative import cell_facts
+from engine.step import Forward, SlotRecord, SlotState, StepRecord
 
 
 @dataclass(frozen=True)
@@ -87,14 +87,8 @@ class Lane:
         out = self.scheduler.schedule(start)
         ops = {k: getattr(out, k) for k in ("swap_out", "swap_in", "copies") if getattr(out, k)}
         result = self.runner.run(out.rows, **ops) if out.rows or ops else ForwardResult({}, 0.0, Forward.NONE)
-        update = self.scheduler.update_from_output(out, result.tokens)
-        texts = {row.slot: self.runner.text_delta(row.request, text_upto(
-                     update.written.get(row.slot), row.request.stop is StopReason.EOS))
-                 for row in out.rows if row.wants_token}
-        for row in out.rows:  # stop strings need the text, which only the runner's tokenizer knows
-            r = row.request
-            if row.wants_token and r.spec.stop and any(stop in r.text for stop in r.spec.stop):
-                self.scheduler.finish(r, StopReason.STOP)
+        # the text comes from the runner's tokenizer; who stops (length, EOS, stop strings) the scheduler decides
+        update = self.scheduler.update_from_output(out, result.tokens, self.runner.text_delta)
         kv_used, kv_blocks_used = self.scheduler.kv_used(), self.scheduler.blocks.num_used  # before any leave
         cached_blocks = self.scheduler.blocks.num_cached_free
         returned = self.scheduler.release()
@@ -105,7 +99,7 @@ class Lane:
         else:
             ms = self.idle_step_ms()
         self.clock = round(start + ms, 3)
-        record = self.record(StepFacts(out, result, update.written, texts, returned, kv_used, kv_blocks_used,
+        record = self.record(StepFacts(out, result, update.written, update.texts, returned, kv_used, kv_blocks_used,
                                        cached_blocks, start, ms))
         self.records.append(record)
         return record

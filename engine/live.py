@@ -16,7 +16,8 @@ from typing import Callable
 from engine.config import live_config
 from engine.lane import Lane
 from engine.sched.policies import ContinuousScheduler
-from engine.request import Request, RequestSpec
+from engine.request import Request
+from engine.spec import RequestSpec
 from engine.worker.runner import ModelRunner
 from engine.worker.sim import SimRunner
 from engine.step import StepRecord

@@ -7,7 +7,7 @@ them at its next step, on the worker's thread.
 """
 from typing import Protocol
 
-from engine.request import RequestSpec
+from engine.spec import RequestSpec
 from engine.step import StepRecord
 
 
