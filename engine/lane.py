@@ -140,7 +140,8 @@ class Lane:
                 prefill=(r.num_prefilled, len(r.prefill_ids)) if row.state is SlotState.PREFILL else None,
                 # only a cell that is one special token; text ending in EOS (a kept proposal run) is text
                 special=token is not None and not cell.get("tokens") and self.runner.is_special(token),
-                cached=hit.get(r.id, 0) if row.state is SlotState.PREFILL else 0)
+                cached=hit.get(r.id, 0) if row.state is SlotState.PREFILL else 0,
+                **self.logprob_facts(r, cell) if row.wants_token else {})
         return StepRecord(
             lane=self.name, step=out.step, slots=tuple(cells),
             waiting=tuple(r.id for r in s.waiting),
@@ -155,6 +156,17 @@ class Lane:
             start_ms=facts.start_ms, ms=facts.ms, forward_ms=result.forward_ms, forward=result.forward,
             simulated=self.runner.simulated, copy_ms=result.copy_ms,
             **self.memory_map())
+
+    @staticmethod
+    def logprob_facts(r: Request, cell: dict) -> dict:
+        """The logprobs a cell carries where its request asked: its tokens', and on its first token's cell the
+        prompt's (a preempted request's recomputed entries replace their own: its latest are the ones sent)."""
+        facts, n = {}, len(cell["tokens"]) if cell.get("tokens") else cell["token_id"] is not None
+        if r.spec.logprobs is not None:
+            facts["logprobs"] = tuple(r.token_logprobs[r.num_tokens - n:r.num_tokens])
+        if r.spec.prompt_logprobs is not None and r.num_tokens == n and n:
+            facts["prompt_logprobs"] = tuple(r.prompt_logprobs)
+        return facts
 
     def memory_map(self) -> dict:
         """The record's kv_* fields: the block tables' changes since the previous record, after this step."""
