@@ -242,8 +242,9 @@ class ModelRunner:
     def text_delta(self, request: Request, upto: int | None = None, final: bool = False) -> str:
         """The text `request`'s newest tokens (those before `upto`) add to its response: only those few tokens are
         decoded (engine.worker.detok); empty while a UTF-8 character is incomplete, unless `final`."""
-        delta, request.text_prefix, request.text_read = next_text(
-            self.decode_text, request.output_ids[:upto], request.text_prefix, request.text_read, final)
+        ids = request.output_ids if upto is None else request.output_ids[:upto]
+        delta, request.text_prefix, request.text_read = next_text(self.decode_text, ids, request.text_prefix,
+                                                                  request.text_read, final)
         request.text += delta
         return delta
 
