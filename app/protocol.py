@@ -113,9 +113,8 @@ def started_payload(run_id: str, lanes: list[str], workload: dict, model: str,
             "prompt_tokens": dict(prompt_tokens or {})}
 
 
-def tick_payload(run_id: str, t: int, records: dict) -> dict:
-    """Tick `t` of a run: every lane's step record (None once that lane is done)."""
-    lanes = {lane: None if rec is None else rec.to_dict() for lane, rec in records.items()}
+def tick_payload(run_id: str, t: int, lanes: dict[str, dict | None]) -> dict:
+    """Tick `t` of a run: every lane's step record, serialized (None once that lane is done)."""
     return {"run_id": run_id, "t": t, "lanes": lanes, "sent_at": time.time()}
 
 
