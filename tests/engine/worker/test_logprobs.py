@@ -20,10 +20,16 @@ def spec(lm, i: int, prompt: str, n: int, **kw) -> RequestSpec:
 
 
 def drive(lane: LiveLane, specs: list[RequestSpec]) -> dict:
-    """Submit `specs` together, step until all are done; every request as it ended."""
-    done = {}
+    """Submit `specs` together, step until all are done; every request as it ended (the lane's own `Request`s: its
+    listeners hear only records)."""
+    done, add = {}, lane.scheduler.add
+
+    def kept(spec: RequestSpec):
+        done[spec.id] = add(spec)
+        return done[spec.id]
+    lane.scheduler.add = kept
     for s in specs:
-        lane.submit(s, lambda r, rec, s=s: done.__setitem__(s.id, r))
+        lane.submit(s, lambda rec, cell: None)
     while lane.has_work():
         lane.step()
         lane.notify()
