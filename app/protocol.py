@@ -130,9 +130,8 @@ def resolved_of(workload: dict) -> dict:
         return {"lane_configs": {}, "requests": list(workload.get("requests", []))}
 
 
-def tick_payload(run_id: str, t: int, records: dict) -> dict:
-    """Tick `t` of a run: every lane's step record (None once that lane is done)."""
-    lanes = {lane: None if rec is None else rec.to_dict() for lane, rec in records.items()}
+def tick_payload(run_id: str, t: int, lanes: dict[str, dict | None]) -> dict:
+    """Tick `t` of a run: every lane's step record, serialized (None once that lane is done)."""
     return {"run_id": run_id, "t": t, "lanes": lanes, "sent_at": time.time()}
 
 

@@ -14,7 +14,7 @@ from engine.config import LaneSpec
 from engine.lane import Lane
 from engine.worker.model import LoadedModel
 from engine.sched.policies import POLICIES
-from engine.request import RequestSpec, max_row_len, row_capacity
+from engine.spec import RequestSpec, max_row_len, row_capacity
 from engine.worker.runner import ModelRunner
 from engine.workload.siblings import written_index
 from engine.worker.sim import SimNoise, SimRunner, sim_prompt_ids

@@ -18,8 +18,8 @@ from engine.sched.batch import ForwardResult, SchedulerOutput
 from engine.request import Request
 from engine.sched.scheduler import Scheduler
 from engine.worker import Runner
-from engine.sched.speculative import cell_facts, text_upto
-from engine.step import Forward, SlotRecord, SlotState, StepRecord, StopReason
+from engine.sched.speculative import cell_facts
+from engine.step import Forward, SlotRecord, SlotState, StepRecord
 
 
 @dataclass(frozen=True)
@@ -87,14 +87,8 @@ class Lane:
         out = self.scheduler.schedule(start)
         ops = {k: getattr(out, k) for k in ("swap_out", "swap_in", "copies") if getattr(out, k)}
         result = self.runner.run(out.rows, **ops) if out.rows or ops else ForwardResult({}, 0.0, Forward.NONE)
-        update = self.scheduler.update_from_output(out, result.tokens)
-        texts = {row.slot: self.runner.text_delta(row.request, text_upto(
-                     update.written.get(row.slot), row.request.stop is StopReason.EOS))
-                 for row in out.rows if row.wants_token}
-        for row in out.rows:  # stop strings need the text, which only the runner's tokenizer knows
-            r = row.request
-            if row.wants_token and r.spec.stop and any(stop in r.text for stop in r.spec.stop):
-                self.scheduler.finish(r, StopReason.STOP)
+        # the text comes from the runner's tokenizer; who stops (length, EOS, stop strings) the scheduler decides
+        update = self.scheduler.update_from_output(out, result.tokens, self.runner.text_delta)
         kv_used, kv_blocks_used = self.scheduler.kv_used(), self.scheduler.blocks.num_used  # before any leave
         cached_blocks = self.scheduler.blocks.num_cached_free
         returned = self.scheduler.release()
@@ -105,7 +99,7 @@ class Lane:
         else:
             ms = self.idle_step_ms()
         self.clock = round(start + ms, 3)
-        record = self.record(StepFacts(out, result, update.written, texts, returned, kv_used, kv_blocks_used,
+        record = self.record(StepFacts(out, result, update.written, update.texts, returned, kv_used, kv_blocks_used,
                                        cached_blocks, start, ms))
         self.records.append(record)
         return record
@@ -146,7 +140,8 @@ class Lane:
                 prefill=(r.num_prefilled, len(r.prefill_ids)) if row.state is SlotState.PREFILL else None,
                 # only a cell that is one special token; text ending in EOS (a kept proposal run) is text
                 special=token is not None and not cell.get("tokens") and self.runner.is_special(token),
-                cached=hit.get(r.id, 0) if row.state is SlotState.PREFILL else 0)
+                cached=hit.get(r.id, 0) if row.state is SlotState.PREFILL else 0,
+                **self.logprob_facts(r, cell) if row.wants_token else {})
         return StepRecord(
             lane=self.name, step=out.step, slots=tuple(cells),
             waiting=tuple(r.id for r in s.waiting),
@@ -161,6 +156,17 @@ class Lane:
             start_ms=facts.start_ms, ms=facts.ms, forward_ms=result.forward_ms, forward=result.forward,
             simulated=self.runner.simulated, copy_ms=result.copy_ms,
             **self.memory_map())
+
+    @staticmethod
+    def logprob_facts(r: Request, cell: dict) -> dict:
+        """The logprobs a cell carries where its request asked: its tokens', and on its first token's cell the
+        prompt's (a preempted request's recomputed entries replace their own: its latest are the ones sent)."""
+        facts, n = {}, len(cell["tokens"]) if cell.get("tokens") else cell["token_id"] is not None
+        if r.spec.logprobs is not None:
+            facts["logprobs"] = tuple(r.token_logprobs[r.num_tokens - n:r.num_tokens])
+        if r.spec.prompt_logprobs is not None and r.num_tokens == n and n:
+            facts["prompt_logprobs"] = tuple(r.prompt_logprobs)
+        return facts
 
     def memory_map(self) -> dict:
         """The record's kv_* fields: the block tables' changes since the previous record, after this step."""

@@ -3,9 +3,10 @@
 Its clock is the wall clock, in ms since the lane opened: a step starts when the worker runs it, and time with
 nothing to compute is drawn as waiting, as on any lane with arrivals in ms. Requests and cancellations arrive
 from other threads through a thread-safe inbox and are applied at the start of the next step, so the lane's
-state only ever changes on the thread that steps it. After each step, every request that got a token (or
-finished) is passed to its listener with the step record by `notify`, on the caller's thread. This module knows the scheduler, the runner and
-the record; nothing of HTTP, sockets or the OpenAI format.
+state only ever changes on the thread that steps it. After each step, the listener of every request that took part
+hears the step record and the request's cell in it (text, logprobs, stop) by `notify`, on the caller's thread: the
+record is all that leaves the lane, never its `Request`s. This module knows the scheduler, the runner and the
+record; nothing of HTTP, sockets or the OpenAI format.
 """
 import queue
 import time
@@ -16,12 +17,15 @@ from typing import Callable
 from engine.config import live_config
 from engine.lane import Lane
 from engine.sched.policies import ContinuousScheduler
-from engine.request import Request, RequestSpec
+from engine.request import Request
+from engine.spec import RequestSpec
 from engine.worker.runner import ModelRunner
 from engine.worker.sim import SimRunner
-from engine.step import StepRecord
+from engine.step import SlotRecord, StepRecord
 
-Listener = Callable[[Request, StepRecord], None]  # called on the stepping thread after each step it took part in
+# called after each step a request took part in, with the step and its cell there (None: it had none); with
+# (None, None) once when it is dropped (cancelled, or its step failed)
+Listener = Callable[[StepRecord | None, SlotRecord | None], None]
 
 class LiveLane:
     def __init__(self, engine, slots: int = 8, row_len: int | None = None, keep_steps: int = 2000,
@@ -39,7 +43,7 @@ class LiveLane:
         self.lane = Lane("live", scheduler, runner, kv_capacity=slots * self.row_len)
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()   # ("add", spec, listener) | ("cancel", request id)
         self.listeners: dict[str, Listener] = {}
-        self.calls: list[tuple[Listener, Request, StepRecord | None]] = []  # what `notify` will tell
+        self.calls: list[tuple[Listener, StepRecord | None, SlotRecord | None]] = []  # what `notify` will tell
         self.requests: dict[str, Request] = {}                # not yet returned, by id
         self.recent: deque[StepRecord] = deque(maxlen=keep_steps)
         self.t0 = time.monotonic()
@@ -83,11 +87,10 @@ class LiveLane:
             return None
         self.lane.clock = max(self.lane.clock, self.now_ms())  # the wall clock: idle time is waiting
         record = self.lane.step()
-        touched = {c.request for c in record.slots if c.request} | set(record.finished) | set(record.returned)
-        for request_id in touched:
-            request = self.requests.get(request_id)
-            if request is not None and request_id in self.listeners:
-                self.calls.append((self.listeners[request_id], request, record))
+        cells = {c.request: c for c in record.slots if c.request}
+        for request_id in cells.keys() | set(record.finished) | set(record.returned):
+            if request_id in self.requests and request_id in self.listeners:
+                self.calls.append((self.listeners[request_id], record, cells.get(request_id)))
         for request_id in record.returned:
             self.requests.pop(request_id, None)
             self.listeners.pop(request_id, None)
@@ -110,15 +113,15 @@ class LiveLane:
             elif item[1] in self.requests:
                 request = self.requests.pop(item[1])
                 self.scheduler.cancel(request)
-                self.calls.append((self.listeners.pop(item[1]), request, None))
+                self.calls.append((self.listeners.pop(item[1]), None, None))
                 self.scheduler.forget_returned()
 
     def notify(self) -> None:
         """Tell the listeners what the last `step` did to their requests. Called by whoever stepped, on its own
         thread: the compute may run on a thread pool, the listeners' queues belong to the server's threads."""
         calls, self.calls = self.calls, []
-        for listener, request, record in calls:
-            listener(request, record)
+        for listener, record, cell in calls:
+            listener(record, cell)
 
     def abort(self) -> list[Request]:
         """After a step failed: drop every request (their listeners hear record None); the lane starts clean."""
@@ -126,7 +129,7 @@ class LiveLane:
         dropped = list(self.requests.values())
         for request in dropped:
             self.scheduler.cancel(request)
-            self.calls.append((self.listeners.pop(request.id), request, None))
+            self.calls.append((self.listeners.pop(request.id), None, None))
         self.requests.clear()
         self.scheduler.forget_returned()
         self.queued = 0

@@ -49,6 +49,10 @@ class SlotRecord:
                                            # the last; token is their text, without a closing EOS)
     proposed: int | None = None      # a speculative cell: tokens proposed by prompt lookup and verified this step
     accepted: int | None = None      # ...of which the model agreed with (and the cell wrote) this many
+    logprobs: tuple | None = None    # its request asked for logprobs: per token the cell wrote, an Entry (token id,
+                                     # logprob, its top (id, logprob) pairs; engine.worker.logprobs)
+    prompt_logprobs: tuple | None = None  # its request asked for prompt logprobs: on the cell of its first token, an
+                                          # Entry per prompt token (None for the first, which nothing predicts)
 
     def to_dict(self) -> dict:
         d = {"state": self.state.value, "request": self.request, "token_id": self.token_id, "token": self.token}
@@ -64,6 +68,10 @@ class SlotRecord:
             d["tokens"] = list(self.tokens)
         if self.proposed is not None:
             d["proposed"], d["accepted"] = self.proposed, self.accepted
+        if self.logprobs is not None:
+            d["logprobs"] = self.logprobs
+        if self.prompt_logprobs is not None:
+            d["prompt_logprobs"] = self.prompt_logprobs
         return d
 
 

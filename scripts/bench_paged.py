@@ -48,7 +48,7 @@ def slot_rows_engine():
     os.rename(os.path.join(folder, "engine"), os.path.join(folder, "engine_slot_rows"))
     sys.path.insert(0, folder)
     # the compiled decode kernel: today's module, so that its build (keyed by the source's path) is not redone, under
-    # the names that commit called it by (engine/cpu_kernels.py, whose kernel() is today's load())
+    # the names that commit called it by (its cpu_kernels module, whose kernel() is today's load())
     from engine.worker.cpu import kernels
     old = importlib.import_module("engine_slot_rows")
     then = types.ModuleType("engine_slot_rows.cpu_kernels")

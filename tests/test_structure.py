@@ -107,7 +107,7 @@ def test_no_python_file_over_300_lines(package):
 
 # engine/'s floors, lowest first: a module imports modules of its own wing or of a lower floor, never a higher one.
 # The top level of engine/ holds two floors: the vocabulary (0) and the loop that ties the wings together (6).
-VOCABULARY = {"engine.config", "engine.request", "engine.step", "engine.waits", "engine.admission", "engine.limits",
+VOCABULARY = {"engine.config", "engine.spec", "engine.request", "engine.step", "engine.waits", "engine.admission", "engine.limits",
               "engine.threads"}
 FLOORS = {"vocabulary": 0, "kv": 1, "sched": 2, "worker": 3, "peers": 3, "workload": 4, "report": 5, "loop": 6,
           "cli": 7}
@@ -161,3 +161,31 @@ def test_scripts_use_only_the_public_names_of_the_test_kit():
                 assert node.module.startswith("tests.kit"), f"{path.name} imports a test module: {node.module}"
                 private += [f"{path.name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
     assert private == [], f"private names of tests/kit/ used by scripts: {private}"
+
+
+# the engine's own request object and the attributes only it has: the web wing reads step records, never these
+REQUEST_MODULE = "engine.request"
+REQUEST_ATTRIBUTES = ("output_ids", "token_logprobs", "num_from_cache", "admitted_step", "first_token_step",
+                      "finish_step", "return_step", "num_cached", "num_prefilled", "is_finished", "cache_hit_step")
+
+
+def request_readers(folder: Path) -> list[str]:
+    """Where a module under `folder` imports engine.request (anywhere in it), names it, or reads an attribute only
+    an engine `Request` has."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        text = path.read_text()
+        where = str(path.relative_to(folder.parent))
+        if REQUEST_MODULE in text:
+            found.append(f"{where}: names {REQUEST_MODULE}")
+        for node in ast.walk(ast.parse(text, where)):
+            if isinstance(node, ast.Attribute) and node.attr in REQUEST_ATTRIBUTES:
+                found.append(f"{where}:{node.lineno}: reads .{node.attr}")
+    return found
+
+
+def test_no_engine_request_crosses_into_the_web_wing(tmp_path):
+    assert request_readers(ROOT / "app") == [], "the web wing reads the step record, never an engine Request"
+    # the control: the same check finds both kinds of crossing in a module that does them
+    (tmp_path / "leaky.py").write_text("from engine.request import Request\n\ndef f(r):\n    return r.output_ids\n")
+    assert [line.split(": ", 1)[1] for line in request_readers(tmp_path)] == ["names engine.request", "reads .output_ids"]

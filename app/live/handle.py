@@ -7,7 +7,7 @@ them at its next step, on the worker's thread.
 """
 from typing import Protocol
 
-from engine.request import RequestSpec
+from engine.spec import RequestSpec
 from engine.step import StepRecord
 
 
@@ -19,7 +19,8 @@ class LaneHandle(Protocol):
     def model(self) -> str:
         """The model's name, as the Live view shows it."""
     def submit(self, spec: RequestSpec, listener) -> float:
-        """Queue a tokenized request; `listener(request, record)` hears each step it took part in. Its arrival, ms."""
+        """Queue a tokenized request; `listener(record, cell)` hears each step it took part in, with its cell there
+        ((None, None): dropped). Returns its arrival, ms."""
     def wake(self) -> None:
         """Have the worker look for live work now."""
     def cancel(self, request_id: str) -> None: ...

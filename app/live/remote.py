@@ -2,7 +2,7 @@
 
 `RemoteGateway` stands where app.live.gateway.LiveGateway stands in one process (`app.extensions["live"]`), so the
 OpenAI endpoint (app.web.openai_api) and /tokenize serve unchanged: `open` routes a checked request to the ready
-engine worker with the fewest requests in flight and returns a `RemoteStream` whose events (the same tuples a
+engine worker with the fewest requests in flight and returns a `RemoteStream` whose events (the same typed events a
 LiveStream puts) arrive from that worker's Redis list; `lane` is a `RemoteLane`, whose facts (row length, vocabulary,
 slots, load) come from each worker's beat and whose tokenizing is a call answered by a worker.
 
@@ -26,7 +26,8 @@ import uuid
 
 import redis
 
-from .gateway import Unavailable, next_event
+from .gateway import Unavailable
+from .stream import DoneEvent, ErrorEvent, event_from_json, next_event
 
 log = logging.getLogger("batch_lanes.live")
 P = "batch-lanes:live:"
@@ -53,23 +54,6 @@ def metrics_key(worker: str) -> str:
 
 def out_key(rid: str) -> str:
     return f"{P}out:{rid}"
-
-
-def entries_in(items) -> list:
-    """engine.worker.logprobs.Entry tuples back from their JSON lists."""
-    return [(t, p, tuple(tuple(x) for x in top)) for t, p, top in items]
-
-
-def event_in(event: list) -> tuple:
-    """A stream event as LiveStream puts it, from its JSON form."""
-    kind = event[0]
-    if kind == "prompt":
-        return ("prompt", [None if e is None else entries_in([e])[0] for e in event[1]])
-    if kind == "text":
-        return ("text", event[1], entries_in(event[2]), event[3])
-    if kind == "done":
-        return ("done", event[1], event[2], entries_in(event[3]))
-    return tuple(event)
 
 
 class RemoteLane:
@@ -176,7 +160,7 @@ class RemoteStream:
         self.ended = False       # its last event (done or error) came
         self.cancelled = False   # a cancel was sent to its worker
 
-    def _put(self, event: tuple) -> None:
+    def _put(self, event) -> None:
         self.events.put((self.index, event) if self.shared else event)
 
     def pump(self) -> None:
@@ -185,9 +169,9 @@ class RemoteStream:
             while not self.done:
                 got = self.r.blpop([out_key(self.rid)], timeout=POLL_S)
                 if got is not None:
-                    event = event_in(json.loads(got[1]))
+                    event = event_from_json(json.loads(got[1]))
                     self._put(event)
-                    if event[0] in ("done", "error"):
+                    if isinstance(event, (DoneEvent, ErrorEvent)):
                         self.done = self.ended = True
                 elif not self.r.exists(alive_key(self.worker)):
                     self._fail(f"the engine worker {self.worker} stopped mid-request (its beat lapsed)")
@@ -200,7 +184,7 @@ class RemoteStream:
     def _fail(self, message: str) -> None:
         log.warning("live request %s: %s", self.rid, message)
         self.done = self.ended = True
-        self._put(("error", message))
+        self._put(ErrorEvent(message))
 
     def _forget(self) -> None:
         try:

@@ -13,8 +13,8 @@ import threading
 import time
 from typing import Callable
 
-from engine.request import Request, RequestSpec
-from engine.step import StepRecord
+from engine.spec import RequestSpec
+from engine.step import SlotRecord, StepRecord
 
 from . import tokens
 
@@ -93,11 +93,11 @@ class LiveDriver:
         return self.status()["model"]
 
     def submit(self, spec: RequestSpec, listener) -> float:
-        def heard(request: Request, record: StepRecord | None) -> None:
-            if record is None or request.is_finished:
+        def heard(record: StepRecord | None, cell: SlotRecord | None) -> None:
+            if record is None or spec.id in record.finished or spec.id in record.returned:
                 with self._count_lock:
                     self._open.discard(spec.id)
-            listener(request, record)
+            listener(record, cell)
         with self._count_lock:
             self._open.add(spec.id)
         return self.lane.submit(spec, heard)

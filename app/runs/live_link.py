@@ -18,6 +18,7 @@ import redis
 from ..live.capture import CaptureSpec
 from ..live.gateway import LiveGateway, Unavailable
 from ..live.remote import ALIVE_S, INFLIGHT, KEEP_S, WORKERS, alive_key, inbox, metrics_key, out_key
+from ..live.stream import DoneEvent, ErrorEvent, StreamEvent, event_json
 
 log = logging.getLogger("batch_lanes.live_link")
 GROUPS_KEPT = 1024   # groups of samples remembered: far more than one request's samples open apart
@@ -30,13 +31,14 @@ class RedisEvents:
     def __init__(self, link: "LiveLink", rid: str):
         self.link, self.rid = link, rid
 
-    def put(self, item: tuple) -> None:
+    def put(self, item: tuple[int, StreamEvent]) -> None:
         _, event = item
         try:
-            self.link.r.pipeline().rpush(out_key(self.rid), json.dumps(event)).expire(out_key(self.rid), KEEP_S).execute()
+            self.link.r.pipeline().rpush(out_key(self.rid), json.dumps(event_json(event))).expire(
+                out_key(self.rid), KEEP_S).execute()
         except redis.RedisError as e:   # the web process's reader ends the stream when it sees Redis gone
             log.warning("live request %s: event not sent: %s", self.rid, e)
-        if event[0] in ("done", "error"):
+        if isinstance(event, (DoneEvent, ErrorEvent)):
             self.link.ended(self.rid)
 
 
@@ -74,8 +76,8 @@ class LiveLink:
                 self._open(command)
             except Exception as e:  # a request the lane could not take must still end, or its client waits
                 log.exception("live request %s not opened", command["rid"])
-                RedisEvents(self, command["rid"]).put((0, ("error", f"the engine worker could not take the request: "
-                                                               f"{type(e).__name__}: {e}")))
+                RedisEvents(self, command["rid"]).put((0, ErrorEvent(f"the engine worker could not take the request: "
+                                                                    f"{type(e).__name__}: {e}")))
         elif op == "cancel":
             with self.lock:
                 stream = self.streams.get(command["rid"])
@@ -101,7 +103,7 @@ class LiveLink:
                                        logprobs=c["logprobs"], prompt_logprobs=c["prompt_logprobs"], events=events,
                                        group=self.groups.get(group), sample=c.get("sample", 0))
         except Unavailable as e:
-            events.put((0, ("error", e.message)))
+            events.put((0, ErrorEvent(e.message)))
             return
         with self.lock:
             if rid in self.streams:

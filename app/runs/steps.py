@@ -49,6 +49,8 @@ class RunSteps:
 
     def __init__(self, ctx: JobContext, job: Job):
         self.ctx, self.job, self.run, self.t0 = ctx, job, None, time.perf_counter()
+        self.records: dict[str, list[dict]] = {lane: [] for lane in job.lanes}  # each lane's records, serialized
+                                                                                 # once: sent in ticks, then stored
 
     @property
     def done(self) -> bool:
@@ -66,11 +68,15 @@ class RunSteps:
         records = ctx.offload(run.tick)
         if ctx.pace and ctx.engine.lm is None:
             ctx.sleep(ctx.pace * max((rec.ms for rec in records.values() if rec is not None), default=0) / 1000)
-        ctx.publish(Event.TICK, tick_payload(self.job.run_id, run.t, records))
+        lanes = {lane: None if rec is None else rec.to_dict() for lane, rec in records.items()}
+        for lane, rec in lanes.items():
+            if rec is not None:
+                self.records.setdefault(lane, []).append(rec)
+        ctx.publish(Event.TICK, tick_payload(self.job.run_id, run.t, lanes))
 
     def finish(self) -> None:
         ctx, job = self.ctx, self.job
-        records = {lane: [r.to_dict() for r in recs] for lane, recs in self.run.records().items()}
+        records = {lane: self.records.get(lane, []) for lane in self.run.records()}
         metrics = run_metrics(records, job.prepared)
         store_error = ctx.save(job.run_id, job.prepared, job.lanes, records, metrics, job.created)
         ctx.publish(Event.RUN_FINISHED, finished_payload(job.run_id, metrics, store_error is None))

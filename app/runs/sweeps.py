@@ -11,8 +11,7 @@ import logging
 import time
 from dataclasses import replace
 
-from engine.report.metrics import run_metrics
-from engine.report.sweep import iter_sweep
+from engine.report.sweep import SweepTick, iter_sweep
 
 from ..protocol import Event, Send, new_run_id
 from .job import Job, simulated, sweep_engine, sweep_started_payload
@@ -33,6 +32,7 @@ class SweepSteps:
     def __init__(self, ctx: JobContext, job: Job):
         self.ctx, self.job, self.done = ctx, job, False
         self.steps, self.total, self.written, self.sent, self.points, self.rate = None, 1, 0, 0.0, [], None
+        self.counted: dict[str, int] = {}   # lane -> its records whose tokens `written` holds (the current rate's run)
         self.t0 = time.perf_counter()
 
     def start(self) -> None:
@@ -47,18 +47,18 @@ class SweepSteps:
         if step is None:
             self.done = True
             return
-        rate, run, point = step
+        rate, run, point = step.rate, step.run, step.point
         self.rate = rate
-        now_written = self.written + sum(len(r.output_ids) for lane in run.lanes.values() for r in lane.requests)
+        self.written += self.new_tokens(run)
         if point is None:
             if time.monotonic() - self.sent >= PROGRESS_EVERY_S:
                 self.sent = time.monotonic()
-                ctx.set_progress(now_written / self.total)
-                ctx.emit([Send(Event.SWEEP_PROGRESS, {"run_id": job.run_id, "fraction": now_written / self.total,
+                ctx.set_progress(self.written / self.total)
+                ctx.emit([Send(Event.SWEEP_PROGRESS, {"run_id": job.run_id, "fraction": self.written / self.total,
                                                       "rate": rate}, job.run_id)])
             return
-        self.written = now_written
-        self.points.append({**point, "point_run_id": self.save_point(run)})
+        self.counted = {}   # the next rate's run is a new one
+        self.points.append({**point, "point_run_id": self.save_point(step)})
         ctx.set_progress(self.written / self.total)
         ctx.publish(Event.SWEEP_POINT, {"run_id": job.run_id, **self.points[-1], "done": len(self.points),
                                         "total": len(job.prepared)})
@@ -68,14 +68,23 @@ class SweepSteps:
         self.ctx.finish(False)
         log.info("sweep %s finished: %d rates in %.1f s", self.job.run_id, len(self.points), time.perf_counter() - self.t0)
 
-    def save_point(self, run) -> str | None:
+    def new_tokens(self, run) -> int:
+        """Tokens the run's lanes wrote in the records since the last call (read from the records' cells)."""
+        n = 0
+        for name, recs in run.records().items():
+            for record in recs[self.counted.get(name, 0):]:
+                n += sum(len(c.tokens) if c.tokens else c.token_id is not None for c in record.slots)
+            self.counted[name] = len(recs)
+        return n
+
+    def save_point(self, step: SweepTick) -> str | None:
         """Store one rate's run so that its point opens at /runs/<id>; None (logged) if the store failed it. Its
-        description says what the point is: the preset's lesson speaks of the preset's own arrivals, not these."""
-        records = {name: [r.to_dict() for r in recs] for name, recs in run.records().items()}
+        description says what the point is: the preset's lesson speaks of the preset's own arrivals, not these.
+        The records and metrics are the point's own (serialized and computed once, engine.report.sweep)."""
         run_id = new_run_id()
         sim = simulated(self.job) or self.ctx.engine.simulated
-        workload = replace(run.workload, description=point_description(run.workload, self.rate, sim))
-        error = self.ctx.save(run_id, workload, workload.lane_names, records, run_metrics(records, workload),
+        workload = replace(step.run.workload, description=point_description(step.run.workload, self.rate, sim))
+        error = self.ctx.save(run_id, workload, workload.lane_names, step.records, step.metrics,
                               model="simulator" if sim else None)
         return None if error is not None else run_id
 

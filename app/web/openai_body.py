@@ -11,7 +11,7 @@ of HTTP or validation.
 """
 import queue
 
-from ..live.gateway import next_event
+from ..live.stream import DoneEvent, PromptEvent, StreamEvent, TextEvent, next_event
 from .openai_params import Params
 
 
@@ -47,19 +47,19 @@ class ChoiceBody:
         self.offset = 0                   # text_offset of the next token shown (completions)
         self.echo_only = params.max_tokens == 0                # echo with max_tokens 0: the one token is dropped
 
-    def add(self, event: tuple) -> None:
-        if event[0] == "prompt":
-            self.prompt_entries = event[1]
-        elif event[0] == "text" and not self.echo_only:
-            self.text.append(event[1])
-            self.entries += event[2]
-            self.tokens = event[3]
-        elif event[0] == "done":
-            self.finish, self.usage = ("length", {**event[2], "completion_tokens": 0}) if self.echo_only \
-                else (event[1], event[2])
+    def add(self, event: StreamEvent) -> None:
+        if isinstance(event, PromptEvent):
+            self.prompt_entries = event.entries
+        elif isinstance(event, TextEvent) and not self.echo_only:
+            self.text.append(event.text)
+            self.entries += event.entries
+            self.tokens = event.tokens
+        elif isinstance(event, DoneEvent):
+            self.finish, self.usage = ("length", {**event.usage, "completion_tokens": 0}) if self.echo_only \
+                else (event.finish, event.usage)
             self.tokens = self.usage["completion_tokens"]
             if not self.echo_only:
-                self.entries += event[3]
+                self.entries += event.entries
 
     def logprobs(self, entries: list, prompt: bool = False) -> dict | None:
         """`entries` (and the prompt's, when `prompt`) in this choice's endpoint's shape; None if not asked."""

@@ -16,6 +16,7 @@ import time
 
 from flask import Response, jsonify
 
+from ..live.stream import DoneEvent, ErrorEvent, PromptEvent, TextEvent
 from .openai_body import ChoiceBody, Choices, usage
 
 CLIENT_GONE = 499
@@ -41,10 +42,10 @@ def whole(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], soc
             if got is None:
                 continue
             index, event = got
-            if event[0] == "error":
-                return error(500, event[1], None, "engine_error")
+            if isinstance(event, ErrorEvent):
+                return error(500, event.message, None, "engine_error")
             bodies[index].add(event)
-            left -= event[0] == "done"
+            left -= isinstance(event, DoneEvent)
     finally:
         streams.close()
     return jsonify({**head, "object": "chat.completion" if kind == "chat" else "text_completion",
@@ -83,18 +84,18 @@ def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], inclu
             index, event = got
             body = bodies[index]
             body.add(event)
-            if event[0] == "prompt" and body.params.echo:  # the echoed prompt with its logprobs
+            if isinstance(event, PromptEvent) and body.params.echo:  # the echoed prompt with its logprobs
                 yield chunk(body, body.prompt_text, logprobs=body.logprobs([], prompt=True))
-            elif event[0] == "text" and not body.echo_only:
-                yield chunk(body, event[1], logprobs=body.logprobs(event[2]))
-            elif event[0] == "error":  # the status line has gone: the error travels as an event, as vLLM sends it
-                yield data({"error": {"message": event[1], "type": "server_error", "param": None,
+            elif isinstance(event, TextEvent) and not body.echo_only:
+                yield chunk(body, event.text, logprobs=body.logprobs(event.entries))
+            elif isinstance(event, ErrorEvent):  # the status line has gone: the error travels as an event, as vLLM does
+                yield data({"error": {"message": event.message, "type": "server_error", "param": None,
                                       "code": "engine_error"}})
                 yield b"data: [DONE]\n\n"
                 return
-            elif event[0] == "done":
+            elif isinstance(event, DoneEvent):
                 left -= 1
-                tail = [] if body.echo_only else event[3]  # tokens written after the last text (held back, cut)
+                tail = [] if body.echo_only else event.entries  # tokens written after the last text (held back, cut)
                 yield chunk(body, None, body.finish, logprobs=body.logprobs(tail) if tail else None)
         if include_usage:
             yield data({**head, "object": obj, "choices": [], "usage": usage(bodies, streams.n)})

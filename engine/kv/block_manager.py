@@ -16,7 +16,8 @@ need not). This module knows requests' lengths, nothing of slots, policies or te
 """
 from engine.config import EngineConfig
 from engine.kv.prefix_cache import PrefixCache
-from engine.request import Request, RequestSpec, max_row_len, row_capacity
+from engine.request import Request
+from engine.spec import RequestSpec, max_row_len, row_capacity
 
 
 def blocks_for(num_tokens: int, block_size: int) -> int:

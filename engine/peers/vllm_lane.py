@@ -15,10 +15,11 @@ import weakref
 from dataclasses import dataclass, field
 
 from engine.config import LaneSpec
-from engine.request import RequestSpec
+from engine.spec import RequestSpec
 from engine.step import Forward, SlotRecord, SlotState, StepRecord, StopReason
 from engine.peers.vllm_options import engine_args
 from engine.peers.vllm_process import acquire, release
+from engine.worker.detok import next_text
 
 FINISH = {"stop": StopReason.EOS, "length": StopReason.LENGTH, "abort": StopReason.CANCELLED}
 
@@ -33,6 +34,8 @@ class VllmRequest:
     prefill_total: int | None = None         # tokens its current (re)start reads before it writes again
     output_ids: list[int] = field(default_factory=list)
     text: str = ""
+    text_prefix: int = 0        # engine.worker.detok's offsets: where the next decode's window starts...
+    text_read: int = 0          # ...and the tokens whose text is in `text`
     stop: StopReason | None = None
     num_preemptions: int = 0
 
@@ -123,7 +126,7 @@ class VllmLane:
             r.output_ids.extend(new)
             token_id = new[-1] if new else None
             stop = FINISH.get(out["finish"]) if out["finish"] else None
-            text = self.text_delta(r) if new else None
+            text = self.text_delta(r, final=out["finish"] is not None) if new else None
             if computed < r.prefill_total:
                 state = SlotState.PREFILL
                 prefill = (min(computed + n, r.prefill_total), r.prefill_total)
@@ -155,10 +158,11 @@ class VllmLane:
     def special_ids(self) -> frozenset[int]:
         return self.lm.special_ids if self.lm is not None else frozenset()
 
-    def text_delta(self, r: VllmRequest) -> str:
-        """The text its newest token adds (our tokenizer, as our lanes write it; empty mid UTF-8 character)."""
-        full = self.lm.tokenizer.decode(r.output_ids, clean_up_tokenization_spaces=False)
-        if full.endswith("\ufffd"):
-            return ""
-        delta, r.text = full[len(r.text):], full
+    def text_delta(self, r: VllmRequest, final: bool = False) -> str:
+        """The text its newest tokens add (our tokenizer, as our lanes write it, decoding only those tokens; empty
+        mid UTF-8 character until `final`)."""
+        delta, r.text_prefix, r.text_read = next_text(
+            lambda ids: self.lm.tokenizer.decode(ids, clean_up_tokenization_spaces=False), r.output_ids,
+            r.text_prefix, r.text_read, final)
+        r.text += delta
         return delta

@@ -45,19 +45,13 @@ def lane_times(records: list[dict]) -> tuple[list[float], list[float]]:
 
 
 def prompt_tokens(recs: list[dict]) -> tuple[int, int]:
-    """(computed, cached): prompt tokens the lane's prefill cells computed, and took from the prefix cache. A cell's
-    `prefill` says how far its request's prefill got; what it added beyond its `cached` part was computed. A
-    preempted request starts again from 0 (its prompt and tokens so far are computed again: counted again)."""
+    """(computed, cached): prompt tokens the lane's prefill cells computed, and took from the prefix cache."""
     progress, computed, cached = {}, 0, 0
     for r in recs:
         for cell in r["slots"]:
-            if cell["state"] == SlotState.PREEMPTED:
-                progress[cell["request"]] = 0
-            elif cell["state"] == SlotState.PREFILL and cell.get("prefill"):
-                hit = cell.get("cached", 0)
-                computed += cell["prefill"][0] - progress.get(cell["request"], 0) - hit
-                cached += hit
-                progress[cell["request"]] = cell["prefill"][0]
+            if cell["request"] is not None:
+                done, hit, progress[cell["request"]] = cell_prompt_tokens(cell, progress.get(cell["request"], 0))
+                computed, cached = computed + done, cached + hit
     return computed, cached
 
 
@@ -68,6 +62,19 @@ def evictions(record: dict) -> list[tuple[str, bool]]:
     is full recomputes its victim instead). static/js/core/metrics.js evictions is its twin."""
     return [(cell["request"], cell["state"] == SlotState.SWAPPED) for cell in record["slots"]
             if cell["state"] in (SlotState.PREEMPTED, SlotState.SWAPPED)]
+
+
+def cell_prompt_tokens(cell: dict, before: int) -> tuple[int, int, int]:
+    """A cell's prompt tokens: (computed, taken from the prefix cache, its request's prefill progress after it), given
+    its progress `before`. A cell's `prefill` says how far its request's prefill got; what it added beyond its
+    `cached` part was computed. A preempted request starts again from 0 (its prompt and tokens so far are computed
+    again: counted again). The lane metrics and the live lane's /metrics both count with it."""
+    if cell["state"] == SlotState.PREEMPTED:
+        return 0, 0, 0
+    if cell["state"] == SlotState.PREFILL and cell.get("prefill"):
+        hit = cell.get("cached", 0)
+        return cell["prefill"][0] - before - hit, hit, cell["prefill"][0]
+    return 0, 0, before
 
 
 def request_times(arrival_ms: float, admitted_ms: float | None, first_token_ms: float | None,

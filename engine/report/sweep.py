@@ -8,15 +8,15 @@ A workload with a `generate` section is generated again at each rate (same seed,
 and lengths); any other workload keeps its requests and draws their arrivals at each rate (Poisson, or
 Gamma with `--burstiness`); a workload with a `trace` section replays its slice compressed or stretched in time to
 each rate (engine/workload/trace.py), its own burstiness kept. Every point is an ordinary run, so its lanes can be opened and replayed.
-Numbers come from `metrics.lane_metrics`, i.e. from the step records. It knows nothing of flags or sockets:
+Numbers come from `metrics.run_metrics`, i.e. from the step records (serialized once a point). It knows nothing of flags or sockets:
 cli.py parses a sweep's command line (and prints `format_sweep`), app/ streams one.
 """
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 from engine.workload.arrivals import retime
 from engine.limits import Limits, WorkloadError, check_number
 from engine.report.metric_table import format_value, text_columns
-from engine.report.metrics import lane_metrics
+from engine.report.metrics import run_metrics
 from engine.workload.trace import trace_at_rate
 from engine.workload.workload import parse_workload
 
@@ -79,18 +79,31 @@ def prepare_sweep(engine, obj: dict, rates: list[float], limits: Limits, lanes=N
     return [(r, engine.prepare(parse_workload(at_rate(obj, r, burstiness), limits, **overrides))) for r in rates]
 
 
+class SweepTick(NamedTuple):
+    """One tick of a sweep's current rate. Once the rate's run is done, `point` is its serving metrics lane by lane,
+    computed from `metrics` (run_metrics, computed once) of `records` (the run's step records, serialized once):
+    what a stored point keeps."""
+    rate: float
+    run: object
+    point: dict | None
+    records: dict[str, list[dict]] | None = None
+    metrics: dict[str, dict] | None = None
+
+
 def iter_sweep(engine, prepared: list[tuple[float, object]], slo_ttft_ms: float | None = None,
-               slo_tpot_ms: float | None = None) -> Iterator[tuple[float, object, dict | None]]:
-    """Run each rate's workload tick by tick: yields (rate, run, point) after every tick, where `point` is None until
-    that rate's run is done (then the rate's serving metrics, lane by lane). A caller may stop iterating any time."""
+               slo_tpot_ms: float | None = None) -> Iterator[SweepTick]:
+    """Run each rate's workload tick by tick: yields a `SweepTick` after every tick, whose `point` is None until
+    that rate's run is done. A caller may stop iterating any time."""
     for rate, workload in prepared:
         run = engine.start(workload)
         while not run.done:
             run.tick()
-            yield rate, run, None
-        lanes = {name: serving_metrics(lane_metrics(lane.records, run.workload), slo_ttft_ms, slo_tpot_ms)
-                 for name, lane in run.lanes.items()}
-        yield rate, run, {"rate": rate, "offered_rate": offered_rate(workload), "lanes": lanes}
+            yield SweepTick(rate, run, None)
+        records = {name: [r.to_dict() for r in recs] for name, recs in run.records().items()}
+        metrics = run_metrics(records, run.workload)
+        lanes = {name: serving_metrics(m, slo_ttft_ms, slo_tpot_ms) for name, m in metrics.items()}
+        yield SweepTick(rate, run, {"rate": rate, "offered_rate": offered_rate(workload), "lanes": lanes}, records,
+                        metrics)
 
 
 def run_sweep(engine, obj: dict, rates: list[float], limits: Limits, lanes=None, burstiness: float | None = None,
@@ -100,11 +113,11 @@ def run_sweep(engine, obj: dict, rates: list[float], limits: Limits, lanes=None,
     `on_point(point, run)` after each rate's run."""
     prepared = prepare_sweep(engine, obj, rates, limits, lanes, burstiness, options)
     points = []
-    for _, run, point in iter_sweep(engine, prepared, slo_ttft_ms, slo_tpot_ms):
-        if point is not None:
-            points.append(point)
+    for tick in iter_sweep(engine, prepared, slo_ttft_ms, slo_tpot_ms):
+        if tick.point is not None:
+            points.append(tick.point)
             if on_point is not None:
-                on_point(point, run)
+                on_point(tick.point, tick.run)
     return {"rates": rates, "points": points, "lanes": prepared[0][1].lane_names,
             "slo_ttft_ms": slo_ttft_ms, "slo_tpot_ms": slo_tpot_ms}
 

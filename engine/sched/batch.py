@@ -69,6 +69,7 @@ class StepPlan:
 @dataclass
 class StepUpdate:
     """What `Scheduler.update_from_output` decided from the runner's tokens (which it leaves as they were)."""
-    finished: list[Request]                  # wrote their last token this step
     written: dict[int, int | list[int]]      # slot -> what its row wrote: a token id, or a verified row's kept tokens
                                              # (cut at EOS or max_new_tokens); rows that wanted no token are absent
+    texts: dict[int, str | None] = field(default_factory=dict)  # slot -> the text its tokens add to the response
+                                             # (None: no tokenizer); the same rows as `written`

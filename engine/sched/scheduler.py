@@ -13,8 +13,10 @@ from engine.sched.batch import Row, SchedulerOutput, StepPlan, StepUpdate
 from engine.kv.block_manager import blocks_for, lane_blocks
 from engine.config import EngineConfig
 from engine.kv.prefix_cache import PrefixCache
-from engine.request import Request, RequestSpec, RequestStatus
+from engine.request import Request, RequestStatus
+from engine.spec import RequestSpec
 from engine.sched.speculative import proposals_for
+from engine.sched.stopping import Detokenize, text_of, token_stop
 from engine.step import SlotState, StopReason
 
 
@@ -203,10 +205,13 @@ class Scheduler:
         """Whether prompts may be prefilled over several steps (chunk size or token budget set)."""
         return self.chunking and (self.config.chunk_size is not None or self.config.max_batch_tokens is not None)
 
-    def update_from_output(self, out: SchedulerOutput, tokens: dict[int, int | list[int] | None]) -> StepUpdate:
+    def update_from_output(self, out: SchedulerOutput, tokens: dict[int, int | list[int] | None],
+                           detokenize: Detokenize | None = None) -> StepUpdate:
         """Fold the runner's tokens (slot -> token id, or a verified row's list of ids) into the requests, leaving
-        `tokens` as it is; return the finished and what each row wrote (a list stops at EOS or max_new_tokens)."""
-        finished, kept = [], {}
+        `tokens` as it is; decide who stops, and why, in one place: max_new_tokens, EOS, then a stop string in the
+        text `detokenize` (the runner's `text_delta`; None: no text, no stop strings) adds. Return what each row wrote
+        (a list stops at EOS or max_new_tokens) and the text it adds."""
+        kept, texts = {}, {}
         for row in out.rows:
             r = row.request
             if not row.proposed:
@@ -218,10 +223,7 @@ class Scheduler:
             written = tokens[row.slot] if row.proposed else [tokens[row.slot]]
             for n, token in enumerate(written, 1):
                 r.output_ids.append(token)
-                if r.num_tokens >= r.spec.max_new_tokens:
-                    r.stop = StopReason.LENGTH
-                elif not r.spec.ignore_eos and token in self.eos_ids:
-                    r.stop = StopReason.EOS
+                r.stop = token_stop(r, token, self.eos_ids)
                 if r.stop is not None:
                     break
             kept[row.slot] = written[:n] if row.proposed else tokens[row.slot]
@@ -229,13 +231,13 @@ class Scheduler:
                 r.num_cached += n
             if r.first_token_step is None:
                 r.first_token_step = self.step
+            texts[row.slot] = text_of(r, kept[row.slot], detokenize)
             if r.stop is not None:
                 r.status = RequestStatus.FINISHED
                 r.finish_step = self.step
-                finished.append(r)
         if self.prefix:
             self.prefix.commit()
-        return StepUpdate(finished, kept)
+        return StepUpdate(kept, texts)
 
     # -- requests that come while the lane runs (the live lane) ----------------------------------------
     def add(self, spec: RequestSpec) -> Request:
@@ -248,7 +250,7 @@ class Scheduler:
         return request
 
     def finish(self, request: Request, stop: StopReason) -> None:
-        """End `request` now, for a reason the scheduler cannot see (a stop string); `release` gives its slot back."""
+        """End `request` now, for a reason no step shows (its client went away); `release` gives its slot back."""
         if not request.is_finished:
             request.stop, request.status, request.finish_step = stop, RequestStatus.FINISHED, self.step
 

@@ -30,6 +30,7 @@ class Runner(Protocol):
         """The token is one of the tokenizer's special tokens (<|im_end|>, ...)."""
         ...
 
-    def text_delta(self, request: Request, upto: int | None = None) -> str | None:
-        """The text the request's newest tokens add to its response (None: no tokenizer)."""
+    def text_delta(self, request: Request, upto: int | None = None, final: bool = False) -> str | None:
+        """The text the request's newest tokens (those before `upto`) add to its response, decoding only those
+        (None: no tokenizer); an incomplete UTF-8 character is held back, unless `final` (its last token)."""
         ...

@@ -40,8 +40,12 @@ class LoadedModel:
 
     @functools.cached_property
     def special_ids(self) -> frozenset[int]:
-        """Ids of the tokenizer's special tokens (<|im_end|>, <|im_start|>, ...): markup, not text."""
-        return frozenset(getattr(self.tokenizer, "all_special_ids", ()) or ())
+        """Ids of the tokenizer's special tokens (<|im_end|>, <|im_start|>, <repo_name>, ...): markup, not text; the
+        tokens decode(skip_special_tokens=True) leaves out, so the live stream's text (the cells not special) is that
+        decode's."""
+        added = getattr(self.tokenizer, "added_tokens_decoder", None) or {}
+        return frozenset(getattr(self.tokenizer, "all_special_ids", ()) or ()) | \
+            frozenset(i for i, token in added.items() if getattr(token, "special", False))
 
     @property
     def max_context(self) -> int:

@@ -25,6 +25,7 @@ from engine.worker.linears import additive_mask, can_pack, packed_linears
 from engine.worker.model import LoadedModel
 from engine.request import Request
 from engine.worker.cpu import kernels as cpu_kernels
+from engine.worker.detok import next_text
 from engine.worker import grammar
 from engine.worker.logprobs import note_prompt, note_written
 from engine.worker.sampling import sample
@@ -238,11 +239,14 @@ class ModelRunner:
             known[path] = sorted(times)[1]
         return known[path]
 
-    def text_delta(self, request: Request, upto: int | None = None) -> str:
-        """The text `request`'s newest tokens (those before `upto`) add to its response (empty while a UTF-8
-        character is incomplete)."""
-        full = self.lm.tokenizer.decode(request.output_ids[:upto], clean_up_tokenization_spaces=False)
-        if full.endswith("\ufffd"):
-            return ""
-        delta, request.text = full[len(request.text):], full
+    def text_delta(self, request: Request, upto: int | None = None, final: bool = False) -> str:
+        """The text `request`'s newest tokens (those before `upto`) add to its response: only those few tokens are
+        decoded (engine.worker.detok); empty while a UTF-8 character is incomplete, unless `final`."""
+        ids = request.output_ids if upto is None else request.output_ids[:upto]
+        delta, request.text_prefix, request.text_read = next_text(self.decode_text, ids, request.text_prefix,
+                                                                  request.text_read, final)
+        request.text += delta
         return delta
+
+    def decode_text(self, ids: list[int]) -> str:
+        return self.lm.tokenizer.decode(ids, clean_up_tokenization_spaces=False)

@@ -96,7 +96,7 @@ class SimRunner:
     def is_special(self, token_id: int) -> bool:
         return False
 
-    def text_delta(self, request: Request, upto: int | None = None) -> str | None:
+    def text_delta(self, request: Request, upto: int | None = None, final: bool = False) -> str | None:
         return None
 
 

@@ -13,7 +13,7 @@ nothing of scheduling, tensors or the wire.
 """
 from dataclasses import replace
 
-from engine.request import RequestSpec
+from engine.spec import RequestSpec
 
 SEP = "\u00b7"   # "R3·1": the middle dot between a request's id and its sample number
 INT64_MIN = -2 ** 63

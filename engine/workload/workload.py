@@ -22,7 +22,7 @@ from engine.workload.arrivals import generate_requests
 from engine.config import EngineConfig, LaneSpec
 from engine.limits import CLI_LIMITS, Limits, WorkloadError, check_int, check_number, check_str, reject_unknown
 from engine.sched.policies import TRAITS, options_only_for
-from engine.request import RequestSpec
+from engine.spec import RequestSpec
 from engine.workload.siblings import collapse, expand
 from engine.config import SpeculativeConfig
 from engine.workload.trace import expand_trace

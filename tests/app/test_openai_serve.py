@@ -312,7 +312,7 @@ def test_the_live_lanes_counts_come_from_its_state_and_return_to_zero_when_every
     computed something, so cancellations drained by a step with nothing left to compute left it stuck (429 for
     good). Now: handed in and not heard to end, less those holding a slot, after each step or drain."""
     from engine import Engine
-    from engine.request import RequestSpec
+    from engine.spec import RequestSpec
     from app.runs.live_driver import LiveDriver
 
     engine = Engine(None)
@@ -322,7 +322,7 @@ def test_the_live_lanes_counts_come_from_its_state_and_return_to_zero_when_every
     heard = []
     specs = [RequestSpec(id=f"r{i}", prompt="x", max_new_tokens=50, prompt_ids=(1, 2, 3)) for i in range(10)]
     for spec in specs:
-        driver.submit(spec, lambda request, record: heard.append((request.id, record is None)))
+        driver.submit(spec, lambda record, cell, rid=spec.id: heard.append((rid, record is None)))
     assert driver.queued() == 10 and driver.load()["running"] == 0       # waiting in the inbox
     driver.step()
     load = driver.load()

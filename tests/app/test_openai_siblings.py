@@ -26,7 +26,7 @@ def chunks_of(r) -> list[dict]:
 
 
 def live_ids(app) -> list[str]:
-    return list(app.extensions["live"].summaries)
+    return list(app.extensions["live"].requests)
 
 
 @pytest.mark.parametrize("path, body", [("/v1/completions", {"prompt": "one two three"}),
@@ -67,16 +67,16 @@ def test_a_client_that_leaves_a_stream_of_n_samples_cancels_every_sibling(make_a
     first = next(iter(r.response))                         # a role chunk (the simulator writes no text)
     assert first.startswith(b"data: ")
     for _ in range(400):                                   # until the first two are writing
-        if any(s["tokens"] for s in app.extensions["live"].summaries.values()):
+        if any(r.summary.tokens for r in app.extensions["live"].requests.values()):
             break
         time.sleep(0.05)
     r.close()                                              # the client is gone
     gateway = app.extensions["live"]
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and any(s["stop"] is None for s in gateway.summaries.values()):
+    while time.monotonic() < deadline and any(r.summary.stop is None for r in gateway.requests.values()):
         time.sleep(0.05)
-    assert {i: s["stop"] for i, s in gateway.summaries.items()} == {f"L1·{i}": "cancelled" for i in (1, 2, 3)}
-    assert all(s["tokens"] < 200 for s in gateway.summaries.values())
+    assert {i: r.summary.stop for i, r in gateway.requests.items()} == {f"L1·{i}": "cancelled" for i in (1, 2, 3)}
+    assert all(r.summary.tokens < 200 for r in gateway.requests.values())
 
 
 def test_n_above_the_limit_is_refused_naming_n(make_app):

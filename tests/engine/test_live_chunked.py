@@ -11,16 +11,16 @@ from engine.step import Forward, SlotState
 
 from app.cli import build_parser, config_from_args
 from tests.kit.reference import solo_generate
-from tests.engine.test_live_lane import drive, spec
+from tests.engine.test_live_lane import drive, spec, written
 
 
 def joiner_steps(lane: LiveLane, first: RequestSpec, joiner: RequestSpec):
     """`first` decodes, then `joiner` arrives: the records of the steps until the joiner's first token."""
     out = {}
-    lane.submit(first, lambda r, rec: out.__setitem__(first.id, list(r.output_ids)))
+    lane.submit(first, lambda rec, cell: out.setdefault(first.id, []).extend(written(cell)))
     while not lane.recent or lane.recent[-1].slots[0].state is not SlotState.DECODE:  # its prefill done, it decodes
         lane.step()
-    lane.submit(joiner, lambda r, rec: out.__setitem__(joiner.id, list(r.output_ids)))
+    lane.submit(joiner, lambda rec, cell: out.setdefault(joiner.id, []).extend(written(cell)))
     steps = []
     while not steps or steps[-1].slots[1].token_id is None:
         steps.append(lane.step())

@@ -9,6 +9,8 @@ from engine.live import LiveLane
 from engine.request import RequestSpec
 from engine.step import StopReason
 
+from app.live.stream import DoneEvent, ErrorEvent
+
 from tests.kit.reference import solo_generate
 
 
@@ -17,11 +19,16 @@ def spec(lm, i: int, prompt: str, n: int, **kw) -> RequestSpec:
     return RequestSpec(id=f"L{i}", prompt=prompt, max_new_tokens=n, prompt_ids=ids, **kw)
 
 
+def written(cell) -> tuple[int, ...]:
+    """The tokens a request's cell of a step wrote (what its listener hears)."""
+    return (cell.tokens or (cell.token_id,)) if cell is not None and cell.token_id is not None else ()
+
+
 def drive(lane: LiveLane, specs: list[RequestSpec]) -> dict[str, list[int]]:
     """Submit `specs`, step until all are done; every request's tokens."""
     done = {}
     for s in specs:
-        lane.submit(s, lambda r, rec, s=s: done.__setitem__(s.id, list(r.output_ids)))
+        lane.submit(s, lambda rec, cell, s=s: done.setdefault(s.id, []).extend(written(cell)))
     while lane.has_work():
         lane.step()
         lane.notify()
@@ -31,7 +38,7 @@ def drive(lane: LiveLane, specs: list[RequestSpec]) -> dict[str, list[int]]:
 def test_greedy_live_requests_equal_solo_generate_and_join_a_running_lane(tiny):
     lane = LiveLane(Engine(tiny), slots=4)
     first = spec(tiny, 1, "Say hi.", 12)
-    lane.submit(first, lambda r, rec: None)
+    lane.submit(first, lambda rec, cell: None)
     lane.step()
     lane.step()                                              # L1 runs; L2 and L3 come later
     got = drive(lane, [spec(tiny, 2, "Name a colour.", 6), spec(tiny, 3, "Count to three.", 9)])
@@ -55,13 +62,14 @@ def test_a_seeded_sampled_request_writes_the_same_tokens_alone_or_in_a_crowd(tin
 def test_a_cancelled_request_leaves_before_the_next_step_and_its_listener_hears_it():
     lane = LiveLane(Engine(None), slots=2)
     heard = []
-    lane.submit(spec(None, 1, "x", 50), lambda r, rec: heard.append((r.stop, rec is None)))
+    lane.submit(spec(None, 1, "x", 50), lambda rec, cell: heard.append((rec is None, cell is None)))
     lane.step()
     lane.step()
+    request = lane.requests["L1"]
     lane.cancel("L1")
     assert lane.step() is None                               # nothing left to compute: the slot is free
     lane.notify()
-    assert heard[-1] == (StopReason.CANCELLED, True) and lane.scheduler.slots == [None, None]
+    assert heard[-1] == (True, True) and request.stop is StopReason.CANCELLED and lane.scheduler.slots == [None, None]
 
 
 def test_page_ticks_and_live_steps_alternate_so_neither_starves(make_app, connect):
@@ -107,7 +115,7 @@ def test_a_failed_live_step_ends_its_requests_with_an_error_and_the_lane_serves_
     lane.lane.runner.run = broken_once
     first = gateway.open([0] * 40, "first", 5, 0.0, 1.0, None, (), True)
     event = first.read(timeout=30)
-    assert event[0] == "error" and "a broken kernel" in event[1]
+    assert isinstance(event, ErrorEvent) and "a broken kernel" in event.message
     second = gateway.open([0] * 40, "second", 5, 0.0, 1.0, None, (), True)
     events = [second.read(timeout=30) for _ in range(1)]
-    assert events[-1][0] == "done" and events[-1][2]["completion_tokens"] == 5
+    assert isinstance(events[-1], DoneEvent) and events[-1].usage["completion_tokens"] == 5

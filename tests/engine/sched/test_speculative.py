@@ -8,6 +8,7 @@ import pytest
 
 from engine import Engine, lane_metrics, parse_workload
 from engine.config import SpeculativeConfig
+from engine.request import RequestStatus
 from engine.sched.speculative import accept, num_accepted, propose
 from engine.workload.workload import WorkloadError
 from tests.kit.reference import PROMPTS, check_against_solo, run_lanes, solo_generate
@@ -241,7 +242,7 @@ def test_an_eos_or_max_new_tokens_inside_the_kept_tokens_cuts_them_there():
     update = s.update_from_output(out, tokens := {0: [2, 99, 4, 5, 1]})
     r = s.requests[0]
     assert (r.output_ids, r.stop.value, r.num_cached, update.written[0]) == ([1, 2, 99], "eos", 12, [2, 99])
-    assert tokens == {0: [2, 99, 4, 5, 1]} and update.finished == [r]  # cut in what it returns, not in its input
+    assert tokens == {0: [2, 99, 4, 5, 1]} and r.status is RequestStatus.FINISHED and r.finish_step == s.step  # cut in what it returns, not in its input
     # max_new_tokens: 3 more tokens may be written, so 2 proposals; all kept, the bonus token is the last one
     s = scheduler(None, spec_of("A", LOOP, 4))
     out = prefilled(s, {0: 1})

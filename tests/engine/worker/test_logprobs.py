@@ -20,10 +20,16 @@ def spec(lm, i: int, prompt: str, n: int, **kw) -> RequestSpec:
 
 
 def drive(lane: LiveLane, specs: list[RequestSpec]) -> dict:
-    """Submit `specs` together, step until all are done; every request as it ended."""
-    done = {}
+    """Submit `specs` together, step until all are done; every request as it ended (the lane's own `Request`s: its
+    listeners hear only records)."""
+    done, add = {}, lane.scheduler.add
+
+    def kept(spec: RequestSpec):
+        done[spec.id] = add(spec)
+        return done[spec.id]
+    lane.scheduler.add = kept
     for s in specs:
-        lane.submit(s, lambda r, rec, s=s: done.__setitem__(s.id, r))
+        lane.submit(s, lambda rec, cell: None)
     while lane.has_work():
         lane.step()
         lane.notify()
@@ -96,3 +102,23 @@ def test_the_live_lanes_prefix_cache_stays_within_the_slot_rows_evicting_the_lea
     assert prefix.num_cached <= 8 and prefix.num_evicted >= 4
     again = drive(lane, [RequestSpec(id="L9", prompt="", max_new_tokens=4, prompt_ids=tuple(range(210, 250)))])["L9"]
     assert again.num_from_cache == 32                       # the latest prompt is still cached
+
+
+def test_cells_carry_their_tokens_logprobs_and_the_first_token_cell_the_prompts(tiny):
+    lane = LiveLane(Engine(tiny), slots=2)
+    cells = []
+    lane.submit(spec(tiny, 1, LONG, 5, logprobs=2, prompt_logprobs=1), lambda rec, cell: cells.append(cell))
+    lane.submit(spec(tiny, 2, "Say hi.", 4), lambda rec, cell: cells.append(cell))
+    requests, add = {}, lane.scheduler.add
+    lane.scheduler.add = lambda s: requests.setdefault(s.id, add(s))
+    while lane.has_work():
+        lane.step()
+        lane.notify()
+    asked, plain = requests["L1"], requests["L2"]
+    mine = [c for c in cells if c is not None and c.request == "L1"]
+    assert [e for c in mine for e in c.logprobs or ()] == asked.token_logprobs and len(asked.token_logprobs) == 5
+    with_prompt = [c for c in mine if c.prompt_logprobs is not None]
+    assert len(with_prompt) == 1 and with_prompt[0].token_id == asked.output_ids[0]
+    assert list(with_prompt[0].prompt_logprobs) == asked.prompt_logprobs and asked.prompt_logprobs[1] is not None
+    assert all(c.logprobs is None and c.prompt_logprobs is None for c in cells if c is not None and c.request == "L2")
+    assert plain.num_tokens == 4
