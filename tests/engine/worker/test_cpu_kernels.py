@@ -2,6 +2,7 @@
 setup builds it), equal to F.linear to float32 rounding, used by the fast decode step for 1-16 rows, safe to call
 from several threads at once (its helper threads are engine/worker/cpu/pool.h's), and a clean fallback to oneDNN when it
 cannot be had."""
+import functools
 import threading
 
 import pytest
@@ -17,13 +18,21 @@ def test_the_kernel_builds_and_loads_here():
     assert cpu_kernels.why_not() is None
 
 
+@functools.cache
+def weight(n: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A random (n, k) weight and its panels, made once for every row count (the lm_head's is 113 MB)."""
+    gen = torch.Generator().manual_seed(n * k)
+    w = torch.randn(n, k, generator=gen) * 0.05
+    return w, cpu_kernels.panels(w)
+
+
 @pytest.mark.parametrize("rows", list(range(1, 17)))
 @pytest.mark.parametrize("n, k", [(960, 576), (576, 1536), (49152, 576), (32, 5)])
 def test_few_row_linear_equals_f_linear(rows, n, k):
     # every row count from 1 to 16: 1-8 are one pass over a panel, 9-16 two passes of near-equal parts (AVX-512)
     torch.manual_seed(rows)
-    x, w = torch.randn(rows, k), torch.randn(n, k) * 0.05
-    got = cpu_kernels.load().few_row_linear(x, cpu_kernels.panels(w))
+    x, (w, panels) = torch.randn(rows, k), weight(n, k)
+    got = cpu_kernels.load().few_row_linear(x, panels)
     want = F.linear(x, w)
     assert got.shape == want.shape and torch.allclose(got, want, rtol=1e-5, atol=1e-5)
 
