@@ -158,13 +158,15 @@ class BlockManager:
             self.changed.add(request.id)
 
     def fork(self, sibling: Request, leader: Request, num_tokens: int) -> None:
-        """`sibling` shares the blocks of `leader`'s table that cover its first `num_tokens` tokens."""
+        """`sibling` shares the blocks of `leader`'s table that cover its first `num_tokens` tokens. It holds in the
+        prefix cache those of them that are cached, read from the blocks themselves, not from the leader's holdings: a
+        swapped-in leader holds uncached copies and no holdings, and a sibling whose holdings stopped short would
+        name the blocks they share as its own when it computes its last prompt token."""
         assert not self.tables.get(sibling.id), "a fork into a table that already holds blocks"
         blocks = self.tables[leader.id][:blocks_for(num_tokens, self.block_size)]
         self.hold_cached(sibling, blocks)
         if self.prefix:
-            held = self.prefix.held.get(leader.id, [])[:len(blocks)]
-            self.prefix.share(sibling, [b if b is not None and b.id == blocks[i] else None for i, b in enumerate(held)])
+            self.prefix.share(sibling, [self.prefix.by_id.get(b) for b in blocks])
 
     def free(self, request: Request) -> None:
         """`request` left its slot (finished, preempted, swapped out, cancelled): its table is released."""

@@ -5,14 +5,15 @@ tokens."""
 from collections import Counter
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from engine import Engine, WorkloadError, parse_workload
-from engine.kv.block_manager import blocks_for
+from engine.kv.block_manager import BlockManager, blocks_for
+from engine.kv.prefix_cache import PrefixCache
 from engine.config import EngineConfig
 from engine.lane import Lane
 from engine.sched.policies import ContinuousScheduler
-from engine.request import RequestSpec
+from engine.request import Request, RequestSpec
 from engine.worker.sim import SimRunner, sim_prompt_ids
 from engine.step import SlotState
 
@@ -258,6 +259,7 @@ def test_a_step_record_writes_the_memory_map_only_where_it_changed():
                 min_size=1, max_size=4),
        st.integers(2, 6), st.sampled_from([None, 12, 24]), st.sampled_from([None, 8]), st.sampled_from([None, 16]),
        st.booleans(), st.sampled_from(["paged", "reserve"]), st.sampled_from(["recompute", "swap"]))
+@example([(62, 20, 1, 3), (82, 17, 2, 4)], 2, 12, 8, None, True, "paged", "swap")  # a sibling forks a swapped-in leader
 def test_block_invariants_hold_with_siblings(groups, slots, budget_blocks, chunk, max_tokens, cached, allocation,
                                              preemption):
     """Groups of `n` siblings (several prompts, arrivals) on a continuous lane: every step keeps the invariants."""
@@ -279,3 +281,27 @@ def test_block_invariants_hold_with_siblings(groups, slots, budget_blocks, chunk
         assert len(lane.records) < 3000
     assert [len(r.output_ids) for r in scheduler.requests] == [s.max_new_tokens for s in specs]
     assert not b.tables and not b.host_tables and sum(b.refs) == 0
+
+
+def test_a_sibling_forking_a_swapped_in_leader_does_not_cache_the_blocks_they_share():
+    """A swap-in gives the leader fresh copies of its blocks, uncached; a sibling that forks them and then computes its
+    last prompt token must not name them in the prefix cache as its own (the leader holds them too)."""
+    size, prompt = 16, sim_prompt_ids(prompt_of(40))
+    b = BlockManager(3, size, PrefixCache(size), host_blocks=3)
+    leader, sibling = (Request(RequestSpec(rid, "p", 4, prompt_ids=tuple(prompt), group="R0"), order=i)
+                       for i, rid in enumerate(("L", "S")))
+    for r in (leader, sibling):
+        r.start_prefill()
+    b.grow(leader, 40)  # 1) the leader computes its prompt: its two full blocks join the cache
+    b.prefix.add_computed(leader, 40, b.tables["L"])
+    b.prefix.commit()
+    leader.num_cached = leader.num_prefilled = 40
+    b.swap_out(leader)  # 2) swapped out, then back in: the pool is full, so its cached blocks are evicted for copies
+    b.swap_in(leader)
+    assert not b.prefix.by_id and sorted(b.tables["L"]) == [0, 1, 2]
+    b.fork(sibling, leader, 39)  # 3) the sibling shares all three and recomputes position 39
+    sibling.num_cached = sibling.num_prefilled = 39
+    b.prefix.add_computed(sibling, 40, b.tables["S"])
+    assert b.tables["S"][:2] == b.tables["L"][:2] and all(b.refs[x] == 2 for x in b.tables["L"][:2])
+    assert not any(b.is_cached(x) for x in b.tables["S"]), "a block two tables hold cached as one request's"
+    assert all(c.refs == b.refs[c.id] for c in b.prefix.by_id.values()), "prefix refs disagree with the tables"
