@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import os
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -44,6 +45,20 @@ def build_folder() -> Path:
     return cache_root() / "kernels" / f"gemv-{key}"
 
 
+STALE_LOCK_S = 600  # a build takes ~30 s: a lock this old was left by a build that was killed
+
+
+def drop_stale_lock(folder: Path) -> None:
+    """torch's build lock (`lock` in the build folder) outlives a build that was killed (Ctrl-C during `make setup`),
+    and every later load would wait for it forever: one older than any build is removed."""
+    lock = folder / "lock"
+    try:
+        if time.time() - lock.stat().st_mtime > STALE_LOCK_S:
+            lock.unlink()
+    except FileNotFoundError:
+        pass
+
+
 def load(verbose: bool = False):
     """Build (if needed) and load the extension; the module, or None with the reason kept for `why_not()` (never
     raises)."""
@@ -60,6 +75,7 @@ def load(verbose: bool = False):
 
             folder = build_folder()
             folder.mkdir(parents=True, exist_ok=True)
+            drop_stale_lock(folder)
             os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"  # venv's ninja
             module = load_extension("batch_lanes_gemv", [str(s) for s in SOURCES], build_directory=str(folder),
                                     extra_cflags=flags(), verbose=verbose)

@@ -100,3 +100,18 @@ def test_without_the_kernel_the_fast_step_uses_onednn_and_says_why(tiny, monkeyp
     assert panels is None
     want = F.linear(x, tiny.model.model.layers[0].self_attn.o_proj.weight)
     assert torch.allclose(weights.linear(x, (packed, panels, None)), want, atol=1e-5)
+
+
+def test_a_build_lock_left_by_a_killed_build_is_dropped_and_a_live_one_kept(tmp_path):
+    import os
+    import time
+
+    lock = tmp_path / "lock"
+    lock.touch()
+    cpu_kernels.drop_stale_lock(tmp_path)
+    assert lock.exists()                                  # a build may be running now: wait for it
+    old = time.time() - cpu_kernels.STALE_LOCK_S - 1
+    os.utime(lock, (old, old))
+    cpu_kernels.drop_stale_lock(tmp_path)
+    assert not lock.exists()                              # no build takes this long: it was killed
+    cpu_kernels.drop_stale_lock(tmp_path)                 # no lock at all: nothing to do
