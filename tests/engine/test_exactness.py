@@ -15,6 +15,21 @@ def tiny_eos(tiny):
     return replace(tiny, eos_ids=frozenset({ref[3]}))
 
 
+def test_the_references_memo_answers_what_a_fresh_generate_writes(tiny):
+    """solo_generate() answers a shorter ask, or a longer one after an EOS stop, from the longest answer it kept:
+    exactly what generate() writes when asked afresh."""
+    from tests.kit import reference
+    prompt = tiny.encode_prompt(PROMPTS[2])
+    eos = (solo_generate(tiny, prompt, 8)[3],)
+    asks = [(12, ()), (5, ()), (12, eos), (20, eos), (2, eos)]
+    remembered = [solo_generate(tiny, prompt, n, e) for n, e in asks]
+    fresh = []
+    for n, e in asks:
+        reference._ANSWERS.pop(tiny.model, None)
+        fresh.append(solo_generate(tiny, prompt, n, e))
+    assert remembered == fresh and [len(a) for a in fresh] == [12, 5, 4, 4, 2]
+
+
 @pytest.mark.parametrize("fused", [False, True])
 def test_tiny_model_every_lane_matches_solo_generate(tiny_eos, fused):
     requests = [{"id": f"R{i}", "prompt": p, "max_new_tokens": 3 + (5 * i) % 11, "ignore_eos": i % 3 == 0,

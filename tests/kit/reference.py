@@ -1,5 +1,7 @@
 """The exactness reference: what `model.generate(do_sample=False)` writes for one request alone, the prompts the
 exactness tests share, and the helpers that run a workload through the lanes and compare every request with it."""
+import weakref
+
 import torch
 
 from engine import Engine, parse_workload
@@ -12,7 +14,17 @@ PROMPTS = ["Hi", "What is the capital of France?",
 
 
 def solo_generate(lm: LoadedModel, prompt_ids, max_new_tokens: int, eos_ids=()) -> list[int]:
-    """What `model.generate(do_sample=False)` writes for one request alone (the exactness reference)."""
+    """What `model.generate(do_sample=False)` writes for one request alone (the exactness reference).
+
+    Greedy decoding is a function of the prompt alone, token by token, so generate() with a smaller
+    `max_new_tokens` writes a prefix of what it writes with a larger one, and one that stopped at EOS stops
+    there for any larger budget: the session keeps each (model, prompt, EOS set)'s longest answer and
+    answers shorter asks from it (many tests ask for the same prompts)."""
+    answers = _ANSWERS.setdefault(lm.model, {})   # per model object, gone with it (an id could be reused)
+    key = (tuple(prompt_ids), tuple(eos_ids))
+    known, budget = answers.get(key, ([], -1))
+    if max_new_tokens <= budget or len(known) < budget:   # covered, or known to stop at EOS before the budget
+        return known[:max_new_tokens]
     from transformers import GenerationConfig
 
     # an empty eos list makes generate() ignore EOS (None would fall back to the model's own EOS)
@@ -21,7 +33,12 @@ def solo_generate(lm: LoadedModel, prompt_ids, max_new_tokens: int, eos_ids=()) 
     x = torch.tensor([list(prompt_ids)])
     with torch.inference_mode():
         out = lm.model.generate(x, attention_mask=torch.ones_like(x), generation_config=config)
-    return out[0, x.shape[1]:].tolist()
+    answer = out[0, x.shape[1]:].tolist()
+    answers[key] = (answer, max_new_tokens)
+    return list(answer)
+
+
+_ANSWERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> (prompt, EOS) -> (answer, budget)
 
 
 def run_lanes(lm, requests, slots, lanes=("static", "dynamic", "continuous"), **options):
