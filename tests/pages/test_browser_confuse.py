@@ -29,6 +29,7 @@ def test_a_prompt_over_the_limit_is_kept_whole_and_refused_by_name_before_submit
     assert tab.text_content(slot) == "is 4500 characters, the limit is 4000"
     assert tab.get_attribute("[data-field='requests[0].prompt']", "aria-invalid") == "true"
     assert tab.evaluate("() => window.__lanes.status") == "idle"  # nothing was sent
+    tab.wait_for_timeout(800)  # past the live token count's 300 ms debounce: it never posts a prompt the server refuses
     assert tab.problems == []
 
 

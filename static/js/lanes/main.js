@@ -71,6 +71,7 @@ let ui = { view: "slots", hover: null, help: false, requestLane: null, preset: n
   present: false, reveal: false, zoom: null, drag: null, laneFrom: 0,  // laneFrom: presenter mode's first lane shown
   memory: false };  // memory: the memory map shows in place of the lanes (memmap-view.js)
 let presets = [];
+let promptLimit = Infinity;  // the server's max_prompt_chars once /api/limits answers
 let domain = null;
 let shownAxis = { full: 1, from: 0, span: 1 };  // the x-axis the last frame drew (before and after any zoom)
 let shownLayout = null;
@@ -103,7 +104,7 @@ const klass = createClass($("class-bar"), { send: socket.send, code: document.bo
   missing: document.body.dataset.missingClass || "" });
 Object.defineProperty(window, "__class", { get: () => klass.info });  // what the class's browser tests read
 bindGlossary(document, $("glossary-tip"));
-createTokenCount($("editor"));
+createTokenCount($("editor"), { maxChars: () => promptLimit });
 for (const [kind, button] of Object.entries(dom.exports)) button.addEventListener("click", () => push({ type: "export", kind }));
 reducedMotion.addEventListener("change", () => push({ type: Input.RESIZE }));
 fetch("/api/presets").then((r) => r.json()).then((body) => push({ type: "presets", presets: body.presets || [] }))
@@ -223,7 +224,7 @@ function onInput(a, derived) {
       renderPresets(dom.presetButtons, presets, dom.presetPick);
       if (!document.body.dataset.runId) loadFromHash(!missingRun);  // a /runs/<id> page shows its run's mix instead
       break;
-    case "limits": editor.setLimits(a.limits); break;
+    case "limits": editor.setLimits(a.limits); promptLimit = a.limits.max_prompt_chars ?? promptLimit; break;
     case "preset": {
       const preset = presets.find((p) => p.name === a.name);
       if (!preset) break;

@@ -3,7 +3,7 @@
  * chat-templated prompt tokens the server's own tokenizer counts (POST /api/tokens) — about 300 ms
  * after the typing stops. Only the rows edited since the mix was loaded are counted; an answer that
  * arrives after a newer edit is dropped; while the model loads (503) or the server is away, the rows
- * show nothing. A DOM widget of the editor: its own timer and fetch, text through textContent; it never
+ * show nothing, and a prompt over the server's limit is not sent (the editor names it on Run). A DOM widget of the editor: its own timer and fetch, text through textContent; it never
  * touches the run state.
  */
 import { el } from "../ui/dom.js";
@@ -11,8 +11,9 @@ import { el } from "../ui/dom.js";
 const DEBOUNCE_MS = 300;
 const PROMPT = '[data-field^="requests["][data-field$="].prompt"]';
 
-/** Count the prompts typed into `root` (the editor); `fetcher` is window.fetch (a test may pass another). */
-export function createTokenCount(root, fetcher = window.fetch.bind(window)) {
+/** Count the prompts typed into `root` (the editor); `maxChars()` is the server's prompt limit as last known;
+ * `fetcher` is window.fetch (a test may pass another). */
+export function createTokenCount(root, { maxChars = () => Infinity, fetcher = window.fetch.bind(window) } = {}) {
   const edited = new Set();  // prompt inputs typed into since their row was made
   let timer = null;
   let asked = 0;
@@ -27,9 +28,11 @@ export function createTokenCount(root, fetcher = window.fetch.bind(window)) {
   }
 
   function count() {
-    const inputs = [...edited].filter((input) => input.isConnected);
+    const connected = [...edited].filter((input) => input.isConnected);
     edited.clear();
-    for (const input of inputs) edited.add(input);
+    for (const input of connected) edited.add(input);
+    const inputs = connected.filter((input) => input.value.length <= maxChars());  // one over it: a 400 for all
+    connected.filter((input) => !inputs.includes(input)).forEach((input) => { slotOf(input).textContent = ""; });
     if (!inputs.length) return;
     const ask = ++asked;
     const body = JSON.stringify({ prompts: inputs.map((input) => input.value) });
