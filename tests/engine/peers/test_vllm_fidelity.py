@@ -53,10 +53,9 @@ def differences(lm, run, where: str) -> list[str]:
     return found
 
 
-def test_the_vllm_lane_writes_what_generate_and_our_continuous_lane_write_on_every_demo(engine, smol):
-    found = []
-    for path in DEMOS:
-        found += differences(smol, run_beside(engine, json.loads(path.read_text())), path.name)
+@pytest.mark.parametrize("path", DEMOS, ids=[p.stem for p in DEMOS])  # one item per demo: the durations say which costs
+def test_the_vllm_lane_writes_what_generate_and_our_continuous_lane_write_on_every_demo(engine, smol, path):
+    found = differences(smol, run_beside(engine, json.loads(path.read_text())), path.name)
     assert not found, "\n".join(found)
 
 
