@@ -11,8 +11,9 @@ vLLM's `min_tokens` and `ignore_eos`, and a JSON `response_format` where xgramma
 parameters it cannot honour (tools, penalties, ...) are refused naming the parameter; unknown ones are
 ignored, as OpenAI does. Errors use OpenAI's body `{"error": {"message", "type", "param", "code"}}`: 400 for bad input, 404 for another model,
 429 when the live lane's queue is full, 503 while the model loads. A stream is server-sent events, one
-`data: {chunk}` per event and `data: [DONE]` last; its first content chunk leaves as soon as the first token
-exists. A client that goes away mid-stream frees its slot at the next step. This module knows HTTP and the
+`data: {chunk}` per event and `data: [DONE]` last; its first chunk (chat's role) leaves with the first token, as
+vLLM's does, so a client's TTFT is the server's. At most MAX_CHOICES (32) prompts x n a request: more, or more than
+the live lane's queue holds, is a 400 naming `n` (or the prompt); a 429 (with Retry-After) means a full queue only. A client that goes away mid-stream frees its slot at the next step. This module knows HTTP and the
 OpenAI format; the live lane is app.live's (tokenized through its handle, never the engine).
 """
 import secrets
@@ -25,7 +26,7 @@ from engine.workload.siblings import sibling_seed
 from ..asyncmode import client_socket
 from ..live.gateway import Unavailable
 from .openai_body import ChoiceBody, Choices
-from .openai_params import BadParam, Params, check, prompts
+from .openai_params import MAX_CHOICES, BadParam, Params, check, prompts
 from .bodies import json_body
 from .openai_stream import error, sse, whole
 
@@ -102,6 +103,13 @@ def _open(prompts_ids: list[tuple[list[int], str]], params: Params, param: str) 
     blocks), each with its own generator, stop and finish."""
     for ids, _ in prompts_ids:
         _check_length(ids, params, param)
+    count, most = len(prompts_ids) * params.n, min(MAX_CHOICES, _gateway().max_waiting)
+    if count > most:   # a request that can never fit is a 400, not a 429 a client would retry
+        field = "n" if params.n > 1 else param
+        raise BadParam(field, f"{len(prompts_ids)} prompt(s) x n {params.n} = {count} choices; a request may ask for at "
+                       f"most {most} (its choices queue together: at most {MAX_CHOICES} a request, and the live lane's "
+                       f"queue holds {_gateway().max_waiting})")
+    _gateway().room(count)
     if params.logprobs is not None and _gateway().lane.vocab_size() is None:
         raise BadParam("logprobs", "logprobs need a model's logits; this server runs the simulator")
     grammar = None
@@ -120,7 +128,8 @@ def _open(prompts_ids: list[tuple[list[int], str]], params: Params, param: str) 
                     ids, prompt, max(1, params.max_tokens), params.temperature, params.top_p,
                     sibling_seed(params.seed, j + 1), params.stop, params.ignore_eos, min_tokens=params.min_tokens,
                     logprobs=params.logprobs, prompt_logprobs=echo_logprobs, grammar=grammar, index=p * params.n + j,
-                    events=choices.events, group=group, sample=j + 1 if group else 0))
+                    events=choices.events, group=group, sample=j + 1 if group else 0,
+                    echo_only=params.echo and params.max_tokens == 0))
     except Unavailable:
         choices.close()  # a full queue part-way: none of this request's choices stays queued
         raise

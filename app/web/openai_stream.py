@@ -1,7 +1,7 @@
 """The OpenAI endpoint's responses from a request's live streams: one whole JSON body, or server-sent events.
 
 A stream is `data: {chunk}` events separated by blank lines: a role chunk per choice (chat), the echoed prompt
-(completions with `echo`), a chunk per piece of text as the live lane writes it (with its tokens' logprobs when
+(completions with `echo`), each sent just before that choice's first token, a chunk per piece of text as the live lane writes it (with its tokens' logprobs when
 asked), each choice's finish chunk, the usage chunk if asked (`continuous_usage_stats`: usage on every chunk too),
 `data: [DONE]`; every chunk names its choice's `index`. Streamed or whole, it looks whether its client has closed
 the connection (the socket app.asyncmode.client_socket finds, under werkzeug or eventlet) while it waits, so a
@@ -21,11 +21,13 @@ from .openai_body import ChoiceBody, Choices, usage
 
 CLIENT_GONE = 499
 READ_TIMEOUT_S = 0.05   # how often a waiting stream looks whether its client is still there
+RETRY_AFTER_S = 1       # a 429's Retry-After: a full queue drains by a request or more a second on the live lane
 
 
 def error(status: int, message: str, param: str | None = None, code: str | None = None):
     kind = {429: "rate_limit_error"}.get(status, "invalid_request_error" if 400 <= status < 500 else "server_error")
-    return jsonify({"error": {"message": message, "type": kind, "param": param, "code": code}}), status
+    headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 429 else {}
+    return jsonify({"error": {"message": message, "type": kind, "param": param, "code": code}}), status, headers
 
 
 def whole(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], sock=None):
@@ -68,12 +70,19 @@ def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], inclu
             choice["text"] = delta or ""
         more = {"usage": usage(bodies, streams.n)} if continuous_usage else extra
         return data({**head, "object": obj, "choices": [choice], **more})
+    opened: set[int] = set()
+
+    def first(body: ChoiceBody):
+        """A choice's opening chunk (chat: its role; completions: the echoed prompt), with its first token, as vLLM
+        sends it: a client times its first token from the first chunk."""
+        if body.index in opened:
+            return
+        opened.add(body.index)
+        if kind == "chat":
+            yield chunk(body, None, role=True)
+        elif body.params.echo and body.params.logprobs is None:
+            yield chunk(body, body.prompt_text)
     try:
-        for body in bodies:
-            if kind == "chat":
-                yield chunk(body, None, role=True)
-            elif body.params.echo and body.params.logprobs is None:
-                yield chunk(body, body.prompt_text)
         left = len(bodies)
         while left:
             got = streams.read(READ_TIMEOUT_S)
@@ -84,9 +93,11 @@ def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], inclu
             index, event = got
             body = bodies[index]
             body.add(event)
+            if not isinstance(event, ErrorEvent):
+                yield from first(body)
             if isinstance(event, PromptEvent) and body.params.echo:  # the echoed prompt with its logprobs
                 yield chunk(body, body.prompt_text, logprobs=body.logprobs([], prompt=True))
-            elif isinstance(event, TextEvent) and not body.echo_only:
+            elif isinstance(event, TextEvent) and event.text and not body.echo_only:
                 yield chunk(body, event.text, logprobs=body.logprobs(event.entries))
             elif isinstance(event, ErrorEvent):  # the status line has gone: the error travels as an event, as vLLM does
                 yield data({"error": {"message": event.message, "type": "server_error", "param": None,
