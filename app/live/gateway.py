@@ -108,23 +108,35 @@ class LiveGateway:
             raise Unavailable(429, "queue_full", f"{queued} requests are waiting for the live lane and this one brings "
                               f"{count}, the limit is {self.max_waiting}; retry in a moment")
 
-    def group_id(self) -> str:
-        """The id of a request's n samples on the live lane: they open as `<it>·1`, `<it>·2`, ... (engine.workload.siblings)."""
-        return f"L{next(self.ids)}"
+    def request_id(self, wanted: str | None = None) -> str:
+        """A fresh id for an API request on the live lane: `wanted` (a client's X-Request-Id) unless it, or an id
+        made from it, is among the requests kept (then `wanted~N`); without one, `L<n>`."""
+        with self.lock:
+            while True:
+                rid = wanted or f"L{next(self.ids)}"
+                if not any(k == rid or k.startswith((rid + "·", rid + "-")) for k in self.requests):
+                    return rid
+                wanted = f"{wanted}~{next(self.ids)}" if wanted else None
+
+    def group_id(self, wanted: str | None = None) -> str:
+        """The id of a request's n samples on the live lane (`wanted`, from request_id, else made): they open as
+        `<it>·1`, `<it>·2`, ... (engine.workload.siblings)."""
+        return wanted or f"L{next(self.ids)}"
 
     def open(self, prompt_ids: list[int], prompt: str, max_tokens: int, temperature: float, top_p: float,
              seed: int | None, stop: tuple[str, ...], ignore_eos: bool, *, min_tokens: int = 0,
              logprobs: int | None = None, prompt_logprobs: int | None = None, grammar: object = None,
              index: int = 0, events: queue.Queue | None = None, group: str | None = None,
-             sample: int = 0, echo_only: bool = False) -> LiveStream:
+             sample: int = 0, echo_only: bool = False, request_id: str | None = None) -> LiveStream:
         """A checked request on the live lane as a stream (`index`, `events`: one of several sharing a queue;
         `group`, `sample`: sample `sample` (from 1) of the request `group_id()` named, a sibling of the others, whose
-        prompt /metrics counts once, as usage does; `echo_only`: see LiveRequest)."""
+        prompt /metrics counts once, as usage does; `echo_only`: see LiveRequest; `request_id`: its id, from
+        `request_id()`, else made)."""
         lane = self.ready_lane()
         if lane.queued() >= self.max_waiting:
             raise Unavailable(429, "queue_full", f"{lane.queued()} requests are waiting for the live lane, the limit is "
                               f"{self.max_waiting}; retry in a moment")
-        rid = f"L{next(self.ids)}" if group is None else sibling_id(group, sample)
+        rid = (request_id or f"L{next(self.ids)}") if group is None else sibling_id(group, sample)
         spec = RequestSpec(id=rid, group=group, prompt=prompt, max_new_tokens=max_tokens, ignore_eos=ignore_eos,
                            prompt_ids=tuple(prompt_ids), temperature=temperature, top_p=top_p, seed=seed, stop=stop,
                            min_tokens=min_tokens, logprobs=logprobs, prompt_logprobs=prompt_logprobs, grammar=grammar)

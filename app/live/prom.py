@@ -47,6 +47,8 @@ class LiveMetrics:
         self.registry = r = CollectorRegistry()
         self.model: Callable[[], str] = lambda: ""
         self.load: Callable[[], dict] | None = None   # the lane's {running, waiting, kv_used, kv_capacity}, now
+        # running totals of the counters, for the stats line (app.live.stats) without reading prometheus_client back
+        self.totals = {"prompt": 0, "generation": 0, "cache_queries": 0, "cache_hits": 0}
         m = ["model_name"]
 
         def hist(name: str, doc: str, buckets) -> Histogram:
@@ -85,6 +87,7 @@ class LiveMetrics:
 
     def arrived(self, prompt_tokens: int) -> None:
         self.prompt_tokens.labels(self._m()).inc(prompt_tokens)
+        self.totals["prompt"] += prompt_tokens
 
     def admitted(self, waited_s: float) -> None:
         self.queue_time.labels(self._m()).observe(waited_s)
@@ -99,6 +102,7 @@ class LiveMetrics:
 
     def generated(self, n: int) -> None:
         self.generation_tokens.labels(self._m()).inc(n)
+        self.totals["generation"] += n
 
     def finished(self, reason: str, e2e_s: float, prefill_s: float | None, decode_s: float | None,
                  inference_s: float | None, prompt_tokens: int, generation_tokens: int) -> None:
@@ -126,6 +130,8 @@ class LiveMetrics:
         if cache_queries:
             self.cache_queries.labels(model).inc(cache_queries)
             self.cache_hits.labels(model).inc(cache_hits)
+            self.totals["cache_queries"] += cache_queries
+            self.totals["cache_hits"] += cache_hits
 
     def exposition(self) -> bytes:
         model = self._m()

@@ -102,7 +102,9 @@ class LiveLink:
                                        c["seed"], tuple(c["stop"]), c["ignore_eos"], min_tokens=c["min_tokens"],
                                        logprobs=c["logprobs"], prompt_logprobs=c["prompt_logprobs"], events=events,
                                        group=self.groups.get(group), sample=c.get("sample", 0),
-                                       echo_only=c.get("echo_only", False))
+                                       echo_only=c.get("echo_only", False),
+                                       request_id=self.gateway.request_id(c["request_id"]) if c.get("request_id")
+                                       and group is None else None)
         except Unavailable as e:
             events.put((0, ErrorEvent(e.message)))
             return

@@ -30,9 +30,11 @@ def error(status: int, message: str, param: str | None = None, code: str | None 
     return jsonify({"error": {"message": message, "type": kind, "param": param, "code": code}}), status, headers
 
 
-def whole(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], sock=None):
+def whole(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], sock=None, facts: dict | None = None):
     """Every choice's whole text, then one body; an engine error is a 500 naming it. If the client left first, its
-    requests are dropped and the (unread) answer is an empty 499, nginx's "client closed request"."""
+    requests are dropped and the (unread) answer is an empty 499, nginx's "client closed request". `facts`
+    (app.web.requestlog) gets the first token's time and the tokens written."""
+    facts = {} if facts is None else facts
     left, looked = len(bodies), time.monotonic()
     try:
         while left:
@@ -46,18 +48,22 @@ def whole(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], soc
             index, event = got
             if isinstance(event, ErrorEvent):
                 return error(500, event.message, None, "engine_error")
+            if isinstance(event, (TextEvent, DoneEvent)):
+                facts.setdefault("first_token_at", time.monotonic())
             bodies[index].add(event)
             left -= isinstance(event, DoneEvent)
     finally:
         streams.close()
+        facts["output_tokens"] = sum(b.tokens for b in bodies)
     return jsonify({**head, "object": "chat.completion" if kind == "chat" else "text_completion",
                     "choices": [b.whole() for b in bodies], "usage": usage(bodies, streams.n)})
 
 
 def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], include_usage: bool,
-        continuous_usage: bool, sock):
+        continuous_usage: bool, sock, facts: dict | None = None):
     """The server-sent events of a request's choices, `[DONE]` last. Between events it looks whether the client
-    closed its connection."""
+    closed its connection. `facts` (app.web.requestlog) gets the first chunk's time and the tokens written."""
+    facts = {} if facts is None else facts
     obj = "chat.completion.chunk" if kind == "chat" else "text_completion"
     extra = {"usage": None} if include_usage else {}
 
@@ -78,11 +84,13 @@ def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], inclu
         if body.index in opened:
             return
         opened.add(body.index)
+        facts.setdefault("first_token_at", time.monotonic())
         if kind == "chat":
             yield chunk(body, None, role=True)
         elif body.params.echo and body.params.logprobs is None:
             yield chunk(body, body.prompt_text)
     try:
+        yield b""   # an empty write: gunicorn and werkzeug send the status line and headers on acceptance, as vLLM does
         left = len(bodies)
         while left:
             got = streams.read(READ_TIMEOUT_S)
@@ -113,6 +121,7 @@ def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], inclu
         yield b"data: [DONE]\n\n"
     finally:
         streams.close()  # the client went away (or got everything): requests still running leave their slots
+        facts["output_tokens"] = sum(b.tokens for b in bodies)
 
 
 def data(obj: dict) -> bytes:

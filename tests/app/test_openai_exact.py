@@ -1,7 +1,8 @@
 """The OpenAI endpoint's accounting, exact (issue 39, items 4 and 5), on the tiny model in this process: a streamed
 chat's role chunk leaves with the first token (a client's TTFT is the server's); prompts x n over the documented 32
 is a 400 naming `n`; usage and every /metrics counter agree on echo with max_tokens 0, on n > 1 (the prompt counted
-once) and on stop strings; logprobs describe exactly the returned text."""
+once) and on stop strings; logprobs describe exactly the returned text. And requests you can follow (item 3): an
+X-Request-Id taken or made, echoed and naming the request on the lane, one access line per request, the stats line."""
 import json
 import time
 
@@ -52,7 +53,7 @@ def counted(c, before: dict, requests: int) -> dict:
 
 def test_a_streamed_chats_role_chunk_leaves_with_its_first_token(app, c):
     r = c.post("/v1/chat/completions", json={**CHAT, "max_tokens": 5, "stream": True}, buffered=False)
-    chunks = iter(r.response)
+    chunks = (chunk for chunk in r.response if chunk)   # (the first write is empty: the headers leave on acceptance)
     role = json.loads(next(chunks)[6:])
     assert role["choices"][0]["delta"] == {"role": "assistant", "content": ""}
     latest = list(app.extensions["live"].requests.values())[-1].summary
@@ -116,3 +117,42 @@ def test_a_stop_string_cuts_text_and_logprobs_alike_and_usage_equals_metrics(c, 
     assert d["batch_lanes:request_generation_tokens_sum"] == usage["completion_tokens"]
     assert d["batch_lanes:prompt_tokens_total"] == usage["prompt_tokens"]
     assert d["batch_lanes:request_success_total{stop}"] == 1
+
+
+def test_a_request_id_is_taken_or_made_echoed_named_on_the_lane_and_logged_once(app, c, caplog):
+    caplog.set_level("INFO", logger="batch_lanes.access")
+    r = c.post("/v1/chat/completions", json={**CHAT, "max_tokens": 3}, headers={"X-Request-Id": "trace-42"})
+    assert r.headers["X-Request-Id"] == "trace-42" and r.json["id"] == "chatcmpl-trace-42"
+    again = c.post("/v1/chat/completions", json={**CHAT, "max_tokens": 3, "n": 2}, headers={"X-Request-Id": "trace-42"})
+    taken = again.headers["X-Request-Id"]
+    assert taken.startswith("trace-42~")                                   # in use: made unique, and said so
+    made = c.post("/v1/completions", json={"prompt": "hi", "max_tokens": 2, "stream": True})
+    made.get_data()
+    for response in (r, again, made):
+        response.close()                              # as a server does once the last byte left: the line is written
+    live = c.get("/api/live")
+    ids = [s["id"] for s in live.json["requests"]]
+    live.close()
+    assert "trace-42" in ids and {f"{taken}·1", f"{taken}·2"} <= set(ids) and made.headers["X-Request-Id"] in ids
+    lines = [rec.fields for rec in caplog.records if rec.name == "batch_lanes.access"]
+    first = next(f for f in lines if f["request_id"] == "trace-42")
+    assert first["route"] == "/v1/chat/completions" and first["status"] == 200 and first["output_tokens"] == 3
+    assert first["prompt_tokens"] == r.json["usage"]["prompt_tokens"] and 0 < first["ttft_ms"] <= first["latency_ms"]
+    streamed = next(f for f in lines if f["request_id"] == made.headers["X-Request-Id"])
+    assert streamed["stream"] is True and streamed["output_tokens"] == 2
+    assert len([f for f in lines if f["route"] == "/api/live"]) == 1
+
+
+def test_the_stats_line_reads_the_lanes_metrics_and_is_silent_when_idle(app, c):
+    from app.live.stats import StatsLine
+
+    metrics = app.extensions["metrics"]
+    stats = StatsLine(metrics)
+    assert stats.line() is None                                             # idle: no line
+    before = scrape(c)
+    usage = c.post("/v1/completions", json={"prompt": "Say hi.", "max_tokens": 5, "ignore_eos": True}).json["usage"]
+    counted(c, before, 1)
+    line = stats.line()
+    assert line.startswith("live: prompt ") and "running 0, waiting 0, KV 0.0%" in line, line
+    assert stats.last["generation"] - int(before["batch_lanes:generation_tokens_total"]) == usage["completion_tokens"]
+    assert stats.line() is None
