@@ -5,11 +5,12 @@
                   [--message-queue redis://HOST:PORT/DB [--store sqlite|redis]]
                   [--api-key KEY] [--allowed-origins JSON] [--ssl-keyfile F --ssl-certfile F]
 
-The page is served at once, by gunicorn's threaded worker (app.server; `--dev`: Werkzeug's development server). In one process (the default) the engine worker loads the model in the background
-and reports its progress as `model_status` events and on `GET /healthz`. With `--message-queue` this is a web
-process of several: engine workers (`python -m app.engine_worker`) run the model elsewhere. `--limit NAME=N`
-changes any limit that `GET /api/limits` lists. Nothing but argparse loads before the command line is read,
-so the async mode (app.asyncmode) can patch the standard library before Flask, engine.io or Redis load.
+The page is served at once, by gunicorn's threaded worker (app.server; `--dev`: Werkzeug's development server). In
+one process (the default) the engine worker loads the model in the background and reports its progress as
+`model_status` events and on `GET /healthz`. With `--message-queue` this is a web process of several: engine workers
+(`python -m app.engine_worker`) run the model elsewhere. `--limit NAME=N` changes any limit that `GET /api/limits`
+lists. Nothing but argparse loads before the command line is read, so the async mode (app.asyncmode) can patch the
+standard library before Flask, engine.io or Redis load.
 """
 import argparse
 import os

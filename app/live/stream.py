@@ -1,12 +1,13 @@
 """One API request's stream on the live lane: its typed events, and what turns its cells of each step into them.
 
 A `LiveStream` is what the HTTP handler reads: a `PromptEvent` once (a request that asked for prompt logprobs), a
-`TextEvent` per piece of text (the first one as soon as a token exists, empty if it has no text yet), then a `DoneEvent` or an `ErrorEvent`. On the worker's thread `feed` reads the
-request's cell of each step record: its text (decoded once, incrementally, by the engine), its logprobs, its stop;
-never an engine `Request`. Special tokens are left out of the text; a stop string cuts it, and a tail that may still
-become one is held back. Several streams of one HTTP request (n, a list of prompts) may share one `events` queue:
-each then puts (its index, event). `event_json` and `event_from_json` are the events' wire form between processes
-(app.live.remote, app.runs.live_link). This module knows the step record and the events, nothing of HTTP.
+`TextEvent` per piece of text (the first one as soon as a token exists, empty if it has no text yet), then a
+`DoneEvent` or an `ErrorEvent`. On the worker's thread `feed` reads the request's cell of each step record: its text
+(decoded once, incrementally, by the engine), its logprobs, its stop; never an engine `Request`. Special tokens are
+left out of the text; a stop string cuts it, and a tail that may still become one is held back. Several streams of
+one HTTP request (n, a list of prompts) may share one `events` queue: each then puts (its index, event).
+`event_json` and `event_from_json` are the events' wire form between processes (app.live.remote,
+app.runs.live_link). This module knows the step record and the events, nothing of HTTP.
 """
 import queue
 from dataclasses import dataclass

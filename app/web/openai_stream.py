@@ -1,8 +1,8 @@
 """The OpenAI endpoint's responses from a request's live streams: one whole JSON body, or server-sent events.
 
 A stream is `data: {chunk}` events separated by blank lines: a role chunk per choice (chat), the echoed prompt
-(completions with `echo`), each sent just before that choice's first token, a chunk per piece of text as the live lane writes it (with its tokens' logprobs when
-asked), each choice's finish chunk, the usage chunk if asked (`continuous_usage_stats`: usage on every chunk too),
+(completions with `echo`), each sent just before that choice's first token, a chunk per piece of text as the live
+lane writes it (with its tokens' logprobs when asked), each choice's finish chunk, the usage chunk if asked (`continuous_usage_stats`: usage on every chunk too),
 `data: [DONE]`; every chunk names its choice's `index`. Streamed or whole, it looks whether its client has closed
 the connection (the socket app.asyncmode.client_socket finds, under werkzeug or eventlet) while it waits, so a
 client that goes away frees its slots (or its places in the queue) at the next step; a stream the server stops
