@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     engine = Engine(None, config["LIMITS"]) if config["BACKEND"] == "sim" else None
     worker = EngineWorker(book, lambda sends: deliver(emitter, sends), store, config, engine)
 
-    metrics = LiveMetrics(config["METRICS_PREFIX"], config["LIMITS"].max_prompt_tokens + config["LIMITS"].max_new_tokens)
+    metrics = LiveMetrics(config["METRICS_PREFIX"], config["LIMITS"].max_prompt_tokens + config["LIMITS"].max_new_tokens,
+                          engine=me)   # the `engine` label: this replica
     live = LiveGateway(worker.live, config["LIVE_MAX_WAITING"], metrics)   # the web processes' /metrics sum them
     worker.on_live_step = lambda record: [Send(s.event, {**s.payload, "worker": me}, s.to) for s in live.after_step(record)]
     link = LiveLink(client, me, worker.live, live)

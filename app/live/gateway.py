@@ -71,6 +71,8 @@ class LiveRequest:
     stream: LiveStream
     prefilled: int = 0                # prompt tokens its prefill has read (engine.report.metrics.cell_prompt_tokens)
     counted: bool = False             # /metrics has counted its end
+    preempted: int = 0                # times a step evicted it
+    cached: int = 0                   # prompt tokens its last (re)start took from the prefix cache
     echo_only: bool = False           # completions' echo with max_tokens 0: the one token it computes is never
                                       # returned, so /metrics counts none (as usage does) and its end as "length"
 
@@ -150,7 +152,7 @@ class LiveGateway:
             while len(self.requests) > KEEP_REQUESTS:
                 self.requests.popitem(last=False)
         if self.metrics is not None and sample <= 1:   # n samples share their prompt: counted once
-            self.metrics.arrived(len(prompt_ids))
+            self.metrics.arrived(len(prompt_ids), max_tokens)
         lane.wake()
         return stream
 
@@ -194,16 +196,19 @@ class LiveGateway:
                 self.metrics.generated(counted)
             if "latency_ms" in new and not live.counted:
                 live.counted = True
-                self._finished(s, StopReason.LENGTH if live.echo_only else stream.stop, 0 if live.echo_only else s.tokens)
+                self._finished(live, StopReason.LENGTH if live.echo_only else stream.stop,
+                               0 if live.echo_only else s.tokens)
 
-    def _finished(self, s: Summary, stop: StopReason, tokens: int) -> None:
-        """/metrics of a request that ended with its last token: its phases' times (lane ms) and sizes."""
+    def _finished(self, live: LiveRequest, stop: StopReason, tokens: int) -> None:
+        """/metrics of a request that ended with its last token: its phases' times (lane ms), sizes, preemptions
+        and the prompt tokens its last (re)start took from the prefix cache."""
+        s = live.summary
         def span(a: float | None, b: float | None) -> float | None:
             return None if a is None or b is None else (b - a) / 1000
         self.metrics.finished("length" if stop is StopReason.LENGTH else "stop",
                               span(s.arrival_ms, s.finish_ms), span(s.admitted_ms, s.first_token_ms),
                               span(s.first_token_ms, s.finish_ms), span(s.admitted_ms, s.finish_ms),
-                              s.prompt_tokens, tokens)
+                              s.prompt_tokens, tokens, live.preempted, live.cached)
 
     def after_step(self, record: StepRecord) -> list[Send]:
         """On the worker's thread: the Live view's update for this step, sent to the `live` room (the record
@@ -229,9 +234,14 @@ class LiveGateway:
                 live.prefilled = 0
                 queries += live.summary.prompt_tokens
                 hits += c.get("cached", 0)
+                live.cached = c.get("cached", 0)
             computed, _, live.prefilled = cell_prompt_tokens(c, live.prefilled)
             tokens += computed + (len(c["tokens"]) if c.get("tokens") else c["token_id"] is not None)
-        self.metrics.stepped(preemptions=len(evictions(rec)), tokens=tokens, cache_queries=queries,
+        evicted = evictions(rec)
+        for request, _ in evicted:
+            if request in self.requests:
+                self.requests[request].preempted += 1
+        self.metrics.stepped(preemptions=len(evicted), tokens=tokens, cache_queries=queries,
                              cache_hits=hits)
 
     def snapshot(self) -> dict:

@@ -33,6 +33,7 @@ log = logging.getLogger("batch_lanes.live")
 P = "batch-lanes:live:"
 WORKERS = P + "workers"
 INFLIGHT = P + "inflight"
+LOST = P + "lost"    # worker -> requests that failed because it died (app.live.remote_metrics counts them as error)
 ALIVE_S = 3.0        # a worker's beat lapses this long after it was written (it beats every BEAT_S)
 BEAT_S = 1.0
 CALL_TIMEOUT_S = 10  # a tokenizing call unanswered this long: 503
@@ -175,7 +176,10 @@ class RemoteStream:
                         self.done = self.ended = True
                 elif not self.r.exists(alive_key(self.worker)):
                     self._fail(f"the engine worker {self.worker} stopped mid-request (its beat lapsed)")
-                    self.r.hdel(INFLIGHT, self.worker)
+                    pipe = self.r.pipeline().hdel(INFLIGHT, self.worker)
+                    if self.index == 0:   # a request's n choices are one request
+                        pipe.hincrby(LOST, self.worker, 1)
+                    pipe.execute()
         except redis.RedisError as e:
             self._fail(f"Redis unreachable while reading the request's events: {e}")
         finally:

@@ -115,7 +115,8 @@ def _web_process(app: Flask, server, store, client: redis.Redis) -> None:
     server.manager.read_log = book.log_after   # the fan-out fills what pub/sub dropped from the runs' logs
     app.register_blueprint(openai_api.bp)   # served by the engine workers' live lanes (app.live.remote)
     live = RemoteGateway(config["MESSAGE_QUEUE"], config["LIVE_MAX_WAITING"])
-    app.extensions.update(book=book, worker=None, live=live, metrics=RemoteMetrics(live.lane),
+    metrics = RemoteMetrics(live.lane, config["METRICS_PREFIX"])
+    app.extensions.update(book=book, worker=None, live=live, metrics=metrics,
                           runs=Runs(book, store, server, config["LIMITS"], redis_client=client),
                           rate_limits={"submit": RedisRateLimiter(client, "submit", config["SUBMITS_PER_MINUTE"]),
                                        "watch": RedisRateLimiter(client, "watch", config["WATCHES_PER_MINUTE"])})
