@@ -6,8 +6,8 @@ this process or over engine workers elsewhere that share a Redis run queue.
 Three wings, each a package: `web/` (the factory, HTTP routes, socket handlers, the OpenAI endpoint, rate
 limits), `runs/` (jobs, the run book and its two implementations, fan-out, the store, the engine worker's
 loop), `live/` (the OpenAI traffic's gateway and its Prometheus metrics). At the top: `protocol.py` (the wire
-every wing speaks), `settings.py` (config keys), `asyncmode.py` (the async mode's one seam), and the two
-entry points, `cli.py` (`python -m app`) and `engine_worker.py`. The web wing never imports torch.
+every wing speaks), `settings.py` (config keys), `asyncmode.py` (the async mode's one seam), `server.py` (gunicorn, eventlet's
+server or Werkzeug's under --dev), `logs.py` (text or JSON lines), and the two entry points, `cli.py` (`python -m app`) and `engine_worker.py`. The web wing never imports torch.
 
 Nothing is imported here, so that `python -m app --async-mode ...` can patch the standard library before
 Flask, engine.io or Redis load. This package knows the step record and the engine's public API, nothing of

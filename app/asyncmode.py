@@ -5,7 +5,7 @@ must be patched before Flask, engine.io or Redis load (`monkey_patch_if_asked`, 
 does), and blocking compute (forward passes, tokenizing, the store) goes through eventlet's OS thread pool
 (`make_offload`) so that one long step does not stall every socket. Background tasks and sleeps go through
 the Socket.IO server (`start_background_task`, `sleep`), which knows the mode by itself. `client_socket` finds
-a request's connection in either server's WSGI environ, so a handler can see its client leave. `serve_options`
+a request's connection in any of the servers' WSGI environ (app.server), so a handler can see its client leave. `serve_options`
 is how each mode's HTTP server is told to drop idle connections and not to name its version.
 This module knows the two modes, nothing of runs, sockets or the engine.
 """
@@ -34,9 +34,9 @@ def make_offload(mode: str) -> Callable:
 
 
 def client_socket(environ: dict):
-    """The socket of the request's connection: werkzeug's (`werkzeug.socket`) or eventlet's (its input's), or None
-    where the server hands over neither."""
-    sock = environ.get("werkzeug.socket")
+    """The socket of the request's connection: gunicorn's (`gunicorn.socket`), werkzeug's (`werkzeug.socket`) or
+    eventlet's (its input's), or None where the server hands over none."""
+    sock = environ.get("gunicorn.socket") or environ.get("werkzeug.socket")
     if sock is None and "eventlet.input" in environ:
         sock = getattr(environ["eventlet.input"], "_sock", None)
     return sock

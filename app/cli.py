@@ -1,20 +1,23 @@
 """The command line of the server: parse flags, configure logging, build the app and serve it.
 
-    python -m app [--host H] [--port P] [--model PATH | --backend sim] [--async-mode MODE]
+    python -m app [--host H] [--port P] [--model PATH | --backend sim] [--async-mode MODE] [--dev]
                   [--data DIR] [--limit NAME=N ...] [--live-options JSON]
                   [--message-queue redis://HOST:PORT/DB [--store sqlite|redis]]
+                  [--api-key KEY] [--allowed-origins JSON] [--ssl-keyfile F --ssl-certfile F]
 
-The page is served at once. In one process (the default) the engine worker loads the model in the background
-and reports its progress as `model_status` events and on `GET /healthz`. With `--message-queue` this is a web
-process of several: engine workers (`python -m app.engine_worker`) run the model elsewhere. `--limit NAME=N`
-changes any limit that `GET /api/limits` lists. Nothing but argparse loads before the command line is read,
-so the async mode (app.asyncmode) can patch the standard library before Flask, engine.io or Redis load.
+The page is served at once, by gunicorn's threaded worker (app.server; `--dev`: Werkzeug's development server). In
+one process (the default) the engine worker loads the model in the background and reports its progress as
+`model_status` events and on `GET /healthz`. With `--message-queue` this is a web process of several: engine workers
+(`python -m app.engine_worker`) run the model elsewhere. `--limit NAME=N` changes any limit that `GET /api/limits`
+lists. Nothing but argparse loads before the command line is read, so the async mode (app.asyncmode) can patch the
+standard library before Flask, engine.io or Redis load.
 """
 import argparse
+import os
 import re
 import sys
 
-from .asyncmode import HELP, MODES, monkey_patch_if_asked, serve_options
+from .asyncmode import HELP, MODES, monkey_patch_if_asked
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,6 +33,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="/metrics names are NAME:... (default batch_lanes; vllm: a vLLM dashboard reads them unchanged)")
     p.add_argument("--message-queue", metavar="redis://HOST:PORT/DB",
                    help="a web process of several sharing this Redis; the engine runs in `python -m app.engine_worker`")
+    p.add_argument("--dev", action="store_true",
+                   help="Werkzeug's development server instead of gunicorn (threading mode; not for a network)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="gunicorn's threads: open streams, polls and WebSockets each hold one (default 512)")
+    p.add_argument("--api-key", default=None, metavar="KEY",
+                   help="clients of /v1, /tokenize and /detokenize must send `Authorization: Bearer KEY` "
+                        "(default: $VLLM_API_KEY, else $BATCH_LANES_API_KEY, else none); the page's routes are open")
+    p.add_argument("--allowed-origins", default=None, metavar="JSON",
+                   help='origins whose pages may call /v1 from a browser (CORS), e.g. \'["https://a.example"]\' or \'["*"]\'')
+    p.add_argument("--served-model-name", nargs="+", default=[], metavar="NAME",
+                   help="the names /v1 answers to and reports (the first), e.g. HuggingFaceTB/SmolLM2-135M-Instruct, "
+                        "so tools find the tokenizer by it (default: the model's file or folder name)")
+    p.add_argument("--ssl-keyfile", default=None, metavar="FILE", help="serve HTTPS: the private key (with --ssl-certfile)")
+    p.add_argument("--ssl-certfile", default=None, metavar="FILE", help="serve HTTPS: the certificate (with --ssl-keyfile)")
     return p
 
 
@@ -48,6 +65,7 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--live-options", metavar="JSON", default="{}",
                    help='how the live lane batches, changes to its defaults, e.g. \'{"max_batch_tokens": 256, '
                         '"chunk_size": null, "fused": false}\' (default: a budget of 256 tokens a step, chunking prompts, fused; docs/live-api.md)')
+    p.add_argument("--log-json", action="store_true", help="log one JSON object a line (default: text lines)")
     p.add_argument("--limit", action="append", default=[], metavar="NAME=N",
                    help="change a limit listed by GET /api/limits, e.g. --limit max_requests=16 (repeatable)")
 
@@ -63,7 +81,14 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
               "MESSAGE_QUEUE": getattr(args, "message_queue", None),
               "METRICS_PREFIX": getattr(args, "metrics_prefix", "batch_lanes")}
     if "host" in args:  # the server's own command line (not the engine worker's)
-        config.update(HOST=args.host, PORT=args.port, PUBLIC_URL=args.public_url)
+        config.update(HOST=args.host, PORT=args.port, PUBLIC_URL=args.public_url,
+                      API_KEY=args.api_key or os.environ.get("VLLM_API_KEY") or os.environ.get("BATCH_LANES_API_KEY"),
+                      ALLOWED_ORIGINS=allowed_origins(args.allowed_origins, parser),
+                      SERVED_MODEL_NAMES=tuple(args.served_model_name))
+        if bool(args.ssl_keyfile) != bool(args.ssl_certfile):
+            parser.error("--ssl-keyfile and --ssl-certfile go together")
+        if args.threads is not None and args.threads < 4:
+            parser.error("--threads: at least 4")
     workload_limits = {f.name for f in fields(Limits)}
     changes = {}
     for item in args.limit:
@@ -83,6 +108,21 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
     config["LIMITS"] = replace(DEFAULTS["LIMITS"], **changes)
     config["LIVE_OPTIONS"] = live_options(args.live_options, parser)
     return config
+
+
+def allowed_origins(text: str | None, parser: argparse.ArgumentParser) -> tuple[str, ...]:
+    """--allowed-origins as a tuple of origins (vLLM's spelling: a JSON list; a comma-separated list is taken too)."""
+    import json
+
+    if not text:
+        return ()
+    try:
+        origins = json.loads(text) if text.lstrip().startswith("[") else [o.strip() for o in text.split(",")]
+    except json.JSONDecodeError as e:
+        parser.error(f"--allowed-origins: not a JSON list ({e})")
+    if not isinstance(origins, list) or not all(isinstance(o, str) and o for o in origins):
+        parser.error('--allowed-origins: expected a list of origins, e.g. \'["https://a.example"]\'')
+    return tuple(o.rstrip("/") for o in origins)
 
 
 def live_options(text: str, parser: argparse.ArgumentParser) -> dict:
@@ -112,24 +152,24 @@ def main(argv: list[str] | None = None) -> int:
     monkey_patch_if_asked(args.async_mode)  # before anything else imports the standard library's sockets
     import logging
 
-    from .runs.redis_link import QueueUnreachable
-    from .web.extensions import socketio
+    from .runs.redis_link import QueueUnreachable, connect_redis
+    from .server import THREADS, Listen, serve
     from .web.factory import create_app
 
     config = config_from_args(args, parser)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from .logs import configure as configure_logs
+    configure_logs(args.log_json)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log: our own lines carry sizes and timings
-    try:
-        app = create_app(config)
-    except QueueUnreachable as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    logging.getLogger("batch_lanes").info("serving on http://%s:%d (%s mode%s)", args.host, args.port, args.async_mode,
+    if args.message_queue:   # before the server starts: an unreachable Redis is a clear error, not a worker that fails
+        try:
+            connect_redis(args.message_queue).close()
+        except QueueUnreachable as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+    listen = Listen(args.host, args.port, args.threads or THREADS, args.ssl_certfile, args.ssl_keyfile)
+    server = "Werkzeug (--dev)" if args.dev and args.async_mode == "threading" else \
+        "eventlet" if args.async_mode == "eventlet" else f"gunicorn, {listen.threads} threads"
+    logging.getLogger("batch_lanes").info("serving on %s (%s mode, %s%s)", listen.url, args.async_mode, server,
                                           ", web process over Redis" if args.message_queue else "")
-    try:
-        socketio.run(app, host=args.host, port=args.port, debug=False, use_reloader=False, log_output=False,
-                     **serve_options(args.async_mode))   # idle timeout, no versions in `Server` (app.asyncmode)
-    finally:
-        if app.extensions["worker"] is not None:
-            app.extensions["worker"].stop()
+    serve(lambda: create_app(config), listen, args.async_mode, args.dev)
     return 0

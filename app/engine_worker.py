@@ -24,6 +24,7 @@ import socketio
 from .cli import add_engine_args, config_from_args
 from .live.gateway import LiveGateway
 from .live.prom import LiveMetrics
+from .live.stats import STATS_EVERY_S, StatsLine
 from .live.remote import BEAT_S
 from .protocol import Send
 from .runs.fanout import deliver
@@ -64,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = {**DEFAULTS, **config_from_args(args, parser)}
     config["DATA_DIR"] = config["DATA_DIR"] or os.environ.get("BATCH_LANES_DATA") or ROOT / "data"
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from .logs import configure as configure_logs
+    configure_logs(args.log_json)
     url = config["MESSAGE_QUEUE"]
     try:
         client = connect_redis(url)
@@ -79,13 +81,15 @@ def main(argv: list[str] | None = None) -> int:
     engine = Engine(None, config["LIMITS"]) if config["BACKEND"] == "sim" else None
     worker = EngineWorker(book, lambda sends: deliver(emitter, sends), store, config, engine)
 
-    metrics = LiveMetrics(config["METRICS_PREFIX"], config["LIMITS"].max_prompt_tokens + config["LIMITS"].max_new_tokens)
+    metrics = LiveMetrics(config["METRICS_PREFIX"], config["LIMITS"].max_prompt_tokens + config["LIMITS"].max_new_tokens,
+                          engine=me)   # the `engine` label: this replica
     live = LiveGateway(worker.live, config["LIVE_MAX_WAITING"], metrics)   # the web processes' /metrics sum them
     worker.on_live_step = lambda record: [Send(s.event, {**s.payload, "worker": me}, s.to) for s in live.after_step(record)]
     link = LiveLink(client, me, worker.live, live)
 
     _every(HEARTBEAT_S, lambda: book.beat_worker(worker.status), stop, "heartbeat")
     _every(BEAT_S, link.beat, stop, "live beat")
+    _every(STATS_EVERY_S, StatsLine(metrics).tick, stop, "stats line")
     _every(0.0, link.serve_one, stop, "live link")
     _every(0.0, lambda: book.serve_token_counts(lambda prompts: count_prompt_tokens(worker.engine, prompts))
            if worker.ready else stop.wait(0.5), stop, "token counts")

@@ -30,6 +30,8 @@ GROUPS = {
                            "tests.golden.lessons`)",
     "docs/*.png": "screenshots: the page (`screenshot.png`, in the README), the sweep view, the Live view, Present "
                   "mode, the memory map, the classroom sizes",
+    "docs/grafana-dashboard.json": "our Grafana dashboard of the live lane's /metrics (either prefix, every engine); "
+                                   "tests/app/test_openai_serve.py checks it names only what /metrics serves",
     "static/js/package.json": '`{"type": "module"}`, so node reads static/js/ as ES modules (tests/js/)',
     "package.json": "the pinned browser libraries (Socket.IO client, uPlot), copied to static/vendor/ at set-up",
     "package-lock.json": "what `npm ci` installs, pinned",

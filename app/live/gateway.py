@@ -71,6 +71,10 @@ class LiveRequest:
     stream: LiveStream
     prefilled: int = 0                # prompt tokens its prefill has read (engine.report.metrics.cell_prompt_tokens)
     counted: bool = False             # /metrics has counted its end
+    preempted: int = 0                # times a step evicted it
+    cached: int = 0                   # prompt tokens its last (re)start took from the prefix cache
+    echo_only: bool = False           # completions' echo with max_tokens 0: the one token it computes is never
+                                      # returned, so /metrics counts none (as usage does) and its end as "length"
 
 
 class LiveGateway:
@@ -98,35 +102,57 @@ class LiveGateway:
     def row_len(self) -> int:
         return self.ready_lane().row_len()
 
-    def group_id(self) -> str:
-        """The id of a request's n samples on the live lane: they open as `<it>·1`, `<it>·2`, ... (engine.workload.siblings)."""
-        return f"L{next(self.ids)}"
+    def room(self, count: int) -> None:
+        """`Unavailable` (429) unless `count` more requests fit in the live lane's queue now: a request's choices
+        queue all or none."""
+        queued = self.ready_lane().queued()
+        if queued + count > self.max_waiting:
+            raise Unavailable(429, "queue_full", f"{queued} requests are waiting for the live lane and this one brings "
+                              f"{count}, the limit is {self.max_waiting}; retry in a moment")
+
+    def request_id(self, wanted: str | None = None) -> str:
+        """A fresh id for an API request on the live lane: `wanted` (a client's X-Request-Id) unless it, or an id
+        made from it, is among the requests kept (then `wanted~N`); without one, `L<n>`."""
+        with self.lock:
+            while True:
+                rid = wanted or f"L{next(self.ids)}"
+                if not any(k == rid or k.startswith((rid + "·", rid + "-")) for k in self.requests):
+                    return rid
+                wanted = f"{wanted}~{next(self.ids)}" if wanted else None
+
+    def group_id(self, wanted: str | None = None) -> str:
+        """The id of a request's n samples on the live lane (`wanted`, from request_id, else made): they open as
+        `<it>·1`, `<it>·2`, ... (engine.workload.siblings)."""
+        return wanted or f"L{next(self.ids)}"
 
     def open(self, prompt_ids: list[int], prompt: str, max_tokens: int, temperature: float, top_p: float,
              seed: int | None, stop: tuple[str, ...], ignore_eos: bool, *, min_tokens: int = 0,
              logprobs: int | None = None, prompt_logprobs: int | None = None, grammar: object = None,
              index: int = 0, events: queue.Queue | None = None, group: str | None = None,
-             sample: int = 0) -> LiveStream:
+             sample: int = 0, echo_only: bool = False, request_id: str | None = None) -> LiveStream:
         """A checked request on the live lane as a stream (`index`, `events`: one of several sharing a queue;
-        `group`, `sample`: sample `sample` (from 1) of the request `group_id()` named, a sibling of the others)."""
+        `group`, `sample`: sample `sample` (from 1) of the request `group_id()` named, a sibling of the others, whose
+        prompt /metrics counts once, as usage does; `echo_only`: see LiveRequest; `request_id`: its id, from
+        `request_id()`, else made)."""
         lane = self.ready_lane()
         if lane.queued() >= self.max_waiting:
             raise Unavailable(429, "queue_full", f"{lane.queued()} requests are waiting for the live lane, the limit is "
                               f"{self.max_waiting}; retry in a moment")
-        rid = f"L{next(self.ids)}" if group is None else sibling_id(group, sample)
+        rid = (request_id or f"L{next(self.ids)}") if group is None else sibling_id(group, sample)
         spec = RequestSpec(id=rid, group=group, prompt=prompt, max_new_tokens=max_tokens, ignore_eos=ignore_eos,
                            prompt_ids=tuple(prompt_ids), temperature=temperature, top_p=top_p, seed=seed, stop=stop,
                            min_tokens=min_tokens, logprobs=logprobs, prompt_logprobs=prompt_logprobs, grammar=grammar)
         stream = LiveStream(spec, self.lane.cancel, index, events)
-        live = LiveRequest(Summary(spec.id, prompt[:TEXT_CHARS], len(prompt_ids), max_tokens, 0.0), stream)
+        live = LiveRequest(Summary(spec.id, prompt[:TEXT_CHARS], len(prompt_ids), max_tokens, 0.0), stream,
+                           echo_only=echo_only)
         arrival = lane.submit(spec, lambda record, cell: self._stepped(live, record, cell))
         with self.lock:   # (a step it took part in before this is streamed, not summarised)
             live.summary.arrival_ms = arrival
             self.requests[spec.id] = live
             while len(self.requests) > KEEP_REQUESTS:
                 self.requests.popitem(last=False)
-        if self.metrics is not None:
-            self.metrics.arrived(len(prompt_ids))
+        if self.metrics is not None and sample <= 1:   # n samples share their prompt: counted once
+            self.metrics.arrived(len(prompt_ids), max_tokens)
         lane.wake()
         return stream
 
@@ -136,6 +162,7 @@ class LiveGateway:
         (engine.report.metrics.request_times) into /metrics."""
         stream, s = live.stream, live.summary
         written = stream.take(record, cell)
+        counted = 0 if live.echo_only else written   # tokens returned to the client
         if not stream.abandoned:   # its client left: nothing more is handed to it
             stream.feed(record, cell, self.lane.failure() if record is None else None)
         end_ms = record.start_ms + record.ms if record is not None else self.lane.now_ms()
@@ -163,22 +190,25 @@ class LiveGateway:
                 self.metrics.admitted(new["queue_ms"] / 1000)
             if "ttft_ms" in new:
                 self.metrics.first_token(new["ttft_ms"] / 1000)
-            elif written > 0:
-                self.metrics.tokens_after_first(written, record.ms / 1000)
-            if written > 0:
-                self.metrics.generated(written)
+            elif counted > 0:
+                self.metrics.tokens_after_first(counted, record.ms / 1000)
+            if counted > 0:
+                self.metrics.generated(counted)
             if "latency_ms" in new and not live.counted:
                 live.counted = True
-                self._finished(s, stream.stop)
+                self._finished(live, StopReason.LENGTH if live.echo_only else stream.stop,
+                               0 if live.echo_only else s.tokens)
 
-    def _finished(self, s: Summary, stop: StopReason) -> None:
-        """/metrics of a request that ended with its last token: its phases' times (lane ms) and sizes."""
+    def _finished(self, live: LiveRequest, stop: StopReason, tokens: int) -> None:
+        """/metrics of a request that ended with its last token: its phases' times (lane ms), sizes, preemptions
+        and the prompt tokens its last (re)start took from the prefix cache."""
+        s = live.summary
         def span(a: float | None, b: float | None) -> float | None:
             return None if a is None or b is None else (b - a) / 1000
         self.metrics.finished("length" if stop is StopReason.LENGTH else "stop",
                               span(s.arrival_ms, s.finish_ms), span(s.admitted_ms, s.first_token_ms),
                               span(s.first_token_ms, s.finish_ms), span(s.admitted_ms, s.finish_ms),
-                              s.prompt_tokens, s.tokens)
+                              s.prompt_tokens, tokens, live.preempted, live.cached)
 
     def after_step(self, record: StepRecord) -> list[Send]:
         """On the worker's thread: the Live view's update for this step, sent to the `live` room (the record
@@ -204,9 +234,14 @@ class LiveGateway:
                 live.prefilled = 0
                 queries += live.summary.prompt_tokens
                 hits += c.get("cached", 0)
+                live.cached = c.get("cached", 0)
             computed, _, live.prefilled = cell_prompt_tokens(c, live.prefilled)
             tokens += computed + (len(c["tokens"]) if c.get("tokens") else c["token_id"] is not None)
-        self.metrics.stepped(preemptions=len(evictions(rec)), tokens=tokens, cache_queries=queries,
+        evicted = evictions(rec)
+        for request, _ in evicted:
+            if request in self.requests:
+                self.requests[request].preempted += 1
+        self.metrics.stepped(preemptions=len(evicted), tokens=tokens, cache_queries=queries,
                              cache_hits=hits)
 
     def snapshot(self) -> dict:

@@ -33,6 +33,7 @@ log = logging.getLogger("batch_lanes.live")
 P = "batch-lanes:live:"
 WORKERS = P + "workers"
 INFLIGHT = P + "inflight"
+LOST = P + "lost"    # worker -> requests that failed because it died (app.live.remote_metrics counts them as error)
 ALIVE_S = 3.0        # a worker's beat lapses this long after it was written (it beats every BEAT_S)
 BEAT_S = 1.0
 CALL_TIMEOUT_S = 10  # a tokenizing call unanswered this long: 503
@@ -175,7 +176,10 @@ class RemoteStream:
                         self.done = self.ended = True
                 elif not self.r.exists(alive_key(self.worker)):
                     self._fail(f"the engine worker {self.worker} stopped mid-request (its beat lapsed)")
-                    self.r.hdel(INFLIGHT, self.worker)
+                    pipe = self.r.pipeline().hdel(INFLIGHT, self.worker)
+                    if self.index == 0:   # a request's n choices are one request
+                        pipe.hincrby(LOST, self.worker, 1)
+                    pipe.execute()
         except redis.RedisError as e:
             self._fail(f"Redis unreachable while reading the request's events: {e}")
         finally:
@@ -239,7 +243,15 @@ class RemoteGateway:
                               f"of the least busy engine worker, the limit is {self.max_waiting}; retry in a moment")
         return worker
 
-    def group_id(self) -> str:
+    def request_id(self, wanted: str | None = None) -> str:
+        """`wanted` (a client's X-Request-Id) or a made id; the engine worker's gateway makes it unique on its lane."""
+        return wanted or uuid.uuid4().hex[:12]
+
+    def room(self, count: int) -> None:
+        """429 when the least busy engine worker's queue is full (each choice is routed as it opens)."""
+        self.route()
+
+    def group_id(self, wanted: str | None = None) -> str:
         """A request's n samples, routed once: "<uuid>:<worker>", the worker that takes them all (its lane names
         them as its own; they share blocks only on one lane)."""
         return f"{uuid.uuid4().hex}:{self.route()}"
@@ -248,13 +260,14 @@ class RemoteGateway:
              seed: int | None, stop: tuple[str, ...], ignore_eos: bool, *, min_tokens: int = 0,
              logprobs: int | None = None, prompt_logprobs: int | None = None, grammar: object = None,
              index: int = 0, events: queue.Queue | None = None, group: str | None = None,
-             sample: int = 0) -> RemoteStream:
+             sample: int = 0, echo_only: bool = False, request_id: str | None = None) -> RemoteStream:
         assert grammar is None, "compile_json refuses JSON output here"
         worker, rid = self.route() if group is None else group.split(":", 1)[1], uuid.uuid4().hex
         command = {"op": "open", "rid": rid, "prompt_ids": list(prompt_ids), "prompt": prompt, "max_tokens": max_tokens,
                    "temperature": temperature, "top_p": top_p, "seed": seed, "stop": list(stop),
                    "ignore_eos": ignore_eos, "min_tokens": min_tokens, "logprobs": logprobs,
-                   "prompt_logprobs": prompt_logprobs, "group": group, "sample": sample}
+                   "prompt_logprobs": prompt_logprobs, "group": group, "sample": sample,
+                   "echo_only": echo_only, "request_id": request_id}
         self.r.pipeline().hincrby(INFLIGHT, worker, 1).rpush(inbox(worker), json.dumps(command)).execute()
         stream = RemoteStream(self.r, worker, rid, index, events)
         threading.Thread(target=stream.pump, name=f"live {rid[:8]}", daemon=True).start()

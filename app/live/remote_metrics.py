@@ -1,20 +1,19 @@
-"""`/metrics` on a web process of a scale-out deployment: the engine workers' live-lane metrics, summed.
+"""`/metrics` on a web process of a scale-out deployment: the engine workers' live-lane metrics, side by side.
 
 Each engine worker keeps the same LiveMetrics (app.live.prom) as a single-process server, fed by its own gateway,
-and writes its exposition to Redis with its live beat (app.runs.live_link). A scrape here sums every live
-worker's samples series by series (counters, histogram buckets, sums and counts, running and waiting), so a
-dashboard sees the deployment as one server; the KV-use gauge is the workers' KV held over their KV capacity. A
-worker that died leaves the sum with its beat: the counters then drop, which Prometheus's rate() reads as a
-counter reset. Every web process reports the same numbers (scrape one). This module knows the Prometheus text
-format, nothing of the engine.
+labelled `engine` with its worker's name, and writes its exposition to Redis with its live beat
+(app.runs.live_link). A scrape here serves every live worker's families merged, each worker's series under its
+own `engine` (as vLLM serves its data-parallel engines; a dashboard sums by model_name). A worker that died
+leaves with its beat: its series go, which Prometheus reads as the end of those series; the requests it failed
+by dying are counted by the web processes that saw them end (`request_success_total{finished_reason="error"}`
+under its `engine`, kept in Redis so every web process serves them). Every web process reports the same
+numbers (scrape one). This module knows the Prometheus text format, nothing of the engine.
 """
 import redis
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 
-from .remote import RemoteLane, metrics_key
-
-KV_PERC = "kv_cache_usage_perc"
+from .remote import LOST, RemoteLane, metrics_key
 
 
 def _value(v: float) -> str:
@@ -27,8 +26,8 @@ def _labels(labels: tuple) -> str:
     return "{" + ",".join(f'{k}="{v}"' for k, v in labels) + "}"
 
 
-def summed(texts: list[str], kv: tuple[int, int]) -> str:
-    """The expositions `texts` as one: every series' values added up; `kv` = (KV held, KV capacity) overall."""
+def summed(texts: list[str]) -> str:
+    """The expositions `texts` as one: a series in several (the same labels) added up."""
     families: dict[str, tuple[str, str, dict]] = {}   # family name -> (type, help, {(sample name, labels): value})
     for text in texts:
         for f in text_string_to_metric_families(text):
@@ -41,8 +40,6 @@ def summed(texts: list[str], kv: tuple[int, int]) -> str:
         shown = name + "_total" if kind == "counter" else name
         out += [f"# HELP {shown} {doc}", f"# TYPE {shown} {kind}"]
         for (sample, labels), value in samples.items():
-            if name.endswith(KV_PERC):
-                value = kv[0] / max(1, kv[1])
             out.append(f"{sample}{_labels(labels)} {_value(value)}")
     return "\n".join(out) + "\n"
 
@@ -50,14 +47,24 @@ def summed(texts: list[str], kv: tuple[int, int]) -> str:
 class RemoteMetrics:
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self, lane: RemoteLane):
-        self.lane = lane
+    def __init__(self, lane: RemoteLane, prefix: str = "batch_lanes"):
+        self.lane, self.p = lane, prefix.rstrip(":") + ":"
+
+    def _lost(self, lost: dict) -> str:
+        """The requests dead workers failed, as request_success{finished_reason="error"} under their `engine`."""
+        name, model = self.p + "request_success", self.lane.model()
+        lines = [f"# HELP {name} Requests that ended, by finished_reason.", f"# TYPE {name} counter"]
+        lines += [f'{name}_total{_labels((("model_name", model), ("engine", w), ("finished_reason", "error")))} '
+                  f"{float(n)}" for w, n in sorted(lost.items())]
+        return "\n".join(lines) + "\n"
 
     def exposition(self) -> bytes:
         beats = self.lane.workers()
         try:
             texts = [t for t in self.lane.r.mget([metrics_key(w) for w in beats]) if t] if beats else []
+            lost = {w: int(n) for w, n in self.lane.r.hgetall(LOST).items() if w not in beats}
+            if lost:
+                texts.append(self._lost(lost))
         except redis.RedisError:
             texts = []
-        kv = (sum(b["kv_used"] for b in beats.values()), sum(b["kv_capacity"] for b in beats.values()))
-        return summed(texts, kv).encode()
+        return summed(texts).encode()

@@ -1,12 +1,13 @@
 """One API request's stream on the live lane: its typed events, and what turns its cells of each step into them.
 
 A `LiveStream` is what the HTTP handler reads: a `PromptEvent` once (a request that asked for prompt logprobs), a
-`TextEvent` per piece of text, then a `DoneEvent` or an `ErrorEvent`. On the worker's thread `feed` reads the
-request's cell of each step record: its text (decoded once, incrementally, by the engine), its logprobs, its stop;
-never an engine `Request`. Special tokens are left out of the text; a stop string cuts it, and a tail that may still
-become one is held back. Several streams of one HTTP request (n, a list of prompts) may share one `events` queue:
-each then puts (its index, event). `event_json` and `event_from_json` are the events' wire form between processes
-(app.live.remote, app.runs.live_link). This module knows the step record and the events, nothing of HTTP.
+`TextEvent` per piece of text (the first one as soon as a token exists, empty if it has no text yet), then a
+`DoneEvent` or an `ErrorEvent`. On the worker's thread `feed` reads the request's cell of each step record: its text
+(decoded once, incrementally, by the engine), its logprobs, its stop; never an engine `Request`. Special tokens are
+left out of the text; a stop string cuts it, and a tail that may still become one is held back. Several streams of
+one HTTP request (n, a list of prompts) may share one `events` queue: each then puts (its index, event).
+`event_json` and `event_from_json` are the events' wire form between processes (app.live.remote,
+app.runs.live_link). This module knows the step record and the events, nothing of HTTP.
 """
 import queue
 from dataclasses import dataclass
@@ -31,7 +32,8 @@ class TextEvent:
 class DoneEvent:
     finish: str       # "stop" or "length", as OpenAI spells it
     usage: dict       # prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details.cached_tokens
-    entries: list     # Entries of the tokens written after the last TextEvent (text held back, or cut at a stop)
+    entries: list     # Entries of the tokens whose text the last TextEvent completed (none past a stop string's cut,
+                      # nor of a special token, EOS, that ends the text: logprobs describe exactly the returned text)
 
 
 @dataclass(frozen=True)
@@ -101,9 +103,13 @@ class LiveStream:
         self.tokens = 0           # output tokens written so far
         self.cached = 0           # prompt tokens its latest (re)start took from the prefix cache
         self.stop: StopReason | None = None   # why it ended (CANCELLED: dropped by the lane)
-        self.pending: list = []   # logprob Entries of tokens written and not yet handed out
+        self.pending: list = []   # (offset, Entry) of tokens written and not yet handed out: offset is where the
+                                  # token's text begins in the response's text (a cell of several tokens: the cell's)
+        self.chars = 0            # characters of response text written so far (handed out or not)
+        self.sent_chars = 0       # ...handed out
         self.prompt_entries: list = []  # the prompt's Entries (prompt logprobs asked), from its first token's cell
         self.prompt_sent = False
+        self.started = False      # a TextEvent has been put (the first one may be empty: a token with no text yet)
         self.done = False
         self.abandoned = False    # its client left before the end: nothing more is handed to it
 
@@ -115,7 +121,10 @@ class LiveStream:
         self.events.put((self.index, event) if self.shared else event)
 
     def _take_entries(self) -> list:
-        got, self.pending = self.pending, []
+        """The Entries of the tokens whose text begins inside the text handed out so far (the first character of a
+        token past a stop string's cut, or of an ending special token, never is: those are never handed out)."""
+        got = [e for offset, e in self.pending if offset < self.sent_chars]
+        self.pending = [(offset, e) for offset, e in self.pending if offset >= self.sent_chars]
         return got
 
     def take(self, record: StepRecord | None, cell: SlotRecord | None) -> int:
@@ -127,9 +136,10 @@ class LiveStream:
         if cell is not None:
             written = len(cell.tokens) if cell.tokens else int(cell.token_id is not None)
             self.tokens += written
+            self.pending += [(self.chars, e) for e in cell.logprobs or ()]
             if cell.token and not cell.special:
                 self.unsent += cell.token
-            self.pending += cell.logprobs or ()
+                self.chars += len(cell.token)
             self.cached = cell.cached or self.cached
             if cell.prompt_logprobs is not None:
                 self.prompt_entries = list(cell.prompt_logprobs)
@@ -144,8 +154,13 @@ class LiveStream:
             self.prompt_sent = True
             self._put(PromptEvent(self.prompt_entries))
         if text:
+            self.sent_chars += len(text)
             self._put(TextEvent(text, self._take_entries(), self.tokens))
             self.unsent, self.sent_tail = self.unsent[len(text):], (self.sent_tail + text)[-TEXT_CHARS:]
+            self.started = True
+        elif self.tokens and not self.started and not self.finished:   # a first token with no text yet (held back,
+            self.started = True                                       # special, the simulator's): said, so the
+            self._put(TextEvent("", [], self.tokens))                  # client's first chunk goes with it
         if record is None and failure and not self.done:   # the lane dropped it after a failed step: an error
             self.done = True
             self._put(ErrorEvent(failure))

@@ -101,7 +101,10 @@ class LiveLink:
             stream = self.gateway.open(c["prompt_ids"], c["prompt"], c["max_tokens"], c["temperature"], c["top_p"],
                                        c["seed"], tuple(c["stop"]), c["ignore_eos"], min_tokens=c["min_tokens"],
                                        logprobs=c["logprobs"], prompt_logprobs=c["prompt_logprobs"], events=events,
-                                       group=self.groups.get(group), sample=c.get("sample", 0))
+                                       group=self.groups.get(group), sample=c.get("sample", 0),
+                                       echo_only=c.get("echo_only", False),
+                                       request_id=self.gateway.request_id(c["request_id"]) if c.get("request_id")
+                                       and group is None else None)
         except Unavailable as e:
             events.put((0, ErrorEvent(e.message)))
             return

@@ -12,6 +12,7 @@ every config key.
 import logging
 import os
 import secrets
+import time
 import uuid
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from ..live.gateway import LiveGateway
 from ..live.prom import LiveMetrics
 from ..live.remote import RemoteGateway
 from ..live.remote_metrics import RemoteMetrics
+from ..live.stats import StatsLine
 from ..runs.fanout import CATCH_UP_S, LocalFanout, RedisFanout, deliver
 from ..runs.memory_book import MemoryBook
 from ..runs.redis_book import HEARTBEAT_S
@@ -30,7 +32,7 @@ from ..runs.redis_link import CHANNEL, connect_redis, every
 from ..runs.service import Runs
 from ..runs.store import open_store
 from ..settings import DEFAULTS, ROOT
-from . import bodies, class_events, events, openai_api, references, routes, serving  # noqa: F401  (they register handlers on `socketio`)
+from . import access, bodies, requestlog, class_events, events, openai_api, references, routes, serving  # noqa: F401  (they register handlers on `socketio`)
 from .extensions import socketio
 from .frames import CheckedPacket
 from .ratelimit import RateLimiter, RedisRateLimiter
@@ -45,6 +47,7 @@ def create_app(config: dict | None = None, engine=None) -> Flask:
     app.config.update(DEFAULTS)
     app.config["SECRET_KEY"] = os.environ.get("BATCH_LANES_SECRET_KEY") or secrets.token_hex(32)
     app.config.update(config or {})
+    app.config["STARTED_AT"] = app.config["STARTED_AT"] or int(time.time())
     data_dir = app.config["DATA_DIR"] or os.environ.get("BATCH_LANES_DATA") or ROOT / "data"
     app.config["DATA_DIR"] = Path(data_dir)
     app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_MESSAGE_BYTES"]  # HTTP bodies (POST /api/generate) too
@@ -61,6 +64,8 @@ def create_app(config: dict | None = None, engine=None) -> Flask:
     app.register_blueprint(routes.bp)
     app.register_blueprint(references.bp)  # reference runs (app/web/references.py)
     app.register_blueprint(serving.bp)     # /health, /version, /tokenize, /detokenize, /v1/models/{id}
+    requestlog.register(app)   # X-Request-Id, an access log line per request
+    access.register(app)   # --api-key and --allowed-origins on /v1, /tokenize, /detokenize
     bodies.register(app)   # a JSON body too deep or holding a lone surrogate: a 400 naming where
     store = open_store(app.config, url)
     app.extensions["store"] = store
@@ -94,6 +99,7 @@ def _one_process(app: Flask, server, store, engine) -> None:
     metrics = LiveMetrics(config["METRICS_PREFIX"], config["LIMITS"].max_prompt_tokens + config["LIMITS"].max_new_tokens)
     live = LiveGateway(worker.live, config["LIVE_MAX_WAITING"], metrics)
     worker.on_live_step = live.after_step
+    server.start_background_task(StatsLine(metrics).run, server.sleep)   # a stats line every 10 s while busy
     app.register_blueprint(openai_api.bp)
     app.extensions.update(book=book, worker=worker, runs=Runs(book, store, server, config["LIMITS"], worker=worker),
                           live=live, metrics=metrics,
@@ -109,7 +115,8 @@ def _web_process(app: Flask, server, store, client: redis.Redis) -> None:
     server.manager.read_log = book.log_after   # the fan-out fills what pub/sub dropped from the runs' logs
     app.register_blueprint(openai_api.bp)   # served by the engine workers' live lanes (app.live.remote)
     live = RemoteGateway(config["MESSAGE_QUEUE"], config["LIVE_MAX_WAITING"])
-    app.extensions.update(book=book, worker=None, live=live, metrics=RemoteMetrics(live.lane),
+    metrics = RemoteMetrics(live.lane, config["METRICS_PREFIX"])
+    app.extensions.update(book=book, worker=None, live=live, metrics=metrics,
                           runs=Runs(book, store, server, config["LIMITS"], redis_client=client),
                           rate_limits={"submit": RedisRateLimiter(client, "submit", config["SUBMITS_PER_MINUTE"]),
                                        "watch": RedisRateLimiter(client, "watch", config["WATCHES_PER_MINUTE"])})

@@ -11,9 +11,12 @@ vLLM's `min_tokens` and `ignore_eos`, and a JSON `response_format` where xgramma
 parameters it cannot honour (tools, penalties, ...) are refused naming the parameter; unknown ones are
 ignored, as OpenAI does. Errors use OpenAI's body `{"error": {"message", "type", "param", "code"}}`: 400 for bad input, 404 for another model,
 429 when the live lane's queue is full, 503 while the model loads. A stream is server-sent events, one
-`data: {chunk}` per event and `data: [DONE]` last; its first content chunk leaves as soon as the first token
-exists. A client that goes away mid-stream frees its slot at the next step. This module knows HTTP and the
-OpenAI format; the live lane is app.live's (tokenized through its handle, never the engine).
+`data: {chunk}` per event and `data: [DONE]` last; its first chunk (chat's role) leaves with the first token, as
+vLLM's does, so a client's TTFT is the server's. At most MAX_CHOICES (32) prompts x n a request: more, or more than
+the live lane's queue holds, is a 400 naming `n` (or the prompt); a 429 (with Retry-After) means a full queue only.
+A request's id (app.web.requestlog: its X-Request-Id, else L<n>) is its id on the live lane. A client that goes
+away mid-stream frees its slot at the next step. This module knows HTTP and the OpenAI format; the live lane is
+app.live's (tokenized through its handle, never the engine).
 """
 import secrets
 import time
@@ -24,8 +27,9 @@ from engine.workload.siblings import sibling_seed
 
 from ..asyncmode import client_socket
 from ..live.gateway import Unavailable
+from . import requestlog
 from .openai_body import ChoiceBody, Choices
-from .openai_params import BadParam, Params, check, prompts
+from .openai_params import MAX_CHOICES, BadParam, Params, check, prompts
 from .bodies import json_body
 from .openai_stream import error, sse, whole
 
@@ -36,20 +40,32 @@ def _gateway():
     return current_app.extensions["live"]
 
 
+def served_names() -> list[str]:
+    """The names this server answers to: --served-model-name's (the first is the one it reports), else the model's
+    own id (its file or folder name)."""
+    return list(current_app.config["SERVED_MODEL_NAMES"]) or [current_app.extensions["runs"].model_status()["model"]]
+
+
 def _model_id() -> str:
-    return current_app.extensions["runs"].model_status()["model"]
+    return served_names()[0]
+
+
+def model_card(name: str) -> dict:
+    """A model as /v1/models lists it: `created` is when this server started (it loads the model then), `root`
+    the model's own id."""
+    return {"id": name, "object": "model", "created": current_app.config["STARTED_AT"], "owned_by": "batch-lanes",
+            "root": current_app.extensions["runs"].model_status()["model"], "parent": None}
 
 
 @bp.get("/models")
 def models():
-    return jsonify({"object": "list", "data": [{"id": _model_id(), "object": "model", "created": 0,
-                                                "owned_by": "batch-lanes"}]})
+    return jsonify({"object": "list", "data": [model_card(name) for name in served_names()]})
 
 
 def check_common(body: dict, kind: str) -> Params:
     """The parameters both endpoints share (and completions' echo), checked; the model named must be ours."""
     model = body.get("model")
-    if model is not None and model != _model_id():
+    if model is not None and model not in served_names() + [current_app.extensions["runs"].model_status()["model"]]:
         raise BadParam("model", f"the model {model!r} does not exist here; GET /v1/models lists {_model_id()!r}", 404,
                        "model_not_found")
     return check(body, kind, current_app.config["LIMITS"], 2048 if kind == "chat" else 16)
@@ -102,6 +118,13 @@ def _open(prompts_ids: list[tuple[list[int], str]], params: Params, param: str) 
     blocks), each with its own generator, stop and finish."""
     for ids, _ in prompts_ids:
         _check_length(ids, params, param)
+    count, most = len(prompts_ids) * params.n, min(MAX_CHOICES, _gateway().max_waiting)
+    if count > most:   # a request that can never fit is a 400, not a 429 a client would retry
+        field = "n" if params.n > 1 else param
+        raise BadParam(field, f"{len(prompts_ids)} prompt(s) x n {params.n} = {count} choices; a request may ask for at "
+                       f"most {most} (its choices queue together: at most {MAX_CHOICES} a request, and the live lane's "
+                       f"queue holds {_gateway().max_waiting})")
+    _gateway().room(count)
     if params.logprobs is not None and _gateway().lane.vocab_size() is None:
         raise BadParam("logprobs", "logprobs need a model's logits; this server runs the simulator")
     grammar = None
@@ -112,15 +135,19 @@ def _open(prompts_ids: list[tuple[list[int], str]], params: Params, param: str) 
             raise BadParam("response_format", str(e)) from None
     choices = Choices(params.n)
     echo_logprobs = params.logprobs if params.echo else None
+    base = _gateway().request_id(requestlog.given_id())   # the client's X-Request-Id, or L<n>: the lane's ids
+    requestlog.set_id(base)
     try:
         for p, (ids, prompt) in enumerate(prompts_ids):
-            group = _gateway().group_id() if params.n > 1 else None
+            rid = base if len(prompts_ids) == 1 else f"{base}-{p + 1}"
+            group = _gateway().group_id(rid) if params.n > 1 else None
             for j in range(params.n):
                 choices.streams.append(_gateway().open(
                     ids, prompt, max(1, params.max_tokens), params.temperature, params.top_p,
                     sibling_seed(params.seed, j + 1), params.stop, params.ignore_eos, min_tokens=params.min_tokens,
                     logprobs=params.logprobs, prompt_logprobs=echo_logprobs, grammar=grammar, index=p * params.n + j,
-                    events=choices.events, group=group, sample=j + 1 if group else 0))
+                    events=choices.events, group=group, sample=j + 1 if group else 0,
+                    echo_only=params.echo and params.max_tokens == 0, request_id=None if group else rid))
     except Unavailable:
         choices.close()  # a full queue part-way: none of this request's choices stays queued
         raise
@@ -162,15 +189,18 @@ def _serve(kind: str):
         return error(e.status, e.message, e.param, e.code)
     except Unavailable as e:
         return error(e.status, e.message, None, e.code)
-    head = {"id": ("chatcmpl-" if kind == "chat" else "cmpl-") + secrets.token_hex(12), "created": int(time.time()),
-            "model": _model_id()}
+    given = requestlog.given_id()   # as vLLM names a response: its X-Request-Id, else a random id
+    head = {"id": ("chatcmpl-" if kind == "chat" else "cmpl-") + (given or secrets.token_hex(12)),
+            "created": int(time.time()), "model": _model_id()}
+    facts = requestlog.facts()
+    facts.update(stream=params.stream, prompt_tokens=sum(len(ids) for ids, _ in asked))
     bodies = [ChoiceBody(p * params.n + j, kind, params, list(ids), prompt, lane.token_texts)
               for p, (ids, prompt) in enumerate(asked) for j in range(params.n)]
     sock = client_socket(request.environ)
     if params.stream:
-        response = Response(sse(streams, kind, head, bodies, params.include_usage, params.continuous_usage, sock),
+        response = Response(sse(streams, kind, head, bodies, params.include_usage, params.continuous_usage, sock, facts),
                             mimetype="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         response.call_on_close(streams.close)   # a client gone before the first chunk: the generator never ran
         return response
-    return whole(streams, kind, head, bodies, sock)
+    return whole(streams, kind, head, bodies, sock, facts)
 

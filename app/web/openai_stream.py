@@ -1,8 +1,8 @@
 """The OpenAI endpoint's responses from a request's live streams: one whole JSON body, or server-sent events.
 
 A stream is `data: {chunk}` events separated by blank lines: a role chunk per choice (chat), the echoed prompt
-(completions with `echo`), a chunk per piece of text as the live lane writes it (with its tokens' logprobs when
-asked), each choice's finish chunk, the usage chunk if asked (`continuous_usage_stats`: usage on every chunk too),
+(completions with `echo`), each sent just before that choice's first token, a chunk per piece of text as the live
+lane writes it (with its tokens' logprobs when asked), each choice's finish chunk, the usage chunk if asked (`continuous_usage_stats`: usage on every chunk too),
 `data: [DONE]`; every chunk names its choice's `index`. Streamed or whole, it looks whether its client has closed
 the connection (the socket app.asyncmode.client_socket finds, under werkzeug or eventlet) while it waits, so a
 client that goes away frees its slots (or its places in the queue) at the next step; a stream the server stops
@@ -21,16 +21,20 @@ from .openai_body import ChoiceBody, Choices, usage
 
 CLIENT_GONE = 499
 READ_TIMEOUT_S = 0.05   # how often a waiting stream looks whether its client is still there
+RETRY_AFTER_S = 1       # a 429's Retry-After: a full queue drains by a request or more a second on the live lane
 
 
 def error(status: int, message: str, param: str | None = None, code: str | None = None):
     kind = {429: "rate_limit_error"}.get(status, "invalid_request_error" if 400 <= status < 500 else "server_error")
-    return jsonify({"error": {"message": message, "type": kind, "param": param, "code": code}}), status
+    headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 429 else {}
+    return jsonify({"error": {"message": message, "type": kind, "param": param, "code": code}}), status, headers
 
 
-def whole(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], sock=None):
+def whole(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], sock=None, facts: dict | None = None):
     """Every choice's whole text, then one body; an engine error is a 500 naming it. If the client left first, its
-    requests are dropped and the (unread) answer is an empty 499, nginx's "client closed request"."""
+    requests are dropped and the (unread) answer is an empty 499, nginx's "client closed request". `facts`
+    (app.web.requestlog) gets the first token's time and the tokens written."""
+    facts = {} if facts is None else facts
     left, looked = len(bodies), time.monotonic()
     try:
         while left:
@@ -44,18 +48,22 @@ def whole(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], soc
             index, event = got
             if isinstance(event, ErrorEvent):
                 return error(500, event.message, None, "engine_error")
+            if isinstance(event, (TextEvent, DoneEvent)):
+                facts.setdefault("first_token_at", time.monotonic())
             bodies[index].add(event)
             left -= isinstance(event, DoneEvent)
     finally:
         streams.close()
+        facts["output_tokens"] = sum(b.tokens for b in bodies)
     return jsonify({**head, "object": "chat.completion" if kind == "chat" else "text_completion",
                     "choices": [b.whole() for b in bodies], "usage": usage(bodies, streams.n)})
 
 
 def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], include_usage: bool,
-        continuous_usage: bool, sock):
+        continuous_usage: bool, sock, facts: dict | None = None):
     """The server-sent events of a request's choices, `[DONE]` last. Between events it looks whether the client
-    closed its connection."""
+    closed its connection. `facts` (app.web.requestlog) gets the first chunk's time and the tokens written."""
+    facts = {} if facts is None else facts
     obj = "chat.completion.chunk" if kind == "chat" else "text_completion"
     extra = {"usage": None} if include_usage else {}
 
@@ -68,12 +76,21 @@ def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], inclu
             choice["text"] = delta or ""
         more = {"usage": usage(bodies, streams.n)} if continuous_usage else extra
         return data({**head, "object": obj, "choices": [choice], **more})
+    opened: set[int] = set()
+
+    def first(body: ChoiceBody):
+        """A choice's opening chunk (chat: its role; completions: the echoed prompt), with its first token, as vLLM
+        sends it: a client times its first token from the first chunk."""
+        if body.index in opened:
+            return
+        opened.add(body.index)
+        facts.setdefault("first_token_at", time.monotonic())
+        if kind == "chat":
+            yield chunk(body, None, role=True)
+        elif body.params.echo and body.params.logprobs is None:
+            yield chunk(body, body.prompt_text)
     try:
-        for body in bodies:
-            if kind == "chat":
-                yield chunk(body, None, role=True)
-            elif body.params.echo and body.params.logprobs is None:
-                yield chunk(body, body.prompt_text)
+        yield b""   # an empty write: gunicorn and werkzeug send the status line and headers on acceptance, as vLLM does
         left = len(bodies)
         while left:
             got = streams.read(READ_TIMEOUT_S)
@@ -84,9 +101,11 @@ def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], inclu
             index, event = got
             body = bodies[index]
             body.add(event)
+            if not isinstance(event, ErrorEvent):
+                yield from first(body)
             if isinstance(event, PromptEvent) and body.params.echo:  # the echoed prompt with its logprobs
                 yield chunk(body, body.prompt_text, logprobs=body.logprobs([], prompt=True))
-            elif isinstance(event, TextEvent) and not body.echo_only:
+            elif isinstance(event, TextEvent) and event.text and not body.echo_only:
                 yield chunk(body, event.text, logprobs=body.logprobs(event.entries))
             elif isinstance(event, ErrorEvent):  # the status line has gone: the error travels as an event, as vLLM does
                 yield data({"error": {"message": event.message, "type": "server_error", "param": None,
@@ -102,6 +121,7 @@ def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], inclu
         yield b"data: [DONE]\n\n"
     finally:
         streams.close()  # the client went away (or got everything): requests still running leave their slots
+        facts["output_tokens"] = sum(b.tokens for b in bodies)
 
 
 def data(obj: dict) -> bytes:

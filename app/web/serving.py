@@ -60,10 +60,10 @@ def version_route():
 
 @bp.get("/v1/models/<path:model_id>")
 def model(model_id: str):
-    name = current_app.extensions["runs"].model_status()["model"]
-    if model_id != name:
+    from .openai_api import model_card, served_names
+    if model_id not in served_names():
         return error(404, f"The model `{model_id}` does not exist.", "model", "model_not_found")
-    return jsonify({"id": name, "object": "model", "created": 0, "owned_by": "batch-lanes"})
+    return jsonify(model_card(model_id))
 
 
 def _body() -> dict:

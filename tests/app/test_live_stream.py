@@ -61,7 +61,7 @@ def test_the_text_handed_out_from_cells_is_what_whole_decodes_gave_with_stops_cu
                               stop=StopReason.STOP if last else None)
             s.take(step(n, cell, last), cell)
             s.feed(step(n, cell, last), cell, None)
-            got += [e.text for e in events(s) if isinstance(e, TextEvent)]
+            got += [e.text for e in events(s) if isinstance(e, TextEvent) and e.text]   # (the first may be empty)
         assert got == whole_text_stream(pieces, stops), (pieces, stops)
 
 
@@ -87,3 +87,20 @@ def test_a_request_the_lane_dropped_after_a_failed_step_ends_with_an_error():
     s.take(None, None)
     s.feed(None, None, "the engine failed")
     assert events(s) == [ErrorEvent("the engine failed")] and s.stop is StopReason.CANCELLED
+
+
+def test_logprobs_leave_out_the_tokens_the_text_leaves_out_past_a_stop_string_and_an_ending_eos():
+    for stop, last, reason in ((("!",), ("!x", False), StopReason.STOP), ((), ("<|im_end|>", True), StopReason.EOS)):
+        s = stream_of(stop, logprobs=0)
+        pieces = [("Hi", False), (" there", False), last]
+        for n, (token, special) in enumerate(pieces, 1):
+            end = n == len(pieces)
+            cell = SlotRecord(SlotState.DECODE, "L1", token_id=n, token=token, special=special,
+                              stop=reason if end else None, logprobs=((n, -0.5, ()),))
+            s.take(step(n, cell, end), cell)
+            s.feed(step(n, cell, end), cell, None)
+        got = events(s)
+        text = "".join(e.text for e in got if isinstance(e, TextEvent))
+        shown = [e[0] for ev in got if isinstance(ev, (TextEvent, DoneEvent)) for e in ev.entries]
+        assert text == "Hi there" and shown == [1, 2], (stop, got)
+        assert got[-1].usage["completion_tokens"] == 3          # usage counts every token written, as vLLM does

@@ -270,7 +270,7 @@ def test_a_full_live_queue_answers_429(tmp_path):
             time.sleep(0.02)
         with pytest.raises(openai.RateLimitError) as e:
             c.chat.completions.create(**long)
-        assert e.value.code == "queue_full"
+        assert e.value.code == "queue_full" and e.value.response.headers["Retry-After"] == "1"
         first.close()
         second.join(120)
         assert answers[0].usage.completion_tokens == 120      # the waiting one was served once the slot freed

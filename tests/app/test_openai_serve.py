@@ -177,6 +177,11 @@ def test_metrics_count_ends_by_reason_and_the_new_families(sim):
                  "request_inference_time_seconds_count"):
         assert delta[f"batch_lanes:{name}"] == 1, name
     assert delta["batch_lanes:iteration_tokens_total_count"] >= 3
+    assert delta["batch_lanes:request_time_per_output_token_seconds_count"] == 1           # 3 tokens: a decode
+    assert delta["batch_lanes:request_params_max_tokens_sum"] == 3 + 200                # both asked
+    assert delta["batch_lanes:request_num_preemptions_count"] == 1
+    assert delta["batch_lanes:request_prefill_kv_computed_tokens_count"] == 1
+    assert delta["batch_lanes:prompt_tokens_cached_total"] == delta["batch_lanes:prefix_cache_hits_total"]
     assert delta["batch_lanes:prefix_cache_queries_total"] >= delta["batch_lanes:prefix_cache_hits_total"] >= 0
 
 
@@ -348,3 +353,33 @@ def test_an_internal_error_under_v1_is_a_500_in_openais_object(make_app):
     assert r.status_code == 500
     assert r.get_json()["error"]["type"] == "server_error" and set(r.get_json()["error"]) == {"message", "type",
                                                                                               "param", "code"}
+
+
+def test_the_grafana_dashboard_queries_only_what_metrics_serves_under_either_prefix(make_app):
+    """docs/grafana-dashboard.json (ours): every metric its panels and variables name, with its `prefix` variable set
+    to either prefix, is a series /metrics serves; every label it groups or filters by is one those series carry."""
+    import re
+    from pathlib import Path
+
+    dashboard = json.loads((Path(__file__).resolve().parents[2] / "docs" / "grafana-dashboard.json").read_text())
+    queries = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    queries += [v["definition"] for v in dashboard["templating"]["list"] if "definition" in v]
+    assert len(queries) > 20 and all("${prefix}:" in q for q in queries)
+    for prefix in ("batch_lanes", "vllm"):
+        app = make_app({"BACKEND": "sim", "METRICS_PREFIX": prefix})
+        text = app.test_client().get("/metrics").get_data(as_text=True)
+        samples = [s for f in text_string_to_metric_families(text) for s in f.samples]
+        served = {s.name for s in samples}
+        labels = {k for s in samples for k in s.labels}
+        named = set()
+        for q in queries:
+            q = q.replace("${prefix}", prefix)
+            named |= set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*:[A-Za-z0-9_:]*", q))
+            grouped = {g.strip() for by in re.findall(r"by \(([^)]*)\)", q) for g in by.split(",")}
+            filtered = set(re.findall(r"([A-Za-z_]+)=~?\"", q)) | set(re.findall(r", ([a-z_]+)\)$", q))
+            assert grouped | filtered <= labels, (q, (grouped | filtered) - labels)
+        assert named and named <= served, named - served
+    assert {"vllm:request_time_per_output_token_seconds_bucket", "vllm:num_requests_waiting_by_reason",
+            "vllm:prompt_tokens_cached_total", "vllm:request_num_preemptions_count", "vllm:cache_config_info",
+            "vllm:kv_cache_usage_perc"} <= served
+    assert {s.labels["engine"] for s in samples} == {"0"}

@@ -42,10 +42,14 @@ def running(d) -> dict[str, int]:
 
 
 def scrape(url: str) -> dict[str, float]:
-    """A web process's /metrics as {name{label values}: value}, model_name left out."""
+    """A web process's /metrics as {name{label values}: value}, model_name left out, the engines summed."""
     text = requests.get(url + "/metrics", timeout=10).text
-    return {s.name + "{" + ",".join(v for k, v in s.labels.items() if k != "model_name") + "}": s.value
-            for f in text_string_to_metric_families(text) for s in f.samples}
+    out: dict[str, float] = {}
+    for f in text_string_to_metric_families(text):
+        for s in f.samples:
+            key = s.name + "{" + ",".join(v for k, v in s.labels.items() if k not in ("model_name", "engine")) + "}"
+            out[key] = out.get(key, 0) + s.value
+    return out
 
 
 def worker_name(proc) -> str:
@@ -166,6 +170,8 @@ def test_a_worker_killed_mid_stream_ends_its_streams_with_an_error_and_done(tmp_
             assert r.status_code == 200, r.text
             assert r.json()["usage"]["completion_tokens"] == 3
         assert list(beats(d)) == [w for w in map(worker_name, d.workers) if w != first]
+        for url, _ in d.webs:   # its two failed requests counted, on every web process, under its engine
+            assert scrape(url)["batch_lanes:request_success_total{error}"] == 2
 
 
 def test_a_worker_with_live_work_takes_from_the_run_queue_without_blocking(tmp_path):
