@@ -29,7 +29,7 @@ import { createClass } from "./class.js";
 import { createShare } from "./share.js";
 import { connect } from "../ui/socket.js";
 import { hovered, placeZoomBand, presenterBudget, sizeCanvas } from "../canvas/stage.js";
-import { Action, applyEvent, createState, isLive, liveOwnRun, nextSend } from "./state.js";
+import { Action, applyEvent, createState, isLive, nextSend } from "./state.js";
 import { ConnectionEvent, RunStatus, ServerEvent } from "../core/vocab.js";
 import { renderPresets, renderStatus } from "./status.js";
 import { renderNoise } from "./noise.js";
@@ -100,7 +100,8 @@ dom.presetPick.addEventListener("change", () => {
 const share = createShare({ link: dom.runLink, qrButton: $("btn-qr"), status: $("share-status"), popover: $("qr-popover"),
   frame: $("qr-frame"), url: $("qr-url"), close: $("qr-close") });
 const klass = createClass($("class-bar"), { send: socket.send, code: document.body.dataset.classCode || "",
-  missing: document.body.dataset.missingClass || "" });
+  missing: document.body.dataset.missingClass || "", onShowMine: () => push({ type: "show-mine" }),
+  onShowTeacher: (runId) => push({ type: "show-teacher", runId }) });
 Object.defineProperty(window, "__class", { get: () => klass.info });  // what the class's browser tests read
 bindGlossary(document, $("glossary-tip"));
 createTokenCount($("editor"));
@@ -144,17 +145,28 @@ function sendWhatIsNext() {
   }
 }
 
-/** A class's events: a student's page follows the teacher's new run or the stored run the teacher shows (unless its own
- * run is live); a teacher's page tells the class which run it shows (class.js). */
+/** Show the run `runId` (watched: its backlog, then live); our own run, if shown, stays one click away (state.js). */
+function follow(runId) {
+  state = applyEvent(state, { type: Action.WATCHING, payload: { run_id: runId } });
+  socket.watch(runId);
+}
+
+/** A class's events: a student's page follows the teacher's new run or the stored run the teacher shows, even while
+ * its own run is live (kept aside, one click away); a teacher's page tells the class which run it shows (class.js). */
 function onClass(event) {
   if (event.type === ConnectionEvent.CONNECTED) klass.connected();
   const about = [ServerEvent.CLASS_STATE, ServerEvent.CLASS_CLOSED, ServerEvent.RUN_ERROR, ServerEvent.RUN_STARTED];
   if (!about.includes(event.type)) return;
-  const follow = klass.onEvent(event);
-  if (follow && !liveOwnRun(state)) {
-    state = applyEvent(state, { type: Action.WATCHING, payload: { run_id: follow } });
-    socket.watch(follow);
-  }
+  const teachers = klass.onEvent(event);
+  if (teachers) follow(teachers);
+}
+
+/** A student's submit while the teacher has locked them: refused here, with the server's words, and nothing stopped. */
+function lockedOut(name) {
+  if (!klass.locked()) return false;
+  state = { ...state, error: { message: `class ${klass.info.code}: the teacher has locked submits for now; watch the `
+    + "teacher's run (your own can go once they unlock them)", field: "class", run_id: null, code: "locked", refused: name } };
+  return true;
 }
 
 function onServer(event) {
@@ -171,8 +183,9 @@ function onServer(event) {
     const named = run.workload.clock || (presets.find((p) => p.name === run.workload.name) || {}).clock;
     pb = { ...pb, t: 0, playing: true, clock: isTimed(run.workload) ? "ms" : named || pb.clock };
     ui = { ...ui, requestLane: null, link: null, intro: false };
-    if (!run.own) {  // a shared link or a replay: show its mix in the editor
+    if (!run.own) {  // a shared link, a replay or the teacher's run: its mix in the editor, its preset's lesson and button
       editor.load(run.workload);
+      ui = { ...ui, preset: presets.some((p) => p.name === run.workload.name) ? run.workload.name : null };
       if (!classPage) writeUrl(location.pathname, encodeMix({ workload: run.workload }));
     }
     // the address replays this run (a student's stays the class's link, which follows the teacher)
@@ -226,7 +239,7 @@ function onInput(a, derived) {
     case "limits": editor.setLimits(a.limits); break;
     case "preset": {
       const preset = presets.find((p) => p.name === a.name);
-      if (!preset) break;
+      if (!preset || lockedOut(preset.name)) break;
       editor.load(preset, preset.generate);
       ui = { ...ui, preset: preset.name, intro: false, link: null };
       if (!classPage) writeUrl("/", `preset=${encodeURIComponent(preset.name)}`);
@@ -244,7 +257,18 @@ function onInput(a, derived) {
       if (a.requests) editor.fillRequests(a.requests, a.workload);
       else editor.showErrors([{ field: a.field || "generate", message: a.message }]);
       break;
+    case "show-mine": {  // our own run again, from its start, with its mix and its preset's lesson
+      state = applyEvent(state, { type: Action.SHOW_MINE });
+      const run = state.run;
+      if (!run || !run.workload) break;
+      editor.load(run.workload);
+      ui = { ...ui, preset: presets.some((p) => p.name === run.workload.name) ? run.workload.name : null, zoom: null };
+      pb = { ...pb, t: 0, playing: true };
+      break;
+    }
+    case "show-teacher": follow(a.runId); break;
     case "run":  // the button sits in the editor, below the lanes: bring the lanes into view to watch the run
+      if (lockedOut(editor.meta.name)) break;
       ui = { ...ui, intro: false, link: null };
       if (want()) scrollToStage = true;  // after the next render, whose lesson text may move the stage
       break;
@@ -361,6 +385,7 @@ function render() {
     hide: !revealed, short: ui.present });
   renderNoise($("noise"), derived.metrics, state.model.step_noise);  // how noisy the ms figures are (noise.js)
   references.update({ presetName: ui.preset, run: state.run, ready: state.connected && state.model.ready });
+  klass.sync(state.run, state.mine);
   share.update(state.run && state.run.workload ? state.run.id : null);
   for (const button of Object.values(dom.exports)) button.disabled = !derived.lanes.length;
   panels.refresh(derived, scene, shown, limit, { clock: pb.clock, view: ui.view, reveal: ui.reveal, requestLane: ui.requestLane });

@@ -1,0 +1,50 @@
+// A student's page follows the teacher's run while its own run is live (issue 38): its own run is kept in `mine`,
+// its events still fold into it, a new mix cancels it first (never a refused submit), and it is one action away.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Action, applyEvent, createState, liveOwnRun, nextSend } from "../../../static/js/lanes/state.js";
+import { ConnectionEvent, RunStatus, ServerEvent } from "../../../static/js/core/vocab.js";
+
+const MIX = { name: "mixed", slots: 4, requests: [] };
+
+function queuedOwn() {
+  let s = createState();
+  s = applyEvent(s, { type: ConnectionEvent.CONNECTED });
+  s = applyEvent(s, { type: ServerEvent.MODEL_STATUS, payload: { ready: true } });
+  s = applyEvent(s, { type: Action.WANTED, payload: { workload: MIX, lanes: ["static"] } });
+  s = applyEvent(s, { type: Action.SUBMITTED });
+  return applyEvent(s, { type: ServerEvent.RUN_QUEUED, payload: { run_id: "mine1", position: 2 } });
+}
+
+test("following the teacher's run keeps a queued own run live, one action away", () => {
+  let s = applyEvent(queuedOwn(), { type: Action.WATCHING, payload: { run_id: "teacher1" } });
+  assert.equal(s.run.id, "teacher1");
+  assert.equal(s.run.own, false);
+  assert.equal(s.mine.id, "mine1");
+  assert.equal(liveOwnRun(s).id, "mine1");
+  s = applyEvent(s, { type: ServerEvent.RUN_QUEUED, payload: { run_id: "mine1", position: 1 } });
+  assert.equal(s.mine.position, 1);                 // its position still counts
+  assert.equal(s.run.id, "teacher1");
+  s = applyEvent(s, { type: ServerEvent.RUN_STARTED, payload: { run_id: "mine1", lanes: ["static"], workload: MIX } });
+  s = applyEvent(s, { type: ServerEvent.TICK, payload: { run_id: "mine1", t: 1, lanes: { static: { step: 1 } } } });
+  assert.equal(s.mine.status, RunStatus.RUNNING);
+  assert.equal(s.mine.records.static.length, 1);
+  // another preset: our live run is cancelled first, then submitted
+  s = applyEvent(s, { type: Action.WANTED, payload: { workload: { ...MIX, name: "same" }, lanes: ["static"] } });
+  assert.deepEqual(nextSend(s), { type: "cancel", runId: "mine1" });
+  const shown = applyEvent(s, { type: Action.SHOW_MINE });
+  assert.equal(shown.run.id, "mine1");
+  assert.equal(shown.run.own, true);
+  assert.equal(shown.mine, null);
+});
+
+test("a cancel of our kept run (the teacher's, say) ends it without touching the run on screen", () => {
+  let s = applyEvent(queuedOwn(), { type: Action.WATCHING, payload: { run_id: "teacher1" } });
+  s = applyEvent(s, { type: ServerEvent.RUN_ERROR, payload: { run_id: "mine1", code: "cancelled",
+    message: "run mine1 cancelled: cancelled by the teacher" } });
+  assert.equal(s.mine.status, RunStatus.ERROR);
+  assert.equal(s.run.id, "teacher1");
+  assert.equal(s.error, null);
+  assert.match(s.mine.ended, /cancelled by the teacher/);
+  assert.equal(liveOwnRun(s), null);
+});
