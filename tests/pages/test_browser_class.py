@@ -151,6 +151,17 @@ def test_a_class_follows_its_teacher_who_stops_student_runs_locks_submits_and_is
         for student in students:
             student.wait_for_function("(id) => window.__lanes.runId === id", arg=run_id)
         teacher.screenshot(path=str(ARTIFACTS / "class-teacher.png"))
+        previous = None                                          # a student keeps the limit of 4 a minute, and the
+        for name in ["same", "mixed", "one-long", "same"]:        # refusal of a 5th stops nothing
+            watcher.click(f'button[data-preset="{name}"]')
+            watcher.wait_for_function("([name, old]) => window.__lanes.own && window.__lanes.mix === name && "
+                                      "window.__lanes.runId !== old", arg=[name, previous])
+            previous = watcher.evaluate("() => window.__lanes.runId")
+        watcher.click('button[data-preset="mixed"]')
+        watcher.wait_for_function("() => /too many submits/.test(document.getElementById('run-status').textContent)")
+        assert "\u201cmixed\u201d did not start; the lanes show \u201csame\u201d." in watcher.text_content("#run-status")
+        assert watcher.evaluate("() => window.__lanes.runId") == previous
+        assert status(watcher) in ("queued", "running", "finished")
         teacher.click("#btn-qr")                                 # the run's QR code says the same of 127.0.0.1
         teacher.wait_for_selector("#qr-warning", state="visible")
         assert "a phone cannot reach it" in teacher.text_content("#qr-warning")

@@ -141,6 +141,7 @@ function sendWhatIsNext() {
     state = applyEvent(state, { type: Action.CANCELLING, payload: { run_id: next.runId } });
   } else {
     socket.submit(next.workload, next.lanes);
+    submitTimes = [...submitTimes.slice(-60), performance.now()];
     state = applyEvent(state, { type: Action.SUBMITTED, payload: null });
   }
 }
@@ -161,12 +162,27 @@ function onClass(event) {
   if (teachers) follow(teachers);
 }
 
-/** A student's submit while the teacher has locked them: refused here, with the server's words, and nothing stopped. */
+let submitLimit = null;  // submits a minute the server takes from this page (/api/limits), outside a class's teacher
+let submitTimes = [];   // when this page sent its recent submits (performance.now() ms)
+
+/** A submit the server would refuse (the class's submits locked, or this page's submits a minute spent): refused here
+ * with the server's words, so the run on screen is never stopped for a submit that cannot start. */
 function lockedOut(name) {
-  if (!klass.locked()) return false;
-  state = { ...state, error: { message: `class ${klass.info.code}: the teacher has locked submits for now; watch the `
-    + "teacher's run (your own can go once they unlock them)", field: "class", run_id: null, code: "locked", refused: name } };
-  return true;
+  const refuse = (message, field, code) => {
+    state = { ...state, error: { message, field, run_id: null, code, refused: name } };
+    return true;
+  };
+  if (klass.locked()) {
+    return refuse(`class ${klass.info.code}: the teacher has locked submits for now; watch the teacher's run (your own `
+      + "can go once they unlock them)", "class", "locked");
+  }
+  const recent = submitTimes.filter((t) => performance.now() - t < 60_000);
+  if (submitLimit && klass.role !== "teacher" && recent.length >= submitLimit) {
+    const wait = Math.ceil((60_000 - (performance.now() - recent[recent.length - submitLimit])) / 1000);
+    return refuse(`too many submits: the limit is ${submitLimit} per minute per client; wait ${wait} s`, "submit",
+      "rate_limited");
+  }
+  return false;
 }
 
 function onServer(event) {
@@ -236,7 +252,7 @@ function onInput(a, derived) {
       renderPresets(dom.presetButtons, presets, dom.presetPick);
       if (!document.body.dataset.runId) loadFromHash(!missingRun);  // a /runs/<id> page shows its run's mix instead
       break;
-    case "limits": editor.setLimits(a.limits); break;
+    case "limits": editor.setLimits(a.limits); submitLimit = Number(a.limits.submits_per_minute) || null; break;
     case "preset": {
       const preset = presets.find((p) => p.name === a.name);
       if (!preset || lockedOut(preset.name)) break;
@@ -260,9 +276,10 @@ function onInput(a, derived) {
     case "show-mine": {  // our own run again, from its start, with its mix and its preset's lesson
       state = applyEvent(state, { type: Action.SHOW_MINE });
       const run = state.run;
-      if (!run || !run.workload) break;
-      editor.load(run.workload);
-      ui = { ...ui, preset: presets.some((p) => p.name === run.workload.name) ? run.workload.name : null, zoom: null };
+      if (!run) break;
+      const name = run.workload ? run.workload.name : run.name;  // a queued run: the name it was submitted with
+      if (run.workload) editor.load(run.workload);
+      ui = { ...ui, preset: presets.some((p) => p.name === name) ? name : null, zoom: null };
       pb = { ...pb, t: 0, playing: true };
       break;
     }
