@@ -102,6 +102,21 @@ def test_a_class_holds_at_most_its_cap_of_queued_student_runs_and_the_refusal_na
     assert taken_order(book) == ["t", "s0", "s1", "s2", "s-other-class"]
 
 
+def test_a_teachers_cancel_stops_only_its_class_student_runs_executing_or_queued_and_says_who(book):
+    book.submit(job("s-run", "K1", STUDENT))
+    executing = book.take(timeout=0)[0]
+    assert [j.run_id for j in book.running_jobs()] == ["s-run"]
+    for name, code, role in (("s-queued", "K1", STUDENT), ("t", "K1", TEACHER), ("s-other", "K2", STUDENT)):
+        book.submit(job(name, code, role))
+    for run_id in ("t", "s-other"):                           # the teacher's own, another class's: not its to stop
+        with pytest.raises(Rejected):
+            book.cancel(None, run_id, class_code="K1")
+    assert book.cancel(None, "s-run", class_code="K1") == [] and book.stop_reason(executing) == "cancelled by the teacher"
+    ended = [s.payload for s in book.cancel(None, "s-queued", class_code="K1") if s.payload.get("code") == "cancelled"]
+    assert [(p["run_id"], p["message"]) for p in ended] == [("s-queued", "run s-queued cancelled: cancelled by the teacher")]
+    assert [j.run_id for j in book.queued_jobs()] == ["t", "s-other"]
+
+
 # -- classes over the socket layer (in-process server, simulator) -----------------------------------------
 
 @pytest.fixture

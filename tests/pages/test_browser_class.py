@@ -78,7 +78,10 @@ def test_a_class_follows_its_teacher_who_stops_student_runs_locks_submits_and_is
         for student in students:                                 # join by the class link
             ready(student, f"{paced}/c/{code}")
             student.wait_for_function("() => window.__class.role === 'student'")
-            assert not student.is_visible("#preset-buttons")     # view only
+            assert not student.is_visible("#preset-buttons")     # view only: no "pick a preset above" either
+            student.wait_for_function("() => /the teacher's run shows here/.test(document.getElementById('empty')"
+                                      ".textContent)")
+            assert "preset" not in (student.text_content("#lesson") + student.text_content("#empty")).lower()
         teacher.wait_for_function("() => window.__class.students === 3")
         assert "3 students" in teacher.text_content("#class-info")
 

@@ -399,7 +399,7 @@ function render() {
   syncControls(dom, pb, limit, derived.lanes.length > 0, { total: revealed, max: revealed ? limit : full });
   dom.help.hidden = !ui.help;
   renderStatus(dom, state, { presetName: ui.preset, presets, mix: editor.meta, derived, intro: ui.intro, missingRun,
-    hide: !revealed, short: ui.present });
+    hide: !revealed, short: ui.present, viewOnly: klass.role === "student" && !klass.info.allow_submit });
   renderNoise($("noise"), derived.metrics, state.model.step_noise);  // how noisy the ms figures are (noise.js)
   references.update({ presetName: ui.preset, run: state.run, ready: state.connected && state.model.ready });
   klass.sync(state.run, state.mine);

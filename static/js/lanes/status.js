@@ -3,7 +3,7 @@
  * position N, running, switching to another mix, finished, an error, a lost connection), the preset
  * buttons (a click while your run is live stops it and runs the new mix: their titles say so) and the
  * lesson of the chosen preset, its placeholders filled from the run as it streams; before anything is
- * chosen, how to start. Under predict-then-reveal (`hide`) the run line keeps its totals and the lesson
+ * chosen, how to start (a class's view-only student: that the teacher's run will show). Under predict-then-reveal (`hide`) the run line keeps its totals and the lesson
  * its answer until the playhead reaches the end. Presenter mode's compact preset picker mirrors the
  * buttons. Text only through textContent.
  */
@@ -17,9 +17,13 @@ import { count } from "../core/words.js";
 const INTRO = "Pick a preset above to watch the real model batch its requests, each with a lesson \u2014 start with"
   + " \u201cmixed\u201d \u2014 or open the request mix editor at the bottom of the page to write your own.";
 
-/** What the page says where the lanes would be when it has no run to show. */
-export function emptyText(state, missingRun) {
+/** What a view-only student's page says before the teacher's first run (it has no presets, no editor to point at). */
+const FOLLOWING = "You are in the class: the teacher's run shows here as soon as it starts, with its lesson.";
+
+/** What the page says where the lanes would be when it has no run to show; `viewOnly`: a class's view-only student. */
+export function emptyText(state, missingRun, viewOnly = false) {
   const m = state.model;
+  if (viewOnly && !missingRun && !m.error) return FOLLOWING;
   if (missingRun) return `There is no run with id ${missingRun}: it may never have existed, or this server has forgotten it. Pick a preset above to run one.`;
   if (m.error) return "The model could not be loaded, so nothing can run; see the message at the top.";
   if (state.next || state.pending) return "Its steps stream in here as the model computes them.";
@@ -101,7 +105,7 @@ function lessonPreset(presets, presetName, mix) {
  * predict-then-reveal holds back the totals; `short`: presenter mode's run line, without the model's file name.
  */
 export function renderStatus(dom, state, { presetName: chosen, presets, mix, derived, intro, missingRun, hide = false,
-  short = false }) {
+  short = false, viewOnly = false }) {
   const presetName = highlightedPreset(state, chosen, presets);  // highlight (and teach) what the lanes show
   const m = state.model;
   const ready = Boolean(m.ready);
@@ -131,10 +135,10 @@ export function renderStatus(dom, state, { presetName: chosen, presets, mix, der
     const title = why || `${button.dataset.preset ? "run this preset" : "run the mix below"}${switching}`;
     if (button.title !== title) button.title = title;
   }
-  const empty = emptyText(state, missingRun);
+  const empty = emptyText(state, missingRun, viewOnly);
   if (dom.empty.textContent !== empty) dom.empty.textContent = empty;
   const preset = lessonPreset(presets, presetName, mix);
-  const source = intro && !state.run ? INTRO : preset ? String(preset.description || "")
+  const source = intro && !state.run ? (viewOnly ? FOLLOWING : INTRO) : preset ? String(preset.description || "")
     : mix.description || (mix.name !== "custom" ? mix.name : "Your own mix, from the editor below.");
   const lesson = hide && state.run ? "Predict first: what will happen? This mix's lesson shows when the playhead reaches the end."
     : fillLesson(source, preset ? preset.name : mix.name, derived, preset ? preset.claims : null);
