@@ -15,7 +15,9 @@ import { ClientEvent, ServerEvent } from "../core/vocab.js";
 
 const KEY = "batch-lanes-class";  // sessionStorage: {code, token} of the class this tab teaches
 
-/** "behind the teacher's run and 1 student run": whose runs wait ahead of a class's queued run. */
+/** "behind the running run, the teacher's run and 1 student run": whose runs are ahead of a class's queued run. Its
+ * position counts the queued runs ahead of it plus one, the run executing now, which it names first: position 5 is
+ * behind five runs, never "four others". */
 export function behindText(ahead) {
   const n = (k) => Number(ahead && ahead[k]) || 0;
   const runs = (count, what) => `${count} ${what} run${count === 1 ? "" : "s"}`;
@@ -23,7 +25,9 @@ export function behindText(ahead) {
   if (n("teacher")) parts.push(n("teacher") === 1 ? "the teacher's run" : `${n("teacher")} of the teacher's runs`);
   if (n("student")) parts.push(runs(n("student"), "student"));
   if (n("other")) parts.push(runs(n("other"), "other"));
-  return parts.length ? `behind ${parts.join(" and ")}` : "next, once the running run ends";
+  if (!parts.length) return "next, once the running run ends";
+  const all = ["the running run", ...parts];
+  return `behind ${all.slice(0, -1).join(", ")} and ${all[all.length - 1]}`;
 }
 
 function stored() {

@@ -4,6 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Action, applyEvent, createState, liveOwnRun, nextSend } from "../../../static/js/lanes/state.js";
 import { ConnectionEvent, RunStatus, ServerEvent } from "../../../static/js/core/vocab.js";
+import { behindText } from "../../../static/js/lanes/class.js";
 
 const MIX = { name: "mixed", slots: 4, requests: [] };
 
@@ -47,4 +48,11 @@ test("a cancel of our kept run (the teacher's, say) ends it without touching the
   assert.equal(s.error, null);
   assert.match(s.mine.ended, /cancelled by the teacher/);
   assert.equal(liveOwnRun(s), null);
+});
+
+test("a queued class run's wording counts the executing run: position 5 is behind five runs (issue 38)", () => {
+  assert.equal(behindText({ teacher: 0, student: 0, other: 0 }), "next, once the running run ends");
+  assert.equal(behindText({ teacher: 1, student: 2, other: 1 }),
+    "behind the running run, the teacher's run, 2 student runs and 1 other run");
+  assert.equal(behindText({ student: 4 }), "behind the running run and 4 student runs");
 });
