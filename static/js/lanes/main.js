@@ -31,7 +31,7 @@ import { connect } from "../ui/socket.js";
 import { hovered, placeZoomBand, presenterBudget, sizeCanvas } from "../canvas/stage.js";
 import { Action, applyEvent, createState, isLive, nextSend } from "./state.js";
 import { ConnectionEvent, RunStatus, ServerEvent } from "../core/vocab.js";
-import { renderPresets, renderStatus } from "./status.js";
+import { presetProblem, renderPresets, renderStatus } from "./status.js";
 import { renderNoise } from "./noise.js";
 import { createReferences } from "./reference.js";
 import { applyTeach, syncTeach } from "./teach.js";
@@ -189,7 +189,10 @@ function onServer(event) {
   onClass(event);
   const before = state.run;
   state = applyEvent(state, event);
-  if (event.type === ServerEvent.MODEL_STATUS && "vllm" in event.payload) editor.setVllm(event.payload.vllm, event.payload.vllm_problem);
+  if (event.type === ServerEvent.MODEL_STATUS && "vllm" in event.payload) {
+    editor.setVllm(event.payload.vllm, event.payload.vllm_problem);
+    renderPresets(dom.presetButtons, presets, dom.presetPick, state.model);  // a vLLM preset without vLLM: disabled, with why
+  }
   const run = state.run;
   if (event.type === ConnectionEvent.CONNECTED && run && run.id && isLive(run)) socket.watch(run.id);  // rejoin
   const started = event.type === ServerEvent.RUN_STARTED && run && run.id === event.payload.run_id;
@@ -249,13 +252,13 @@ function onInput(a, derived) {
   switch (a.type) {
     case "presets":
       presets = a.presets;
-      renderPresets(dom.presetButtons, presets, dom.presetPick);
+      renderPresets(dom.presetButtons, presets, dom.presetPick, state.model);
       if (!document.body.dataset.runId) loadFromHash(!missingRun);  // a /runs/<id> page shows its run's mix instead
       break;
     case "limits": editor.setLimits(a.limits); submitLimit = Number(a.limits.submits_per_minute) || null; break;
     case "preset": {
       const preset = presets.find((p) => p.name === a.name);
-      if (!preset || lockedOut(preset.name)) break;
+      if (!preset || lockedOut(preset.name) || presetProblem(preset, state.model)) break;  // e.g. vLLM not installed
       editor.load(preset, preset.generate);
       ui = { ...ui, preset: preset.name, intro: false, link: null };
       if (!classPage) writeUrl("/", `preset=${encodeURIComponent(preset.name)}`);

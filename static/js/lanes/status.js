@@ -31,13 +31,24 @@ export function emptyText(state, missingRun, viewOnly = false) {
   return "Pick a preset above to run it on the real model, or open the request mix editor below to write your own.";
 }
 
-/** The preset buttons, and the compact picker (`picker`, a select) presenter mode shows instead. */
-export function renderPresets(container, presets, picker = null) {
-  container.replaceChildren(...presets.map((p) => el("button", { type: "button", className: "preset",
-    dataset: { preset: String(p.name) }, text: String(p.name) })));
+/** Why a preset cannot run on this server, or null: one with a vLLM lane where vLLM is not installed (the model's
+ * status says `vllm: false` and why). Before the status arrives nothing is known, so nothing is refused. */
+export function presetProblem(preset, model) {
+  if (!startsVllm(preset) || !model || model.vllm !== false) return null;
+  return `Not available on this server: its vLLM lane ${model.vllm_problem || "needs vLLM, which is not installed here"}.`;
+}
+
+/** The preset buttons, and the compact picker (`picker`, a select) presenter mode shows instead; a preset this server
+ * cannot run (`presetProblem`, from the model's status) is shown disabled, its reason as its title. */
+export function renderPresets(container, presets, picker = null, model = null) {
+  container.replaceChildren(...presets.map((p) => {
+    const problem = presetProblem(p, model);
+    return el("button", { type: "button", className: "preset", dataset: { preset: String(p.name) }, text: String(p.name),
+      disabled: Boolean(problem), ...(problem ? { title: problem } : {}) });
+  }));
   if (picker) {
     picker.replaceChildren(el("option", { value: "", text: "preset\u2026" }),
-      ...presets.map((p) => el("option", { value: String(p.name), text: String(p.name) })));
+      ...presets.map((p) => el("option", { value: String(p.name), text: String(p.name), disabled: Boolean(presetProblem(p, model)) })));
   }
 }
 
