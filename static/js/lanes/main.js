@@ -409,7 +409,7 @@ function render() {
   share.update(state.run && state.run.workload ? state.run.id : null);
   for (const button of Object.values(dom.exports)) button.disabled = !derived.lanes.length;
   panels.refresh(derived, scene, shown, limit, { clock: pb.clock, view: ui.view, reveal: ui.reveal, requestLane: ui.requestLane });
-  syncPresent(dom, { present: ui.present, turn: layout.turn, derived, seen: revealed && shown >= limit - 1e-9 });
+  syncPresent(dom, { present: ui.present, turn: layout.turn, derived, seen: revealed && shown >= limit - 1e-9, memory });
   exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas: dom.canvas, revealed, axis: shownAxis, labels });
   // the text above the lanes (the lesson, the totals at the reveal) may have grown: lay out again to fit, once per change
   const fits = budget === null ? null : presenterBudget(dom.wrap, dom.stage);

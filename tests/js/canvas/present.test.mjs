@@ -52,3 +52,10 @@ test("turns page by the lanes shown, end at the last lane and wrap round both wa
   assert.equal(nextTurn({ from: 0, count: 1, total: 4 }, -1), 3);
   assert.equal(nextTurn({ from: 0, count: 4, total: 4 }, 1), 0);  // every lane shown: nothing to page
 });
+
+test("Present's lane turn is not named over the memory map, which draws every lane (issue 38: \"lane 1 of 2\")", async () => {
+  const { turnText } = await import("../../../static/js/lanes/present.js");
+  const turn = { from: 0, count: 1, total: 2 };
+  assert.equal(turnText(turn), "lane 1 of 2");
+  assert.equal(turnText(turn, true), "");
+});
