@@ -14,8 +14,11 @@ import { liveOwnRun } from "./state.js";
 import { RunStatus } from "../core/vocab.js";
 import { count } from "../core/words.js";
 
-const INTRO = "Pick a preset above to watch the real model batch its requests, each with a lesson \u2014 start with"
+export const INTRO = "Pick a preset above to watch the real model batch its requests, each with a lesson \u2014 start with"
   + " \u201cmixed\u201d \u2014 or open the request mix editor at the bottom of the page to write your own.";
+
+/** Where the lanes will be, before a run: what they will show (the lesson line above already says how to start). */
+export const EMPTY = "The lanes draw here: one row per request slot, one column per step, as the run streams in.";
 
 /** What a view-only student's page says before the teacher's first run (it has no presets, no editor to point at). */
 const FOLLOWING = "You are in the class: the teacher's run shows here as soon as it starts, with its lesson.";
@@ -28,7 +31,7 @@ export function emptyText(state, missingRun, viewOnly = false) {
   if (m.error) return "The model could not be loaded, so nothing can run; see the message at the top.";
   if (state.next || state.pending) return "Its steps stream in here as the model computes them.";
   if (!m.ready) return "The model is loading. Pick a preset once it is ready; its steps stream in here as they are computed.";
-  return "Pick a preset above to run it on the real model, or open the request mix editor below to write your own.";
+  return EMPTY;
 }
 
 /** Why a preset cannot run on this server, or null: one with a vLLM lane where vLLM is not installed (the model's

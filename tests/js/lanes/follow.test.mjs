@@ -56,3 +56,16 @@ test("a queued class run's wording counts the executing run: position 5 is behin
     "behind the running run, the teacher's run, 2 student runs and 1 other run");
   assert.equal(behindText({ student: 4 }), "behind the running run and 4 student runs");
 });
+
+test("the first screen says \"Pick a preset above\" once: in the lesson line, not again in the narration or the placeholder", async () => {
+  const { readFileSync } = await import("node:fs");
+  const { INTRO, emptyText } = await import("../../../static/js/lanes/status.js");
+  const { narrate } = await import("../../../static/js/lanes/narration.js");
+  let s = applyEvent(createState(), { type: ConnectionEvent.CONNECTED });
+  s = applyEvent(s, { type: ServerEvent.MODEL_STATUS, payload: { ready: true } });
+  const html = readFileSync(new URL("../../../templates/index.html", import.meta.url), "utf8");
+  const placeholder = html.match(/<p class="empty" id="empty">([^<]*)<\/p>/)[1];
+  const screen = [INTRO, narrate([], "steps", 0, false), emptyText(s, ""), placeholder];
+  assert.equal(screen.filter((text) => /pick a preset above/i.test(text)).length, 1, screen.join("\n"));
+  assert.equal(placeholder, emptyText(s, ""), "the server's placeholder is the page's own");
+});
