@@ -153,7 +153,9 @@ export function narrate(lanes, clock, t, streaming, timed = false, reveal = fals
 export function startLine({ missingRun = "", linkMix = null, ready = false }) {
   if (missingRun) return `There is no run with id ${missingRun}.`;  // the placeholder says what to do instead
   if (linkMix) {
-    return `This link runs \u201c${linkMix}\u201d ${ready ? "now" : "as soon as the model is ready"}: a shared link is meant to be watched; its steps stream in below.`;
+    return `This link starts a live run of \u201c${linkMix}\u201d ${ready ? "now" : "as soon as the model is ready"}, its`
+      + " steps streaming in below: everyone who opens it starts a run of their own. To show a class one run, share"
+      + " that run's \u201clink to this run\u201d (/runs/\u2026), which replays it.";
   }
   return null;
 }

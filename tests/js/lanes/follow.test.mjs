@@ -69,3 +69,13 @@ test("the first screen says \"Pick a preset above\" once: in the lesson line, no
   assert.equal(screen.filter((text) => /pick a preset above/i.test(text)).length, 1, screen.join("\n"));
   assert.equal(placeholder, emptyText(s, ""), "the server's placeholder is the page's own");
 });
+
+test("a #mix= link says it starts a live run for everyone who opens it; a run's copied link says it replays (issue 38)", async () => {
+  const { startLine } = await import("../../../static/js/lanes/narration.js");
+  const { REPLAY_NOTE } = await import("../../../static/js/lanes/share.js");
+  const line = startLine({ linkMix: "my mix", ready: true });
+  assert.match(line, /starts a live run of \u201cmy mix\u201d now/);
+  assert.match(line, /everyone who opens it starts a run of their own/);
+  assert.match(line, /\/runs\/\u2026\), which replays it/);
+  assert.match(REPLAY_NOTE, /^a replay of this run: everyone who opens it sees these same steps/);
+});
