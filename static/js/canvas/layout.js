@@ -41,6 +41,15 @@ const SIZE = Object.freeze({
     kvPlain: 18, flagH: 24, legendRow: 30, legendItem: 22, legendPad: 6, rows: [560, 400, 48, 12], reqRows: [620, 420, 34, 10] },
 });
 
+/** A phone's canvas (narrower than PHONE.width): a narrow label gutter, so the cells get the width (issue 38: row
+ * labels took ~45% of a 308 px canvas); the renderer fits the row and KV labels into it. */
+export const PHONE = Object.freeze({ width: 480, gutter: 64 });
+
+/** The label gutter's width at a canvas `width`. */
+export function gutterFor(width, present = false) {
+  return !present && width < PHONE.width ? PHONE.gutter : (present ? SIZE.present : SIZE.normal).gutter;
+}
+
 /**
  * The legend's items in rows that fit `width`: entries [{label, swatch}] (swatch: its width in px), `measure(label)`
  * the label's width. Returns {items: [{...entry, x, y, w, h}] (y from the legend's top), h}.
@@ -100,7 +109,7 @@ function stack(lanes, rowHs, kvHs, { size, gridX, gridW, compact }) {
 export function computeLayout(width, lanes, { view, clock, domain, from = 0, legend: legendSpec = null,
   maxHeight = null, present = false, compact = lanes.length > 2, least: floor = null }) {
   const size = present ? SIZE.present : SIZE.normal;
-  const gridX = size.gutter;
+  const gridX = gutterFor(width, present);
   const gridW = Math.max(60, width - gridX - RIGHT);
   const pxPerUnit = gridW / Math.max(domain, 1e-9);
   const geometry = { size, gridX, gridW, compact };

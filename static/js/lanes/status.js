@@ -145,8 +145,9 @@ export function renderStatus(dom, state, { presetName: chosen, presets, mix, der
   if (dom.presetPick) dom.presetPick.disabled = Boolean(why);
   for (const button of [...dom.presetButtons.children, dom.runMix]) {
     if (!button) continue;
-    button.disabled = Boolean(why);
-    const title = why || `${button.dataset.preset ? "run this preset" : "run the mix below"}${switching}`;
+    const problem = button.dataset.preset ? presetProblem(presets.find((p) => p.name === button.dataset.preset), state.model) : null;
+    button.disabled = Boolean(why || problem);  // a preset this server cannot run (no vLLM): disabled, saying why
+    const title = why || problem || `${button.dataset.preset ? "run this preset" : "run the mix below"}${switching}`;
     if (button.title !== title) button.title = title;
   }
   const empty = emptyText(state, missingRun, viewOnly);

@@ -59,3 +59,11 @@ test("Present's lane turn is not named over the memory map, which draws every la
   assert.equal(turnText(turn), "lane 1 of 2");
   assert.equal(turnText(turn, true), "");
 });
+
+test("a phone's 308 px canvas gives its cells the width: the label gutter narrows to PHONE.gutter (issue 38: ~45%)", async () => {
+  const { PHONE } = await import("../../../static/js/canvas/layout.js");
+  const phone = computeLayout(308, [lane("static"), lane("continuous")], { ...OPTS, present: false });
+  assert.equal(phone.lanes[0].grid.x, PHONE.gutter);
+  assert.ok(phone.lanes[0].grid.w >= 0.7 * 308, `cells ${phone.lanes[0].grid.w} px of 308`);
+  assert.equal(computeLayout(1250, [lane("static")], { ...OPTS, present: false }).lanes[0].grid.x, 116);  // a laptop: as before
+});
