@@ -9,7 +9,7 @@
  */
 import { behindText } from "./class.js";
 import { el } from "../ui/dom.js";
-import { fillLesson } from "./lesson.js";
+import { lessonParts } from "./lesson.js";
 import { liveOwnRun } from "./state.js";
 import { RunStatus } from "../core/vocab.js";
 import { count } from "../core/words.js";
@@ -155,7 +155,24 @@ export function renderStatus(dom, state, { presetName: chosen, presets, mix, der
   const preset = lessonPreset(presets, presetName, mix);
   const source = intro && !state.run ? (viewOnly ? FOLLOWING : INTRO) : preset ? String(preset.description || "")
     : mix.description || (mix.name !== "custom" ? mix.name : "Your own mix, from the editor below.");
-  const lesson = hide && state.run ? "Predict first: what will happen? This mix's lesson shows when the playhead reaches the end."
-    : fillLesson(source, preset ? preset.name : mix.name, derived, preset ? preset.claims : null);
+  const { text: lesson, details } = hide && state.run
+    ? { text: "Predict first: what will happen? This mix's lesson shows when the playhead reaches the end.", details: [] }
+    : lessonParts(source, preset ? preset.name : mix.name, derived, preset ? preset.claims : null);
   if (dom.lesson.textContent !== lesson) dom.lesson.textContent = lesson;
+  renderLessonMore(dom, lesson, details);
+}
+
+/** The toggle under the lesson (CSS keeps the lesson to two lines, one in Present): the whole lesson, and for each
+ * claim the run did not bear out what happened, with its numbers, the noise and the step that strayed. */
+function renderLessonMore(dom, lesson, details) {
+  if (!dom.lessonMore) return;
+  const key = JSON.stringify([lesson, details]);
+  if (dom.lessonMore.dataset.key === key) return;
+  dom.lessonMore.dataset.key = key;
+  dom.lessonMore.hidden = !lesson;
+  dom.lessonMore.dataset.why = String(details.length > 0);
+  dom.lessonSummary.textContent = details.length ? `why this run differs from the lesson (${count(details.length, "claim")})`
+    : "the whole lesson";
+  dom.lessonFull.textContent = lesson;
+  dom.lessonWhy.replaceChildren(...details.map((text) => el("li", { text })));
 }
