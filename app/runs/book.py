@@ -10,7 +10,7 @@ process of a deployment, in Redis). This module knows jobs and payloads, nothing
 from typing import Protocol
 
 from ..protocol import Event, RunStatus, Send, as_backlog
-from .job import Job
+from .job import STUDENT, Job
 
 
 class Book(Protocol):
@@ -24,13 +24,16 @@ class Book(Protocol):
     def watch(self, sid: str, run_id: str) -> list[Send] | None:
         """What `sid` (already in the room) is sent to join `run_id`: its position, or its log so far. None if the
         book does not hold the run (the store may); `Rejected` if it did not finish."""
-    def cancel(self, sid: str, run_id: str) -> list[Send]:
-        """`sid` cancels its own queued or running job; `Rejected` if it has no such live job."""
+    def cancel(self, sid: str, run_id: str, class_code: str | None = None) -> list[Send]:
+        """`sid` cancels its own queued or running job, or (`class_code`, its teacher checked by the caller) a
+        student's job of that class; `Rejected` if there is no such live job."""
     def forget(self, sid: str) -> list[Send]:
         """`sid` disconnected: it watches nothing any more."""
     def queue_length(self) -> int: ...
     def queued_jobs(self) -> list[Job]:
         """The queued jobs, next first (a class's teacher reads its students' from them)."""
+    def running_jobs(self) -> list[Job]:
+        """The jobs engine workers are executing now (a class's teacher may stop its students')."""
     def knows(self, run_id: str) -> bool:
         """Whether the book holds a run (not a sweep) a page can show."""
     def finished_log(self, run_id: str) -> tuple[Job, list[tuple[str, dict]]] | None:
@@ -53,6 +56,18 @@ class Book(Protocol):
         """End a job that did not finish: tell its room why."""
     def finish(self, job: Job, stored: bool) -> None:
         """Mark `job` finished; its log is dropped when the store has it (else it is what replays the run)."""
+
+
+def may_cancel(job: Job, sid: str, class_code: str | None) -> bool:
+    """Whether a cancel may stop `job`: its submitter's own, or a class's teacher's of a student run of that class."""
+    if class_code is not None:
+        return job.class_code == class_code and job.role == STUDENT
+    return job.sid == sid
+
+
+def cancel_reason(class_code: str | None) -> str:
+    """What a cancelled job's room is told: who stopped it."""
+    return "cancelled by the teacher" if class_code is not None else "cancelled by its submitter"
 
 
 def backlog(log: list[tuple[str, dict]], sid: str, job: Job, status: RunStatus, progress: float) -> list[Send]:

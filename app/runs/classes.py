@@ -46,9 +46,16 @@ class Klass:
     teacher: str | None                              # the teacher's socket id (None: gone, within the grace)
     students: set[str] = field(default_factory=set)  # students' socket ids
     allow_submit: bool = False                       # whether students may submit runs of their own
+    locked: bool = False                             # submits locked for now (a demo): refused with a message
     run_id: str | None = None                        # the teacher's latest run, which students' pages watch
     left_at: float | None = None                     # wall-clock time the teacher's socket left
     sent: dict | None = None                         # the teacher's state as last sent (sent again only if changed)
+
+
+def _name(job: Job) -> str:
+    """A job's workload name, as the teacher's bar lists it."""
+    workload = job.request.get("workload") if isinstance(job.request, dict) else None
+    return str(workload.get("name") or "a mix")[:40] if isinstance(workload, dict) else "a mix"
 
 
 class Classes:
@@ -58,6 +65,7 @@ class Classes:
         self.classes: dict[str, Klass] = {}
         self.member: dict[str, tuple[str, str]] = {}   # socket id -> (class code, TEACHER or STUDENT)
         self.chores_running = False                    # whether a task refreshes them (app.web.class_events)
+        self.running_jobs = lambda: []                 # the executing jobs (the run book's, set by the web wing)
 
     # -- asked by the class's socket handlers (app.web.class_events) -----------------------------------
     @_sends
@@ -107,6 +115,34 @@ class Classes:
             return [self._student_send(klass), self._teacher_send(klass, queued)]
 
     @_sends
+    def lock_submits(self, sid: str, code: str, token: str, locked: bool, queued: list[Job]) -> list:
+        """The teacher locks (or unlocks) students' submits for a while, whatever `allow` says: a locked submit is
+        refused with a message, and the students' runs already queued stay queued."""
+        with self._locked():
+            klass = self._teacher_of(sid, code, token)
+            klass.locked = locked
+            return [self._student_send(klass), self._teacher_send(klass, queued)]
+
+    @_sends
+    def refresh(self, code: str, queued: list[Job]) -> list:
+        """The teacher's view of class `code` again (its queue changed)."""
+        with self._locked():
+            klass = self.classes.get(code)
+            return [self._teacher_send(klass, queued)] if klass is not None else []
+
+    def check_teacher(self, sid: str, code: str, token: str) -> str:
+        """The class's code if `sid` is its teacher (with its token); `Rejected` otherwise."""
+        with self._locked():
+            return self._teacher_of(sid, code, token).code
+
+    def is_teacher(self, sid: str) -> bool:
+        """Whether `sid` is the teacher of an open class (whose submits are outside the students' rate limit)."""
+        with self._locked():
+            code, role = self.member.get(sid, (None, None))
+            klass = self.classes.get(code)
+            return role == TEACHER and klass is not None and klass.teacher == sid
+
+    @_sends
     def show(self, sid: str, code: str, token: str, run_id: str) -> list:
         """The teacher's page shows a stored run (a reference run, a replay): the students watch it too."""
         with self._locked():
@@ -133,6 +169,9 @@ class Classes:
             if role == STUDENT and not self.classes[code].allow_submit:
                 raise Rejected("view_only", f"class {code} is view-only: the teacher has not allowed students to "
                                             f"submit runs", field="class")
+            if role == STUDENT and self.classes[code].locked:
+                raise Rejected("locked", f"class {code}: the teacher has locked submits for now; watch the teacher's "
+                                         f"run (your own can go once they unlock them)", field="class")
             return code, role
 
     @_sends
@@ -232,7 +271,7 @@ class Classes:
 
     def _public(self, klass: Klass) -> dict:
         return {"code": klass.code, "link": f"/c/{klass.code}", "allow_submit": klass.allow_submit,
-                "students": len(klass.students), "run_id": klass.run_id}
+                "locked": klass.locked, "students": len(klass.students), "run_id": klass.run_id}
 
     def _student_send(self, klass: Klass, sid: str | None = None) -> Send:
         """A student's view of the class, to `sid` or to every student of it."""
@@ -240,9 +279,11 @@ class Classes:
 
     def _teacher_send(self, klass: Klass, queued: list[Job], only_if_changed: bool = False) -> Send | None:
         """The teacher's view: with its token, how many students, and the class's queued runs (whose, where)."""
-        runs = [{"run_id": job.run_id, "position": i + 1, "role": job.role}
+        runs = [{"run_id": job.run_id, "position": i + 1, "role": job.role, "name": _name(job)}
                 for i, job in enumerate(queued) if job.class_code == klass.code]
-        state = {**self._public(klass), "role": TEACHER, "token": klass.token, "queued": runs}
+        running = [{"run_id": job.run_id, "role": job.role, "name": _name(job)}
+                   for job in self.running_jobs() if job.class_code == klass.code]
+        state = {**self._public(klass), "role": TEACHER, "token": klass.token, "queued": runs, "running": running}
         if klass.teacher is None or (only_if_changed and state == klass.sent):
             return None
         klass.sent = state

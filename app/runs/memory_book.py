@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from ..protocol import Event, Rejected, RunStatus, Send, ended_payload
-from .book import backlog
+from .book import backlog, cancel_reason, may_cancel
 from .job import Job
 from .queue_order import check_class_cap, insert_index, position_payload
 
@@ -22,7 +22,7 @@ class Entry:
     status: RunStatus = RunStatus.QUEUED
     watchers: set[str] = field(default_factory=set)   # socket ids in its room (the submitter included)
     orphaned_at: float | None = None   # monotonic time the last watcher left (None: watched)
-    cancel_requested: bool = False     # its submitter asked to stop it
+    cancel_requested: str | None = None  # why it must stop: its submitter (or its class's teacher) asked
     log: list[tuple[str, dict]] = field(default_factory=list)  # every event sent to its room, seq = index + 1
     progress: float = 0.0              # a sweep's fraction done (sweep_progress is not logged)
     error: str | None = None           # why it failed or was cancelled
@@ -86,19 +86,20 @@ class MemoryBook:
                              local=True)]
             return backlog(entry.log, sid, entry.job, entry.status, entry.progress)
 
-    def cancel(self, sid: str, run_id: str) -> list[Send]:
-        """`sid` cancels its own queued or running job; `Rejected` if it has no such live job."""
+    def cancel(self, sid: str, run_id: str, class_code: str | None = None) -> list[Send]:
+        """`sid` cancels its own queued or running job, or (`class_code`: the teacher of that class, checked by the
+        caller) a student's job of that class; `Rejected` if there is no such live job."""
         with self.wakeup:
             entry = self.runs.get(run_id)
-            if entry is None or not entry.status.is_live or entry.job.sid != sid:
+            if entry is None or not entry.status.is_live or not may_cancel(entry.job, sid, class_code):
                 raise Rejected("not_found", f"you have no queued or running run {run_id!r} to cancel", field="run_id",
                                run_id=run_id)
-            entry.cancel_requested = True    # a running job stops before its next tick
+            entry.cancel_requested = cancel_reason(class_code)   # a running job stops before its next tick
             self.wakeup.notify()
             if entry.status is not RunStatus.QUEUED:
                 return []
             self.queue.remove(entry)
-            return self._end(entry, RunStatus.CANCELLED, "cancelled by its submitter") + self._positions()
+            return self._end(entry, RunStatus.CANCELLED, entry.cancel_requested) + self._positions()
 
     def forget(self, sid: str) -> list[Send]:
         """`sid` disconnected: it watches nothing any more; a job nobody watches starts its grace period."""
@@ -118,6 +119,11 @@ class MemoryBook:
     def queued_jobs(self) -> list[Job]:
         """The queued jobs, next first."""
         return [entry.job for entry in self.queue]
+
+    def running_jobs(self) -> list[Job]:
+        """The jobs an engine worker is executing now."""
+        with self.lock:
+            return [entry.job for entry in self.runs.values() if entry.status is RunStatus.RUNNING]
 
     def knows(self, run_id: str) -> bool:
         """Whether the book holds a run (not a sweep) a page can show."""
@@ -167,7 +173,7 @@ class MemoryBook:
         with self.lock:
             entry = self.runs[job.run_id]
             if entry.cancel_requested:
-                return "cancelled by its submitter"
+                return entry.cancel_requested
             if self._orphaned(entry):
                 return "its submitter left and nobody watched it"
             return None

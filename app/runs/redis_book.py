@@ -25,10 +25,10 @@ import time
 import redis
 
 from ..protocol import Event, Rejected, RunStatus, Send, ended_payload, new_run_id, queued_payload
-from .book import backlog
+from .book import backlog, cancel_reason, may_cancel
 from .job import Job
 from .queue_order import check_class_cap, position_payload
-from .redis_queue import enqueue, jobs_of
+from .redis_queue import enqueue, jobs_of, running_jobs
 
 log = logging.getLogger("batch_lanes.redis_book")
 P = "batch-lanes:"
@@ -147,15 +147,16 @@ class RedisBook:
                        float(fields.get("progress", 0.0)))
 
     @web_side
-    def cancel(self, sid: str, run_id: str) -> list[Send]:
+    def cancel(self, sid: str, run_id: str, class_code: str | None = None) -> list[Send]:
         fields = self.r.hgetall(P + "job:" + run_id)
-        if not fields or json.loads(fields["job"])["sid"] != sid or not RunStatus(fields["status"]).is_live:
+        if not fields or not may_cancel(Job.from_dict(json.loads(fields["job"])), sid, class_code) \
+                or not RunStatus(fields["status"]).is_live:
             raise Rejected("not_found", f"you have no queued or running run {run_id!r} to cancel", field="run_id",
                            run_id=run_id)
-        self.r.hset(P + "job:" + run_id, "cancel", "1")  # a running job stops before its next tick
+        self.r.hset(P + "job:" + run_id, "cancel", reason := cancel_reason(class_code))  # stops before its next tick
         if not self.r.lrem(P + "queue", 1, run_id):
             return []
-        return self._end(self._job(run_id), RunStatus.CANCELLED, "cancelled by its submitter") + self._positions()
+        return self._end(self._job(run_id), RunStatus.CANCELLED, reason) + self._positions()
 
     @web_side
     def forget(self, sid: str) -> list[Send]:
@@ -171,6 +172,7 @@ class RedisBook:
         """The queued jobs, next first."""
         return jobs_of(self.r, P, self.r.lrange(P + "queue", 0, -1))
 
+    running_jobs = web_side(lambda self: running_jobs(self.r, P))   # what engine workers execute now
 
     @web_side
     def knows(self, run_id: str) -> bool:
@@ -216,8 +218,8 @@ class RedisBook:
         self.r.hset(P + "job:" + job.run_id, "progress", fraction)  # sweep_progress is not logged
 
     def stop_reason(self, job: Job) -> str | None:
-        if self.r.hget(P + "job:" + job.run_id, "cancel"):
-            return "cancelled by its submitter"
+        if reason := self.r.hget(P + "job:" + job.run_id, "cancel"):   # who asked: its submitter, or its teacher
+            return reason
         return "its submitter left and nobody watched it" if self._orphaned(job.run_id) else None
 
     def housekeeping(self) -> list[Send]:

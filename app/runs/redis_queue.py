@@ -6,6 +6,7 @@ import json
 
 import redis
 
+from ..protocol import RunStatus
 from .job import Job
 from .queue_order import insert_index
 
@@ -14,6 +15,12 @@ def jobs_of(r, prefix: str, run_ids: list[str]) -> list[Job]:
     """The jobs of `run_ids` (in order), read from their `<prefix>job:<id>` hashes; a missing one is left out."""
     found = (r.hget(prefix + "job:" + run_id, "job") for run_id in run_ids)
     return [Job.from_dict(json.loads(text)) for text in found if text]
+
+
+def running_jobs(r, prefix: str) -> list[Job]:
+    """The jobs engine workers are executing now: every worker's `<prefix>taken:<worker>` list, still running."""
+    run_ids = [run_id for taken in r.scan_iter(match=prefix + "taken:*") for run_id in r.lrange(taken, 0, -1)]
+    return [job for job in jobs_of(r, prefix, run_ids) if r.hget(prefix + "job:" + job.run_id, "status") == RunStatus.RUNNING]
 
 
 def enqueue(r: redis.Redis, prefix: str, job: Job) -> bool:

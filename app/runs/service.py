@@ -101,6 +101,10 @@ class Runs:
     def cancel(self, sid: str, run_id: str) -> None:
         deliver(self.server, self.book.cancel(sid, run_id))
 
+    def cancel_for_class(self, class_code: str, run_id: str) -> None:
+        """A class's teacher (checked by the caller) stops a student run of the class, queued or executing."""
+        deliver(self.server, self.book.cancel(None, run_id, class_code=class_code))
+
     def forget(self, sid: str) -> None:
         self.server.manager.forget(sid)
         try:

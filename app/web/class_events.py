@@ -1,8 +1,13 @@
-"""Socket.IO handlers of classes (app.runs.classes): open, join, allow students' submits, close.
+"""Socket.IO handlers of classes (app.runs.classes): open, join, allow and lock students' submits, cancel a student's
+run, show a stored run, close.
 
     class_open {} -> class_state (the teacher's: with its token)      class_close {code, token} -> class_closed
     class_join {code, token?} -> class_state (a student's; the teacher's with its token)
     class_allow {code, token, allow} -> class_state to the teacher and to every student
+    class_lock {code, token, locked} -> class_state to the teacher and to every student: students' submits locked
+        (refused with a message) or unlocked, whatever `allow` says
+    class_cancel {code, token, run_id} -> the student run of the class (queued or executing) ends with run_error
+        (code "cancelled", "cancelled by the teacher"), or run_error
     class_show {code, token, run_id} -> class_state to every student: the run the teacher's page shows (a stored
         run: a reference run, a replay), which students' pages then watch too
 
@@ -34,6 +39,8 @@ def init_app(app: Flask) -> None:
                           config["MAX_CLASS_STUDENTS"])
     app.extensions["classes"] = classes
     app.extensions["runs"].classes = classes
+    book = app.extensions["runs"].book
+    classes.running_jobs = book.running_jobs   # the teacher sees (and may stop) its students' executing runs
     app.register_blueprint(class_routes.bp)
 
 
@@ -45,8 +52,9 @@ def _check(args: tuple, event: str, keys: set[str], optional: set[str] = frozens
     for key in ("code", "token"):
         if key in data and not (isinstance(data[key], str) and 1 <= len(data[key]) <= 64):
             raise Rejected("invalid", f"{key} must be a string of 1 to 64 characters", field=key)
-    if "allow" in data and not isinstance(data["allow"], bool):
-        raise Rejected("invalid", "allow must be true or false", field="allow")
+    for key in ("allow", "locked"):
+        if key in data and not isinstance(data[key], bool):
+            raise Rejected("invalid", f"{key} must be true or false", field=key)
     return data
 
 
@@ -105,13 +113,36 @@ def on_class_allow(*args):
     _answer(allow)
 
 
+@socketio.on("class_lock")
+def on_class_lock(*args):
+    def lock(classes, queued):
+        data = _check(args, "class_lock", {"code", "token", "locked"})
+        return classes.lock_submits(request.sid, data["code"], data["token"], data["locked"], queued)
+    _answer(lock)
+
+
+def _run_id(data: dict) -> str:
+    run_id = data["run_id"]
+    if not isinstance(run_id, str) or RUN_ID.fullmatch(run_id) is None:
+        raise Rejected("invalid", "run_id must be a run's id", field="run_id")
+    return run_id
+
+
+@socketio.on("class_cancel")
+def on_class_cancel(*args):
+    def cancel(classes, queued):
+        data = _check(args, "class_cancel", {"code", "token", "run_id"})
+        code = classes.check_teacher(request.sid, data["code"], data["token"])
+        current_app.extensions["runs"].cancel_for_class(code, _run_id(data))
+        return classes.refresh(code, current_app.extensions["runs"].book.queued_jobs())
+    _answer(cancel)
+
+
 @socketio.on("class_show")
 def on_class_show(*args):
     def show(classes, queued):
         data = _check(args, "class_show", {"code", "token", "run_id"})
-        run_id = data["run_id"]
-        if not isinstance(run_id, str) or RUN_ID.fullmatch(run_id) is None:
-            raise Rejected("invalid", "run_id must be a run's id", field="run_id")
+        run_id = _run_id(data)
         if not current_app.extensions["runs"].knows(run_id):
             raise Rejected("not_found", f"no run with id {run_id!r}", field="run_id", run_id=run_id)
         return classes.show(request.sid, data["code"], data["token"], run_id)

@@ -117,8 +117,11 @@ def on_disconnect(reason=None):
 
 
 def _may_submit(sid: str) -> None:
-    """Nothing, once `sid` is within its submit rate limit and the model is ready; `Rejected` otherwise."""
-    if not _allowed("submit", sid):
+    """Nothing, once `sid` is within its submit rate limit (a class's teacher has none) and the model is ready;
+    `Rejected` otherwise."""
+    classes = current_app.extensions.get("classes")
+    teacher = classes is not None and classes.is_teacher(sid)   # a class's teacher is outside the students' limit
+    if not teacher and not _allowed("submit", sid):
         raise Rejected("rate_limited", f"too many submits: the limit is {current_app.config['SUBMITS_PER_MINUTE']} "
                                        f"per minute per client; wait a little")
     _runs().check_ready()

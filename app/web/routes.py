@@ -31,7 +31,8 @@ from .class_routes import qr_response
 from .bodies import json_body
 
 bp = Blueprint("routes", __name__)
-PRESET_ORDER = ("mixed", "same", "one-long")
+# the class plan's order (docs/teaching.md, "Teaching with Batch Lanes"); the other demos follow by name
+PRESET_ORDER = ("mixed", "same", "one-long", "arrivals", "long-prompt", "memory-pressure", "priorities", "slots")
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; "
        "object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 
@@ -174,11 +175,15 @@ def healthz():
     return jsonify(body), status
 
 
+def preset_rank(name: str) -> tuple[int, str]:
+    """Where a demo goes among the presets: the class plan's first, in its order, then the rest by name."""
+    return (PRESET_ORDER.index(name) if name in PRESET_ORDER else len(PRESET_ORDER), name)
+
+
 def load_presets() -> list[dict]:
     """The demos as checked, normalised workloads (lanes and options spelled out as a submit gives them back); a
     generated demo also keeps its `generate` spec, for the editor's arrival-process fields; a trace demo its `trace`."""
-    files = sorted((ROOT / "demos").glob("*.json"),
-                   key=lambda p: (PRESET_ORDER.index(p.stem) if p.stem in PRESET_ORDER else len(PRESET_ORDER), p.stem))
+    files = sorted((ROOT / "demos").glob("*.json"), key=lambda p: preset_rank(p.stem))
     presets = []
     for path in files:
         obj = json.loads(path.read_text())

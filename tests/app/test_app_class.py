@@ -102,6 +102,21 @@ def test_a_class_holds_at_most_its_cap_of_queued_student_runs_and_the_refusal_na
     assert taken_order(book) == ["t", "s0", "s1", "s2", "s-other-class"]
 
 
+def test_a_teachers_cancel_stops_only_its_class_student_runs_executing_or_queued_and_says_who(book):
+    book.submit(job("s-run", "K1", STUDENT))
+    executing = book.take(timeout=0)[0]
+    assert [j.run_id for j in book.running_jobs()] == ["s-run"]
+    for name, code, role in (("s-queued", "K1", STUDENT), ("t", "K1", TEACHER), ("s-other", "K2", STUDENT)):
+        book.submit(job(name, code, role))
+    for run_id in ("t", "s-other"):                           # the teacher's own, another class's: not its to stop
+        with pytest.raises(Rejected):
+            book.cancel(None, run_id, class_code="K1")
+    assert book.cancel(None, "s-run", class_code="K1") == [] and book.stop_reason(executing) == "cancelled by the teacher"
+    ended = [s.payload for s in book.cancel(None, "s-queued", class_code="K1") if s.payload.get("code") == "cancelled"]
+    assert [(p["run_id"], p["message"]) for p in ended] == [("s-queued", "run s-queued cancelled: cancelled by the teacher")]
+    assert [j.run_id for j in book.queued_jobs()] == ["t", "s-other"]
+
+
 # -- classes over the socket layer (in-process server, simulator) -----------------------------------------
 
 @pytest.fixture
@@ -178,6 +193,72 @@ def test_students_are_view_only_until_the_teacher_allows_and_then_queue_behind_t
     for s, run_id in zip((a, b, c), queued):
         s.wait_for("run_finished", run_id)
     assert engine.started == ["outsider", "mixed", "student-0", "student-1", "student-2"]
+
+
+def ended(probe, run_id: str) -> dict:
+    """`run_id`'s run_error or run_finished, whichever came (a cancel may come after the run finished)."""
+    wait_until(lambda: probe.named("run_error", run_id) or probe.named("run_finished", run_id))
+    return (probe.named("run_error", run_id) + probe.named("run_finished", run_id))[0]
+
+
+def test_the_teacher_stops_any_student_run_locks_submits_and_is_outside_the_submit_rate_limit(make_app, connect):
+    engine = GatedEngine()
+    app = make_app({"CANCEL_GRACE_S": 60, "WATCHES_PER_MINUTE": 1000, "SUBMITS_PER_MINUTE": 3}, engine=engine)
+    try:
+        teacher, state = open_class(connect, app)
+        code, token = state["code"], state["token"]
+        a, b, c = (join(connect, app, code) for _ in range(3))
+        teacher.emit("class_allow", {"code": code, "token": token, "allow": True})
+        wait_until(lambda: c.named("class_state")[-1]["allow_submit"])
+        executing = submit(a)["run_id"]
+        assert engine.entered.wait(10)
+        queued = submit(b)["run_id"]
+        wait_until(lambda: [r["run_id"] for r in teacher.named("class_state")[-1]["running"]] == [executing]
+                   and [r["run_id"] for r in teacher.named("class_state")[-1]["queued"]] == [queued])
+        assert teacher.named("class_state")[-1]["running"][0] == {"run_id": executing, "role": STUDENT, "name": "tiny"}
+        c.emit("class_cancel", {"code": code, "token": "x" * 32, "run_id": queued})   # a student may not
+        assert c.wait_for("run_error")["code"] == "forbidden"
+        teacher.emit("class_cancel", {"code": code, "token": token, "run_id": queued})
+        teacher.emit("class_cancel", {"code": code, "token": token, "run_id": executing})
+        engine.let()
+        for probe, run_id in ((a, executing), (b, queued)):
+            stopped = ended(probe, run_id)
+            assert stopped["code"] == "cancelled" and "cancelled by the teacher" in stopped["message"], stopped
+        outsider = connect(app)                                  # a run outside the class is not the teacher's to stop
+        other = submit(outsider, {**MIX, "name": "outsider"})["run_id"]
+        teacher.emit("class_cancel", {"code": code, "token": token, "run_id": other})
+        wait_until(lambda: any(e.get("run_id") == other for e in teacher.named("run_error")))
+        assert ended(outsider, other)["metrics"]["static"]["tokens"] == 7
+
+        teacher.emit("class_lock", {"code": code, "token": token, "locked": True})
+        wait_until(lambda: c.named("class_state")[-1]["locked"])
+        refused = submit(c)
+        assert refused["code"] == "locked" and refused["field"] == "class" and "locked submits" in refused["message"]
+        teacher.emit("class_lock", {"code": code, "token": token, "locked": False})
+        wait_until(lambda: not c.named("class_state")[-1]["locked"])
+
+        refusals = len(teacher.named("run_error"))
+        for i in range(12):                                      # 12 preset clicks: none refused by the limit of 3
+            before = len(teacher.named("run_queued"))
+            teacher.emit("submit", {"workload": {**MIX, "name": f"preset-{i}"}, "lanes": ["static", "continuous"]})
+            wait_until(lambda: len(teacher.named("run_queued")) > before or len(teacher.named("run_error")) > refusals)
+            assert len(teacher.named("run_error")) == refusals, teacher.named("run_error")[-1]
+            run_id = teacher.named("run_queued")[-1]["run_id"]
+            teacher.emit("cancel", {"run_id": run_id})
+            refusals += ended(teacher, run_id).get("code") == "cancelled"
+        answers = []                                             # a student keeps the limit (the locked try counted)
+        for i in range(3):
+            queued_before, errors_before = len(c.named("run_queued")), len(c.named("run_error"))
+            c.emit("submit", {"workload": {**MIX, "name": f"student-{i}"}, "lanes": ["static"]})
+            wait_until(lambda: len(c.named("run_queued")) > queued_before or len(c.named("run_error")) > errors_before)
+            if len(c.named("run_queued")) > queued_before:
+                answers.append("queued")
+                ended(c, c.named("run_queued")[-1]["run_id"])
+            else:
+                answers.append(c.named("run_error")[-1]["code"])
+        assert answers == ["queued", "queued", "rate_limited"]
+    finally:
+        engine.let()
 
 
 def test_the_teachers_token_rejoins_as_teacher_and_a_guess_is_refused(gated, connect):

@@ -31,6 +31,15 @@ def test_presets_are_the_demos_mixed_same_one_long_first(app):
     assert all(p["description"] and p["requests"] for p in presets)
 
 
+def test_presets_come_in_the_class_plans_order_then_by_name():
+    from app.settings import ROOT
+    from app.web.routes import preset_rank
+
+    names = sorted((p.stem for p in (ROOT / "demos").glob("*.json")), key=preset_rank)
+    assert names[:8] == ["mixed", "same", "one-long", "arrivals", "long-prompt", "memory-pressure", "priorities", "slots"]
+    assert names[8:] == sorted(names[8:]) and len(names) > 8
+
+
 @pytest.mark.model
 def test_the_page_and_every_response_carry_the_content_security_policy(app):
     http = app.test_client()

@@ -130,3 +130,10 @@ def test_a_clock_that_is_not_ms_or_steps_is_refused_by_name():
         parse_workload({**raw, "clock": "seconds"})
     assert e.value.field == "clock" and "ms" in str(e.value) and "steps" in str(e.value)
     assert "clock" not in parse_workload({k: v for k, v in raw.items() if k != "clock"}).to_dict()
+
+
+def test_shared_instructions_says_the_prefix_is_shared_by_reference_not_copied():
+    """The prefix cache points a later request's block table at the cached blocks (a reference count), so the lesson
+    must not say it copies them (issue 38: "copies the shared ones")."""
+    text = json.loads((DEMOS / "shared-instructions.json").read_text())["description"]
+    assert "cop" not in text.lower() and "by reference" in text

@@ -101,6 +101,12 @@ def test_on_a_phone_the_legend_wraps_the_narration_wraps_prompts_are_wide_and_a_
         width = lanes(page, "layout.width")
         legend = lanes(page, "legend")
         assert len(legend) == 6, legend  # prefill, decode, padding, idle, last token, the KV strip
+        grid = lanes(page, "layout.lanes[0].grid")  # the cells get the width: a narrow label gutter (issue 38: ~45%)
+        assert grid["x"] <= 64 and grid["w"] >= 0.7 * width, (grid, width)
+        page.locator("#lanes").screenshot(path=str(ARTIFACTS / "browser-phone-gutter.png"))
+        # the simulator has no vLLM: its preset is disabled, saying why (issue 38: a developer-style error)
+        assert page.is_disabled('button[data-preset="vllm"]')
+        assert "Not available on this server" in page.get_attribute('button[data-preset="vllm"]', "title")
         assert all(0 <= i["x"] and i["x"] + i["w"] <= width and i["y"] + i["h"] <= lanes(page, "layout.height")
                    for i in legend), (width, legend)
 

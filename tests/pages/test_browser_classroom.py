@@ -178,7 +178,9 @@ def test_a_preset_link_runs_it_a_mix_link_runs_too_and_a_first_visit_presses_not
     tab.wait_for_selector("[data-field='requests[0].id']", state="attached")
     assert pressed(tab) == []  # nothing ran, so nothing looks pressed
     narration = lanes(tab, "narration")
-    assert "preset above" in narration and "press Run" not in narration, narration
+    assert "press Run" not in narration, narration
+    screen = [tab.text_content(s) for s in ("#lesson", "#empty")] + [narration]  # issue 38: said once, not three times
+    assert sum("Pick a preset above" in text for text in screen) == 1 and "Pick a preset above" in screen[0], screen
     assert lanes(tab, "status") == "idle"
 
     tab.goto("about:blank")

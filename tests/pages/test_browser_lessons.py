@@ -8,6 +8,7 @@ from urllib.request import urlopen
 
 import pytest
 
+from tests.kit.browser import ARTIFACTS
 from tests.kit.page import lanes, open_page, stored, to_end, wait_finished
 from tests.kit.server import live_server
 
@@ -114,9 +115,17 @@ def test_the_page_rewrites_a_claim_the_stored_run_contradicts_with_its_numbers(b
             page.goto(f"{url}/runs/NoisyLongRun")
             page.wait_for_function("() => window.__lanes && window.__lanes.status === 'finished'")
             to_end(page)
+            # the lesson stays at most two lines: the failed claim marked; its numbers, the noise and the step that
+            # strayed one click away (issue 38: the rewritten lesson grew to nine lines)
             lesson = page.text_content("#lesson")
-            assert "so no step stalls for long" not in lesson
-            assert f"yet on this run one of its steps (step {chunk['step']}, {math.floor(chunk['ms'] + 0.5)} ms)" in lesson  # as JS rounds
-            assert "x the" in lesson and "median of the steps that did the same work" in lesson
+            assert "so no step stalls for long \u2014 not on this run (why: below)" in lesson and "yet on this run" not in lesson
+            assert page.evaluate("() => { const l = document.getElementById('lesson');"
+                                 " return l.getBoundingClientRect().height <= 2 * parseFloat(getComputedStyle(l).lineHeight) + 1; }")
+            assert not page.is_visible("#lesson-why")
+            page.click("#lesson-more-summary")
+            why = page.text_content("#lesson-why")
+            assert f"yet on this run one of its steps (step {chunk['step']}, {math.floor(chunk['ms'] + 0.5)} ms)" in why  # as JS rounds
+            assert "x the" in why and "median of the steps that did the same work" in why and "step times varied" in why
+            page.screenshot(path=str(ARTIFACTS / "browser-lesson-why.png"))
     finally:
         context.close()

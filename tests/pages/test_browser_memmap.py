@@ -69,7 +69,10 @@ def test_a_swap_is_drawn_narrated_and_the_memory_map_shows_the_host_pool_and_bot
     texts = [t["text"] for t in memmap(tab, "labels")]
     pct = lambda v: f"{round(v * 100)}%"  # noqa: E731
     figures = [t for t in texts if t.startswith("blocks in use") or t.startswith("tokens ")]
-    assert f"blocks in use {swap['held']} / 14 ({pct(swap['blockUsage'])})" in figures
+    # the free blocks a paged lane keeps back, one per running request (issue 38: "7 KV blocks short" with 2 free)
+    assert swap["kept"] == min(swap["free"], len(out.get("kv_tokens", {})))
+    kept = f" \u00b7 {swap['free']} free, {swap['kept']} kept back (1 per running request)" if swap["kept"] else ""
+    assert f"blocks in use {swap['held']} / 14 ({pct(swap['blockUsage'])}){kept}" in figures
     assert any(t.startswith(f"tokens {swap['tokens']} / 224 slots ({pct(swap['tokenUsage'])})") for t in figures)
     assert f"\u21c4 {victim} \u00b7 {out['kv_swapped'][victim]} blocks" in texts
     assert swap["tokens"] == sum(out["kv_tokens"].values())  # nothing shared in this mix: each token once

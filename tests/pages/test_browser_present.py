@@ -99,6 +99,32 @@ def test_presenter_mode_fits_the_three_arrivals_lanes_on_a_projector_with_larger
     assert context.problems == []
 
 
+def test_presenter_mode_keeps_a_two_lane_comparison_on_one_screen_every_label_at_least_14_px(context, tab, server):
+    """swap-vs-recompute (two lanes of four slots, KV budgets, preemption flags) shows both lanes at 1280x720, not one
+    at a time: rows may shrink below PRESENT_MIN's 24 px, to PRESENT_PAIR's 18 px at the least (the lesson is one line), and every label the
+    canvas drew (cells, rows, KV bars, flags, titles, the legend's words and its swatches' letters) is at least
+    14 px; the run line is whole, not cut off."""
+    run_preset(tab, server, "swap-vs-recompute")
+    to_end(tab)
+    tab.keyboard.press("p")
+    tab.wait_for_function("() => window.__lanes.present && window.__lanes.layout.turn")
+    assert lanes(tab, "layout.turn") == {"from": 0, "count": 2, "total": 2} and tab.is_hidden("#lane-turn")
+    assert_presenter_fits(tab, 2)
+    assert min(lane["rowH"] for lane in lanes(tab, "layout.lanes")) >= 18  # PRESENT_PAIR's floor; the lesson is one line
+    assert tab.evaluate("() => { const l = document.getElementById('lesson');"  # issue 38: one line in Present
+                        " return l.getBoundingClientRect().height <= parseFloat(getComputedStyle(l).lineHeight) + 1; }")
+    labels = lanes(tab, "labels")
+    assert {"cell", "row", "kv", "flag", "legend", "title"} <= {label["kind"] for label in labels}
+    small = sorted({(label["kind"], label["text"], label["px"]) for label in labels if label["px"] < 14})
+    assert not small, small
+    run_line = tab.eval_on_selector("#run-status", "n => [n.scrollWidth, n.clientWidth, n.textContent]")
+    assert run_line[0] <= run_line[1] and run_line[2].startswith("Finished"), run_line
+    assert in_viewport(box(tab, "#run-status"))
+    ARTIFACTS.mkdir(exist_ok=True)
+    tab.screenshot(path=str(ARTIFACTS / "present-swap-vs-recompute.png"))
+    assert context.problems == []
+
+
 def test_presenter_mode_shows_a_four_lane_mix_in_turn_every_label_readable_from_the_back(context, tab, server):
     open_page(tab, mix_link(server, FOUR))  # a shared mix runs by itself
     wait_finished(tab, "four lanes")

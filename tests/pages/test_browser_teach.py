@@ -101,6 +101,7 @@ def test_link_to_this_run_copies_the_short_link_and_the_qr_code_shows_it(browser
         assert tab.get_attribute("#run-link", "href") == f"/runs/{run_id}"  # no #mix= hash: the run carries its mix
         tab.click("#run-link")
         tab.wait_for_function("() => document.getElementById('share-status').textContent.includes('copied')")
+        assert "a replay of this run" in tab.text_content("#share-status")  # not a live run per opener, as #mix= is
         copied = tab.evaluate("() => navigator.clipboard.readText()")
         assert copied == f"{server}/runs/{run_id}" and "#" not in copied
 

@@ -7,7 +7,7 @@
  * part of the run); `maxHeight` shrinks rows (then KV bars) until the whole canvas fits a height
  * budget; `present` picks the larger type scale, under which rows and KV bars never shrink below what
  * the back of a room reads (PRESENT_MIN): `lanesInTurn` then shows as many lanes as fit, in turn
- * (presenter mode on a projector). The legend's items
+ * (presenter mode on a projector), except that two lanes, a comparison, stay together with rows down to PRESENT_PAIR. The legend's items
  * are placed here too, wrapped onto as many rows as the width needs (given a function that measures a
  * label). Knows nothing of colours.
  */
@@ -22,6 +22,10 @@ const MIN_KV = 8;
 /** Presenter mode's floor: a row whose cell label is at least 14 px (drawCell: row - 10) and a KV bar whose label is
  * at least 12 px; below it the page shows fewer lanes at a time rather than smaller ones. */
 export const PRESENT_MIN = Object.freeze({ row: 24, kv: 14, kvBudget: 24, cellPx: 14, kvPx: 12 });  // kvBudget: two lines
+/** Presenter mode's floor for a two-lane comparison, which is never split into turns: rows down to 18 px (a 14 px
+ * cell label still fits a cell's 16 px; a row that short keeps its 14 px label or none) and KV bars whose label stays
+ * at 14 px. */
+export const PRESENT_PAIR = Object.freeze({ row: 18, kv: 14, kvBudget: 28 });
 
 /** Font sizes (px) the renderer draws with: the page's, and presenter mode's for the back of the room. */
 export const TYPE = Object.freeze({
@@ -36,6 +40,15 @@ const SIZE = Object.freeze({
   present: { gutter: 158, axisH: 30, titleH: 34, compactTitleH: 29, laneGap: 16, compactGap: 10, kvBudget: 28,
     kvPlain: 18, flagH: 24, legendRow: 30, legendItem: 22, legendPad: 6, rows: [560, 400, 48, 12], reqRows: [620, 420, 34, 10] },
 });
+
+/** A phone's canvas (narrower than PHONE.width): a narrow label gutter, so the cells get the width (issue 38: row
+ * labels took ~45% of a 308 px canvas); the renderer fits the row and KV labels into it. */
+export const PHONE = Object.freeze({ width: 480, gutter: 64 });
+
+/** The label gutter's width at a canvas `width`. */
+export function gutterFor(width, present = false) {
+  return !present && width < PHONE.width ? PHONE.gutter : (present ? SIZE.present : SIZE.normal).gutter;
+}
 
 /**
  * The legend's items in rows that fit `width`: entries [{label, swatch}] (swatch: its width in px), `measure(label)`
@@ -94,16 +107,16 @@ function stack(lanes, rowHs, kvHs, { size, gridX, gridW, compact }) {
  * more lanes (default: when there are).
  */
 export function computeLayout(width, lanes, { view, clock, domain, from = 0, legend: legendSpec = null,
-  maxHeight = null, present = false, compact = lanes.length > 2 }) {
+  maxHeight = null, present = false, compact = lanes.length > 2, least: floor = null }) {
   const size = present ? SIZE.present : SIZE.normal;
-  const gridX = size.gutter;
+  const gridX = gutterFor(width, present);
   const gridW = Math.max(60, width - gridX - RIGHT);
   const pxPerUnit = gridW / Math.max(domain, 1e-9);
   const geometry = { size, gridX, gridW, compact };
   const key = legendSpec ? placeLegend(legendSpec.entries, legendSpec.measure, width, gridX, size)
     : { items: null, h: LEGEND_H };
-  const least = present ? { row: PRESENT_MIN.row, kv: PRESENT_MIN.kv, kvBudget: PRESENT_MIN.kvBudget }
-    : { row: MIN_ROW, kv: MIN_KV, kvBudget: MIN_KV };
+  const least = floor || (present ? { row: PRESENT_MIN.row, kv: PRESENT_MIN.kv, kvBudget: PRESENT_MIN.kvBudget }
+    : { row: MIN_ROW, kv: MIN_KV, kvBudget: MIN_KV });
   let rowHs = lanes.map((lane) => Math.max(least.row,
     rowHeight(size, view, Math.max(1, lane.rows.length), lanes.length)));
   let kvHs = lanes.map((lane) => (lane.kvBudget ? size.kvBudget : size.kvPlain));
@@ -143,6 +156,10 @@ export function lanesInTurn(width, lanes, opts, from = 0) {
   let count = lanes.length;
   const turnOpts = { ...opts, compact: lanes.length > 2 };  // lanes in turn keep the compact titles of the many
   let layout = computeLayout(width, lanes, turnOpts);
+  if (!layout.fits && lanes.length === 2) {  // two lanes are a comparison: both on the screen, rows down to the pair's floor
+    const pair = computeLayout(width, lanes, { ...turnOpts, compact: true, least: PRESENT_PAIR });
+    if (pair.fits) return { ...pair, turn: { from: 0, count: 2, total: 2 } };
+  }
   while (!layout.fits && count > 1) {
     count -= 1;
     const start = Math.max(0, Math.min(from, lanes.length - count));

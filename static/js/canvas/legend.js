@@ -7,6 +7,7 @@
  * legend spec) gets the entries laid out here, as before. Reads the scene and the layout; changes neither.
  */
 import { FONT, PALETTE, drawCell, drawMark, drawWaiting } from "./cells.js";
+import { PRESENT_MIN } from "./layout.js";
 import { Phase, SlotState, StopReason } from "../core/vocab.js";
 
 const ARRIVAL = "arrival";  // the legend's arrival mark (not a cell kind)
@@ -77,11 +78,13 @@ function drawKvSwatch(ctx, r) {
 
 function drawEntry(ctx, entry, x, y, px, h = 18) {
   const swatch = { x, y, w: entry.swatch, h };
+  // a swatch's letters (P, D, …) in presenter mode's larger type are at least 14 px, as the cells' labels are
+  const info = px > 12 ? { ...entry.info, maxPx: px, minPx: PRESENT_MIN.cellPx } : entry.info;
   if (entry.kind === Phase.WAITING) drawWaiting(ctx, swatch, "");
   else if (entry.kind === ARRIVAL) drawMark(ctx, x + 6, { y: y + h / 2 - 5, h: 10 });
   else if (entry.kind === KV) drawKvSwatch(ctx, swatch);
-  else if (entry.kind === CACHED) drawCell(ctx, swatch, Phase.PREFILL, entry.info);
-  else drawCell(ctx, swatch, entry.kind, entry.info);
+  else if (entry.kind === CACHED) drawCell(ctx, swatch, Phase.PREFILL, info);
+  else drawCell(ctx, swatch, entry.kind, info);
   ctx.fillStyle = PALETTE.text;
   ctx.textAlign = "left";
   ctx.textBaseline = "middle";

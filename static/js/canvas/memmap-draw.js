@@ -32,7 +32,8 @@ export function usageText(map) {
   const pct = (v) => `${Math.round(v * 100)}%`;
   const slots = map.numBlocks * map.blockSize;
   const filled = map.tokenUtilization === null ? "" : ` \u00b7 ${pct(map.tokenUtilization)} of the held blocks' slots`;
-  return [`blocks in use ${map.held} / ${map.numBlocks} (${pct(map.blockUsage)})`,
+  const kept = map.kept ? ` · ${map.free} free, ${map.kept} kept back (1 per running request)` : "";
+  return [`blocks in use ${map.held} / ${map.numBlocks} (${pct(map.blockUsage)})${kept}`,
     `tokens ${map.tokens} / ${slots} slots (${pct(map.tokenUsage)})${filled}`];
 }
 
@@ -149,10 +150,9 @@ function drawLane(ink, layout, lane, ids) {
   const tx = pad + ctx.measureText(blocks).width + 32;
   ctx.fillText(fitText(ctx, [tokens, tokens.split(" \u00b7 ")[0]], width - pad - tx) || "", tx, y);
   ctx = ink("block");
-  const seen = new Set();
   map.blocks.forEach((block, i) => {
-    const first = block.owners.length === 1 && !seen.has(block.owners[0]);  // a request's id on its first own block
-    if (first) seen.add(block.owners[0]);
+    // a request's id on the first block of its table it holds alone (its table's order, not the lowest block id)
+    const first = block.owners.length === 1 && (map.heads ? map.heads.get(block.owners[0]) === block.id : true);
     drawBlock(ctx, grid.x + (i % grid.cols) * grid.cell, grid.y + Math.floor(i / grid.cols) * grid.cell, grid.cell, block,
       map, ids, type.block, first);
   });

@@ -87,7 +87,7 @@ function drawGutter(ink, layout, lane, data) {
   ctx.textAlign = "right";
   ctx.font = `${Math.max(9, Math.min(type.label, lane.rowH))}px ${FONT}`;
   lane.rows.forEach((label, row) => {
-    const text = fitText(ctx, [label, `${label.slice(0, 10)}\u2026`], layout.axis.x - 14) || "";
+    const text = fitText(ctx, [label, `${label.slice(0, 10)}\u2026`, `${label.slice(0, 4)}\u2026`], layout.axis.x - 14) || "";
     ctx.fillText(text, grid.x - 8, grid.y + row * lane.rowH + lane.rowH / 2);
   });
   ctx = ink("kv");
@@ -98,13 +98,15 @@ function drawGutter(ink, layout, lane, data) {
     ctx.font = `600 ${px}px ${FONT}`;
     ctx.fillStyle = PALETTE.kvBudget;
     const line = `${point.unit === "blocks" ? "budget" : "KV cap."} ${point.total} ${unit}`;
-    ctx.fillText(line, grid.x - 8, kv.y + px / 2 + 1);
+    const room = grid.x - 10;  // a phone's narrow gutter: the shorter form
+    ctx.fillText(fitText(ctx, [line, `${point.total} ${unit}`], room) || "", grid.x - 8, kv.y + px / 2 + 1);
     ctx.font = `${px}px ${FONT}`;
     ctx.fillStyle = PALETTE.muted;
-    ctx.fillText(data.kvAt ? `KV in use ${data.kvAt.used}` : "KV memory", grid.x - 8, kv.y + kv.h - px / 2);
+    const use = data.kvAt ? [`KV in use ${data.kvAt.used}`, `in use ${data.kvAt.used}`, String(data.kvAt.used)] : ["KV memory", "KV"];
+    ctx.fillText(fitText(ctx, use, room) || "", grid.x - 8, kv.y + kv.h - px / 2);
   } else {
     ctx.font = `${Math.max(9, Math.min(type.label, kv.h))}px ${FONT}`;
-    ctx.fillText(data.kvLabel, grid.x - 8, kv.y + kv.h / 2);
+    ctx.fillText(fitText(ctx, [data.kvLabel, "KV"], grid.x - 10) || "", grid.x - 8, kv.y + kv.h / 2);
   }
   if (marks.h) {
     ctx = ink("row");

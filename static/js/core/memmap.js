@@ -60,8 +60,11 @@ export function memoryAt(records, step) {
  * table), "shared" (refs > 1), "cached" (the prefix cache keeps it, no request holds it) or "free"; fill: token
  * positions of the block holding a token (0..blockSize; the most any owner fills). blockUsage: held blocks ÷ the
  * pool; tokenUsage: tokens held ÷ the pool's token slots; tokenUtilization: tokens held ÷ the held blocks' slots.
+ * heads: request id -> the block its id is written on, the first block of its table (in table order, not block
+ * order) it holds alone. kept: the free blocks a paged lane keeps back, one per running request, so their next tokens
+ * fit (engine/sched/policies.py's headroom; a "reserve" lane keeps none): a prompt waits "N KV blocks short" counting them.
  */
-export function blockMap(state, { numBlocks, blockSize, hostBlocks = 0, swaps = false, kvBytes = 0 }) {
+export function blockMap(state, { numBlocks, blockSize, hostBlocks = 0, swaps = false, kvBytes = 0, reserve = false }) {
   const blocks = Array.from({ length: numBlocks }, (_, id) => ({ id, owners: [], refs: 0, fill: 0, kind: "free" }));
   for (const [rid, table] of state.tables) {
     const n = state.tokens.get(rid) || 0;
@@ -84,7 +87,14 @@ export function blockMap(state, { numBlocks, blockSize, hostBlocks = 0, swaps = 
   }
   const cached = blocks.filter((b) => b.kind === "cached").length;
   const swapped = [...state.swapped].map(([id, n]) => ({ id, blocks: n }));
-  return { blocks, swapped, hostBlocks, swaps: swaps || swapped.length > 0, kvBytes, numBlocks, blockSize, held, cached, free: numBlocks - held - cached, tokens,
+  const heads = new Map();
+  for (const [rid, table] of state.tables) {
+    const own = table.find((b) => blocks[b] && blocks[b].refs === 1);
+    if (own !== undefined) heads.set(rid, own);
+  }
+  const free = numBlocks - held - cached;
+  const kept = reserve ? 0 : Math.min(free, state.tables.size);
+  return { blocks, swapped, hostBlocks, swaps: swaps || swapped.length > 0, kvBytes, numBlocks, blockSize, held, cached, free, kept, heads, tokens,
     blockUsage: numBlocks ? held / numBlocks : 0, tokenUsage: numBlocks ? tokens / (numBlocks * blockSize) : 0,
     tokenUtilization: held ? tokens / (held * blockSize) : null };
 }

@@ -58,6 +58,8 @@ export const ClientEvent = Object.freeze({
   CLASS_JOIN: "class_join",    // join a class by its code (with the teacher's token: as its teacher)
   CLASS_ALLOW: "class_allow",  // the teacher allows (or stops) students' own submits
   CLASS_CLOSE: "class_close",  // the teacher ends the class
+  CLASS_LOCK: "class_lock",    // the teacher locks (or unlocks) students' submits for a while
+  CLASS_CANCEL: "class_cancel",  // the teacher stops a student run of the class, queued or executing
   CLASS_SHOW: "class_show",    // the teacher's page shows a stored run (a reference run): its students watch it too
 });
 

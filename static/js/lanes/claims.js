@@ -114,6 +114,23 @@ export function checkClaims(claims, derived) {
   });
 }
 
+/** What a lesson says in place of a claim the run contradicts, kept short (issue 38: the rewritten lesson grew to nine
+ * lines): the claim, then that this run did not bear it out; the numbers, the noise and the step that strayed are in
+ * `claimDetails`, one click away. */
+export const NOT_THIS_RUN = "\u2014 not on this run (why: below)";
+
+/** `text` with every claim the run contradicts marked, briefly, as not borne out (`NOT_THIS_RUN`). */
+export function markClaims(text, claims, derived) {
+  let out = String(text);
+  for (const c of checkClaims(claims, derived)) if (c.holds === false) out = out.replace(c.says, `${c.says} ${NOT_THIS_RUN}`);
+  return out;
+}
+
+/** Each contradicted claim with what happened: "“so no step stalls for long”: yet on this run one of its steps (…)". */
+export function claimDetails(claims, derived) {
+  return checkClaims(claims, derived).filter((c) => c.holds === false).map((c) => `\u201c${c.says}\u201d: ${c.text}.`);
+}
+
 /** `text` with every claim the run contradicts rewritten as what happened. */
 export function applyClaims(text, claims, derived) {
   let out = String(text);

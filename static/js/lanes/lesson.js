@@ -8,7 +8,7 @@
  * start), else from the records. Then every claim of the lesson (claims.js) the finished run contradicts is
  * rewritten as what happened. Pure: returns a string, which the page writes with textContent.
  */
-import { applyClaims } from "./claims.js";
+import { applyClaims, claimDetails, markClaims } from "./claims.js";
 import { memoryValue } from "./memlesson.js";
 import { laneBlockSize } from "../core/metrics.js";
 
@@ -45,6 +45,22 @@ function laneValue(lane, m, key, workload) {
  * its run is of the mix named `name`; otherwise, or while unknown, they show "…". `claims`: the preset's (claims.js).
  */
 export function fillLesson(text, name, derived, claims = null) {
+  const { filled, ours } = fill(text, name, derived);
+  return ours && claims ? applyClaims(filled, claims, derived) : filled;
+}
+
+/**
+ * The lesson as the page shows it (issue 38: at most two lines, one in Present): {text, details}. `text` is the
+ * filled lesson with each claim the run contradicts marked briefly (claims.js NOT_THIS_RUN); `details`, for the
+ * toggle under it, says for each what happened, with the run's numbers, its measured noise and the step that strayed.
+ */
+export function lessonParts(text, name, derived, claims = null) {
+  const { filled, ours } = fill(text, name, derived);
+  if (!ours || !claims) return { text: filled, details: [] };
+  return { text: markClaims(filled, claims, derived), details: claimDetails(claims, derived) };
+}
+
+function fill(text, name, derived) {
   const run = derived && derived.run;
   const ours = Boolean(run && run.workload && run.workload.name === name);
   const filled = String(text).replace(PLACEHOLDER, (_, subject, key) => {
@@ -55,5 +71,5 @@ export function fillLesson(text, name, derived, claims = null) {
     return value ?? UNKNOWN;
   });
   const clean = filled.replace(/\{[^}]*(\}|$)/g, UNKNOWN);  // a placeholder cut short (or unknown shape) never shows raw
-  return ours && claims ? applyClaims(clean, claims, derived) : clean;
+  return { filled: clean, ours };
 }

@@ -29,9 +29,9 @@ import { createClass } from "./class.js";
 import { createShare } from "./share.js";
 import { connect } from "../ui/socket.js";
 import { hovered, placeZoomBand, presenterBudget, sizeCanvas } from "../canvas/stage.js";
-import { Action, applyEvent, createState, isLive, liveOwnRun, nextSend } from "./state.js";
+import { Action, applyEvent, createState, isLive, nextSend } from "./state.js";
 import { ConnectionEvent, RunStatus, ServerEvent } from "../core/vocab.js";
-import { renderPresets, renderStatus } from "./status.js";
+import { presetProblem, renderPresets, renderStatus } from "./status.js";
 import { renderNoise } from "./noise.js";
 import { createReferences } from "./reference.js";
 import { applyTeach, syncTeach } from "./teach.js";
@@ -47,7 +47,8 @@ const dom = {
   btnHelp: $("btn-help"), helpClose: $("help-close"), help: $("help"), scrub: $("scrub"), readout: $("readout"),
   speed: $("speed"), requestLane: $("request-lane"), requestRows: $("request-rows"), metricsTable: $("metrics-table"),
   metricsCheck: $("metrics-check"), editorDetails: $("editor-details"), presetButtons: $("preset-buttons"),
-  lesson: $("lesson"), runStatus: $("run-status"), runLink: $("run-link"), modelStatus: $("model-status"),
+  lesson: $("lesson"), lessonMore: $("lesson-more"), lessonSummary: $("lesson-more-summary"), lessonFull: $("lesson-full"),
+  lessonWhy: $("lesson-why"), runStatus: $("run-status"), runLink: $("run-link"), modelStatus: $("model-status"),
   modelText: $("model-text"), modelProgress: $("model-progress"), stage: document.querySelector(".stage"),
   exports: { png: $("export-png"), json: $("export-json"), csv: $("export-csv"), trace: $("export-trace") },
   btnPresent: $("btn-present"), reveal: $("reveal"), presetPick: $("preset-pick"), btnZoomIn: $("btn-zoom-in"),
@@ -101,7 +102,8 @@ dom.presetPick.addEventListener("change", () => {
 const share = createShare({ link: dom.runLink, qrButton: $("btn-qr"), status: $("share-status"), popover: $("qr-popover"),
   frame: $("qr-frame"), url: $("qr-url"), close: $("qr-close") });
 const klass = createClass($("class-bar"), { send: socket.send, code: document.body.dataset.classCode || "",
-  missing: document.body.dataset.missingClass || "" });
+  missing: document.body.dataset.missingClass || "", onShowMine: () => push({ type: "show-mine" }),
+  onShowTeacher: (runId) => push({ type: "show-teacher", runId }) });
 Object.defineProperty(window, "__class", { get: () => klass.info });  // what the class's browser tests read
 bindGlossary(document, $("glossary-tip"));
 createTokenCount($("editor"), { maxChars: () => promptLimit });
@@ -141,28 +143,58 @@ function sendWhatIsNext() {
     state = applyEvent(state, { type: Action.CANCELLING, payload: { run_id: next.runId } });
   } else {
     socket.submit(next.workload, next.lanes);
+    submitTimes = [...submitTimes.slice(-60), performance.now()];
     state = applyEvent(state, { type: Action.SUBMITTED, payload: null });
   }
 }
 
-/** A class's events: a student's page follows the teacher's new run or the stored run the teacher shows (unless its own
- * run is live); a teacher's page tells the class which run it shows (class.js). */
+/** Show the run `runId` (watched: its backlog, then live); our own run, if shown, stays one click away (state.js). */
+function follow(runId) {
+  state = applyEvent(state, { type: Action.WATCHING, payload: { run_id: runId } });
+  socket.watch(runId);
+}
+
+/** A class's events: a student's page follows the teacher's new run or the stored run the teacher shows, even while
+ * its own run is live (kept aside, one click away); a teacher's page tells the class which run it shows (class.js). */
 function onClass(event) {
   if (event.type === ConnectionEvent.CONNECTED) klass.connected();
   const about = [ServerEvent.CLASS_STATE, ServerEvent.CLASS_CLOSED, ServerEvent.RUN_ERROR, ServerEvent.RUN_STARTED];
   if (!about.includes(event.type)) return;
-  const follow = klass.onEvent(event);
-  if (follow && !liveOwnRun(state)) {
-    state = applyEvent(state, { type: Action.WATCHING, payload: { run_id: follow } });
-    socket.watch(follow);
+  const teachers = klass.onEvent(event);
+  if (teachers) follow(teachers);
+}
+
+let submitLimit = null;  // submits a minute the server takes from this page (/api/limits), outside a class's teacher
+let submitTimes = [];   // when this page sent its recent submits (performance.now() ms)
+
+/** A submit the server would refuse (the class's submits locked, or this page's submits a minute spent): refused here
+ * with the server's words, so the run on screen is never stopped for a submit that cannot start. */
+function lockedOut(name) {
+  const refuse = (message, field, code) => {
+    state = { ...state, error: { message, field, run_id: null, code, refused: name } };
+    return true;
+  };
+  if (klass.locked()) {
+    return refuse(`class ${klass.info.code}: the teacher has locked submits for now; watch the teacher's run (your own `
+      + "can go once they unlock them)", "class", "locked");
   }
+  const recent = submitTimes.filter((t) => performance.now() - t < 60_000);
+  if (submitLimit && klass.role !== "teacher" && recent.length >= submitLimit) {
+    const wait = Math.ceil((60_000 - (performance.now() - recent[recent.length - submitLimit])) / 1000);
+    return refuse(`too many submits: the limit is ${submitLimit} per minute per client; wait ${wait} s`, "submit",
+      "rate_limited");
+  }
+  return false;
 }
 
 function onServer(event) {
   onClass(event);
   const before = state.run;
   state = applyEvent(state, event);
-  if (event.type === ServerEvent.MODEL_STATUS && "vllm" in event.payload) editor.setVllm(event.payload.vllm, event.payload.vllm_problem);
+  if (event.type === ServerEvent.MODEL_STATUS && "vllm" in event.payload) {
+    editor.setVllm(event.payload.vllm, event.payload.vllm_problem);
+    renderPresets(dom.presetButtons, presets, dom.presetPick, state.model);  // a vLLM preset without vLLM: disabled, with why
+  }
   const run = state.run;
   if (event.type === ConnectionEvent.CONNECTED && run && run.id && isLive(run)) socket.watch(run.id);  // rejoin
   const started = event.type === ServerEvent.RUN_STARTED && run && run.id === event.payload.run_id;
@@ -172,8 +204,9 @@ function onServer(event) {
     const named = run.workload.clock || (presets.find((p) => p.name === run.workload.name) || {}).clock;
     pb = { ...pb, t: 0, playing: true, clock: isTimed(run.workload) ? "ms" : named || pb.clock };
     ui = { ...ui, requestLane: null, link: null, intro: false };
-    if (!run.own) {  // a shared link or a replay: show its mix in the editor
+    if (!run.own) {  // a shared link, a replay or the teacher's run: its mix in the editor, its preset's lesson and button
       editor.load(run.workload);
+      ui = { ...ui, preset: presets.some((p) => p.name === run.workload.name) ? run.workload.name : null };
       if (!classPage) writeUrl(location.pathname, encodeMix({ workload: run.workload }));
     }
     // the address replays this run (a student's stays the class's link, which follows the teacher)
@@ -221,13 +254,17 @@ function onInput(a, derived) {
   switch (a.type) {
     case "presets":
       presets = a.presets;
-      renderPresets(dom.presetButtons, presets, dom.presetPick);
+      renderPresets(dom.presetButtons, presets, dom.presetPick, state.model);
       if (!document.body.dataset.runId) loadFromHash(!missingRun);  // a /runs/<id> page shows its run's mix instead
       break;
-    case "limits": editor.setLimits(a.limits); promptLimit = a.limits.max_prompt_chars ?? promptLimit; break;
+    case "limits":
+      editor.setLimits(a.limits);
+      promptLimit = a.limits.max_prompt_chars ?? promptLimit;
+      submitLimit = Number(a.limits.submits_per_minute) || null;
+      break;
     case "preset": {
       const preset = presets.find((p) => p.name === a.name);
-      if (!preset) break;
+      if (!preset || lockedOut(preset.name) || presetProblem(preset, state.model)) break;  // e.g. vLLM not installed
       editor.load(preset, preset.generate);
       ui = { ...ui, preset: preset.name, intro: false, link: null };
       if (!classPage) writeUrl("/", `preset=${encodeURIComponent(preset.name)}`);
@@ -245,7 +282,19 @@ function onInput(a, derived) {
       if (a.requests) editor.fillRequests(a.requests, a.workload);
       else editor.showErrors([{ field: a.field || "generate", message: a.message }]);
       break;
+    case "show-mine": {  // our own run again, from its start, with its mix and its preset's lesson
+      state = applyEvent(state, { type: Action.SHOW_MINE });
+      const run = state.run;
+      if (!run) break;
+      const name = run.workload ? run.workload.name : run.name;  // a queued run: the name it was submitted with
+      if (run.workload) editor.load(run.workload);
+      ui = { ...ui, preset: presets.some((p) => p.name === name) ? name : null, zoom: null };
+      pb = { ...pb, t: 0, playing: true };
+      break;
+    }
+    case "show-teacher": follow(a.runId); break;
     case "run":  // the button sits in the editor, below the lanes: bring the lanes into view to watch the run
+      if (lockedOut(editor.meta.name)) break;
       ui = { ...ui, intro: false, link: null };
       if (want()) scrollToStage = true;  // after the next render, whose lesson text may move the stage
       break;
@@ -359,13 +408,14 @@ function render() {
   syncControls(dom, pb, limit, derived.lanes.length > 0, { total: revealed, max: revealed ? limit : full });
   dom.help.hidden = !ui.help;
   renderStatus(dom, state, { presetName: ui.preset, presets, mix: editor.meta, derived, intro: ui.intro, missingRun,
-    hide: !revealed, short: ui.present });
+    hide: !revealed, short: ui.present, viewOnly: klass.role === "student" && !klass.info.allow_submit });
   renderNoise($("noise"), derived.metrics, state.model.step_noise);  // how noisy the ms figures are (noise.js)
   references.update({ presetName: ui.preset, run: state.run, ready: state.connected && state.model.ready });
+  klass.sync(state.run, state.mine);
   share.update(state.run && state.run.workload ? state.run.id : null);
   for (const button of Object.values(dom.exports)) button.disabled = !derived.lanes.length;
   panels.refresh(derived, scene, shown, limit, { clock: pb.clock, view: ui.view, reveal: ui.reveal, requestLane: ui.requestLane });
-  syncPresent(dom, { present: ui.present, turn: layout.turn, derived, seen: revealed && shown >= limit - 1e-9 });
+  syncPresent(dom, { present: ui.present, turn: layout.turn, derived, seen: revealed && shown >= limit - 1e-9, memory });
   exposeProbe({ state, pb, ui, derived, layout, scene, shown, limit, narration, canvas: dom.canvas, revealed, axis: shownAxis, labels });
   // the text above the lanes (the lesson, the totals at the reveal) may have grown: lay out again to fit, once per change
   const fits = budget === null ? null : presenterBudget(dom.wrap, dom.stage);

@@ -14,6 +14,7 @@ import { laneBlockSize } from "../core/metrics.js";
 export const MEMORY = "memory";  // the input action: show or hide the map
 
 /** The lane's pool: {numBlocks, blockSize, hostBlocks (0: not known), swaps (the lane swaps its victims out)}.
+ * `reserve`: its kv_allocation reserves whole requests (no free block kept per running request).
  * `facts`: the lane's run facts, or undefined; `options`: the lane's own options. */
 export function poolOf(records, workload, facts, options = {}) {
   const blockSize = (facts && facts.block_size) || laneBlockSize(records, workload);
@@ -25,7 +26,8 @@ export function poolOf(records, workload, facts, options = {}) {
     for (const table of Object.values(r.kv_tables || {})) numBlocks = Math.max(numBlocks, ...table.map((b) => b + 1));
     swaps = swaps || Object.keys(r.kv_swapped || {}).length > 0;
   }
-  return { numBlocks, blockSize, hostBlocks, swaps, kvBytes: (facts && facts.kv_bytes) || 0 };
+  const reserve = ((facts && facts.kv_allocation) || options.kv_allocation || workload.kv_allocation) === "reserve";
+  return { numBlocks, blockSize, hostBlocks, swaps, reserve, kvBytes: (facts && facts.kv_bytes) || 0 };
 }
 
 /** The button that shows or hides the map pushes MEMORY; its pressed state follows `on` (syncMemory). */
@@ -83,7 +85,7 @@ export function renderMemory(canvas, scene, run, { width, maxHeight = null, pres
     sizeKey = size;
   }
   const labels = drawMemory(canvas.getContext("2d"), layout, run.workload.requests.map((q) => q.id));
-  const shown = maps.map(({ name, step, map }) => ({ name, step, held: map.held, cached: map.cached, free: map.free,
+  const shown = maps.map(({ name, step, map }) => ({ name, step, held: map.held, cached: map.cached, free: map.free, kept: map.kept,
     tokens: map.tokens, numBlocks: map.numBlocks, swapped: map.swapped, blockUsage: map.blockUsage, tokenUsage: map.tokenUsage,
     shared: map.blocks.filter((b) => b.kind === "shared").map((b) => ({ id: b.id, refs: b.refs })) }));
   window.__memmap = { lanes: shown, labels, height: layout.height, width: layout.width };

@@ -132,7 +132,7 @@ export function tpotNote(lanes) {
  * requests wait (`workload`, the run's, lets it say a request ahead has a higher priority).
  */
 export function narrate(lanes, clock, t, streaming, timed = false, reveal = false) {
-  if (!lanes.length) return "Pick a preset above to run it on the real model, or open the request mix editor below to write your own.";
+  if (!lanes.length) return "";  // before a run the lesson line says how to start, once (issue 38: it was said three times)
   if (lanes.every((l) => l.step === 0)) {
     return streaming ? "The engine is computing the first step\u2026" : "Press play (Space) or step with \u2192.";
   }
@@ -151,9 +151,11 @@ export function narrate(lanes, clock, t, streaming, timed = false, reveal = fals
  * that runs by itself once the model is ready — a shared link is meant to be watched; null otherwise.
  */
 export function startLine({ missingRun = "", linkMix = null, ready = false }) {
-  if (missingRun) return `There is no run with id ${missingRun}. Pick a preset above to run one.`;
+  if (missingRun) return `There is no run with id ${missingRun}.`;  // the placeholder says what to do instead
   if (linkMix) {
-    return `This link runs \u201c${linkMix}\u201d ${ready ? "now" : "as soon as the model is ready"}: a shared link is meant to be watched; its steps stream in below.`;
+    return `This link starts a live run of \u201c${linkMix}\u201d ${ready ? "now" : "as soon as the model is ready"}, its`
+      + " steps streaming in below: everyone who opens it starts a run of their own. To show a class one run, share"
+      + " that run's \u201clink to this run\u201d (/runs/\u2026), which replays it.";
   }
   return null;
 }

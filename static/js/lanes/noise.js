@@ -74,8 +74,9 @@ export function noiseLine(metrics, warmup = null) {
   const text = spread === null ? `Step-time noise: no step shape has repeated yet${machine}.`
     : `Step times varied ${plusMinus(spread)} on this machine during the run${machine}.`;
   if (figure !== null && figure > NOISY) {
-    return { text: `${text} That is a lot: the ms figures of one lane against another may be noise, not the policy`
-      + " \u2014 run it again, or play the reference run.", tone: "warn" };
+    return { text: `${text} For the lesson: a claim about time (which lane finishes first, how long a wait or a`
+      + " first token takes) may fail on this run because of the machine, not the policy; step counts and tokens still"
+      + " hold. Run it again, or play the reference run.", tone: "warn" };
   }
   return { text, tone: "" };
 }

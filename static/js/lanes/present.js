@@ -34,9 +34,10 @@ export function bindPresent(dom, push) {
   });
 }
 
-/** "lanes 1–2 of 4" for a layout's turn (the canvas titles the lanes); "" when every lane is shown. */
-export function turnText(turn) {
-  if (!turn || turn.count >= turn.total) return "";
+/** "lanes 1–2 of 4" for a layout's turn (the canvas titles the lanes); "" when every lane is shown, or when the memory
+ * map (`memory`) is shown in place of the lanes: it draws every lane's pool, so "lane 1 of 2" over it would be wrong. */
+export function turnText(turn, memory = false) {
+  if (memory || !turn || turn.count >= turn.total) return "";
   const span = turn.count === 1 ? `lane ${turn.from + 1}` : `lanes ${turn.from + 1}\u2013${turn.from + turn.count}`;
   return `${span} of ${turn.total}`;
 }
@@ -52,11 +53,11 @@ export function totalsText(name, m) {
  * numbers in page order once the run has finished and `seen` (the playhead is at the end and predict-then-reveal
  * holds nothing back); until then a note says when they come.
  */
-export function syncPresent(dom, { present, turn, derived, seen }) {
+export function syncPresent(dom, { present, turn, derived, seen, memory = false }) {
   const names = derived.lanes.map((l) => l.name);
   const finished = Boolean(derived.run && derived.run.status === RunStatus.FINISHED);
   const totals = present && seen && finished ? Object.fromEntries(names.map((n) => [n, derived.metrics[n]])) : null;
-  const text = present ? turnText(turn) : "";
+  const text = present ? turnText(turn, memory) : "";
   dom.laneTurn.hidden = !text;
   if (dom.laneTurnText.textContent !== text) dom.laneTurnText.textContent = text;
   const lines = totals ? Object.entries(totals).map(([name, m]) => totalsText(name, m)) : [];

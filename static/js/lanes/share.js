@@ -10,6 +10,10 @@
 import { el } from "../ui/dom.js";
 import { publicLink, shareInfo, showWarning } from "./publicurl.js";
 
+/** What a run's link gives, said where it is copied: unlike a page's #mix= address, which starts a live run for each
+ * person who opens it, it replays this one run (issue 38: 30 students on a #mix= link made 30 queued runs). */
+export const REPLAY_NOTE = "a replay of this run: everyone who opens it sees these same steps, nothing runs again";
+
 /** The short link of a run, as a path. */
 export function runPath(runId) {
   return `/runs/${encodeURIComponent(runId)}`;
@@ -27,14 +31,14 @@ export function createShare({ link, qrButton, status, popover, frame, url, close
   }
   function selectByHand() {  // no clipboard here (an insecure origin, a refused permission): select the link to copy
     const box = el("input", { type: "text", readOnly: true, value: href(), className: "share-url", ariaLabel: "link to this run" });
-    say(" press Ctrl+C (\u2318C) to copy", box);
+    say(` press Ctrl+C (\u2318C) to copy \u2014 ${REPLAY_NOTE}`, box);
     box.focus();
     box.select();
   }
   function copy() {
     const text = href();
     if (navigator.clipboard && window.isSecureContext) {
-      navigator.clipboard.writeText(text).then(() => say("copied \u2713"), selectByHand);
+      navigator.clipboard.writeText(text).then(() => say(`copied \u2713 ${REPLAY_NOTE}`), selectByHand);
     } else selectByHand();
   }
   function open() {

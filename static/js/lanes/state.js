@@ -16,7 +16,8 @@ export const Action = Object.freeze({
   WANTED: "wanted",         // the reader asked to run a mix: {workload, lanes}; it waits in `next` until it can go
   SUBMITTED: "submitted",   // the page sent `next` as a submit; the current run stays until the new one is queued
   CANCELLING: "cancelling", // the page sent a cancel for its own run {run_id}, to replace it with `next`
-  WATCHING: "watching",     // the page asked to watch a run by id
+  WATCHING: "watching",     // the page asked to watch a run by id (our own run, if shown, is kept in `mine`)
+  SHOW_MINE: "show-mine",   // show our own run again (kept in `mine` while the page followed another)
 });
 
 export function createState() {
@@ -28,7 +29,9 @@ export function createState() {
     next: null,       // {workload, lanes}: a mix to submit as soon as no run of ours is live
     cancelling: null, // id of our run a cancel was sent for, until the server confirms it ended
     dropped: [],      // ids of runs we cancelled: their run_error is expected and never shown
-    run: null,        // see newRun
+    run: null,        // see newRun: the run the page shows
+    mine: null,       // our own run while the page shows another (a student following the teacher's run): it stays
+                      // one click away, and its events still fold into it
     error: null,      // the last run_error: {message, field, run_id, code, refused (the name of the mix a refused
                       // submit asked for, or null)}
   };
@@ -39,6 +42,7 @@ function newRun(id, status) {
     id,
     status,
     own: false,           // this page submitted it (the server allows one run per client at a time)
+    name: null,           // our own run's mix name as submitted (known before run_started brings its workload)
     position: null,       // place in the server's queue while queued (1 = next)
     ahead: null,          // a class's run: {teacher, student, other} runs queued ahead of it (class.js words it)
     lanes: [],            // lane names in the server's order
@@ -56,9 +60,11 @@ export function isLive(run) {
   return Boolean(run) && (run.status === RunStatus.QUEUED || run.status === RunStatus.RUNNING);
 }
 
-/** Our own run, while it is queued or running (the server refuses another submit until it ends), or null. */
+/** Our own run, while it is queued or running (the server refuses another submit until it ends), or null: the run
+ * shown, or the one kept in `mine` while the page shows another. */
 export function liveOwnRun(state) {
-  return state.run && state.run.own && isLive(state.run) ? state.run : null;
+  if (state.run && state.run.own && isLive(state.run)) return state.run;
+  return state.mine && isLive(state.mine) ? state.mine : null;
 }
 
 /**
@@ -96,8 +102,22 @@ function dropped(state, p) {
     run: ends ? { ...state.run, status: RunStatus.CANCELLED } : state.run };
 }
 
-/** Fold one queued event `{type, payload}` into the state. */
+const RUN_EVENTS = new Set([ServerEvent.RUN_QUEUED, ServerEvent.RUN_STARTED, ServerEvent.TICK, ServerEvent.RUN_FINISHED,
+  ServerEvent.RUN_ERROR]);
+
+/** Fold one queued event `{type, payload}` into the state; an event of our own run kept in `mine` folds into it. */
 export function applyEvent(state, event) {
+  const id = event.payload && event.payload.run_id;
+  if (state.mine && id && id === state.mine.id && !sameRun(state, id) && RUN_EVENTS.has(event.type)) {
+    const inner = fold({ ...state, run: state.mine }, event);
+    // a refusal or a stop of our kept run (the teacher cancelled it) is said beside it, not over the run on screen
+    const mine = event.type === ServerEvent.RUN_ERROR ? { ...inner.run, ended: String(event.payload.message || "") } : inner.run;
+    return { ...inner, run: state.run, mine, error: state.error };
+  }
+  return fold(state, event);
+}
+
+function fold(state, event) {
   const p = event.payload;
   switch (event.type) {
     case ConnectionEvent.CONNECTED:
@@ -112,8 +132,14 @@ export function applyEvent(state, event) {
       return { ...state, pending: true, sent: state.next, next: null, error: null };
     case Action.CANCELLING:
       return { ...state, cancelling: p.run_id, dropped: [...state.dropped.slice(-20), p.run_id] };
-    case Action.WATCHING:
-      return sameRun(state, p.run_id) ? state : { ...state, error: null, run: newRun(p.run_id, RunStatus.QUEUED) };
+    case Action.WATCHING: {
+      if (sameRun(state, p.run_id)) return state;
+      if (state.mine && state.mine.id === p.run_id) return { ...state, error: null, run: state.mine, mine: null };
+      const mine = state.run && state.run.own ? state.run : state.mine;  // our own run stays one click away
+      return { ...state, error: null, mine, run: newRun(p.run_id, RunStatus.QUEUED) };
+    }
+    case Action.SHOW_MINE:
+      return state.mine ? { ...state, error: null, run: state.mine, mine: null } : state;
     case ServerEvent.RUN_QUEUED: {
       if (sameRun(state, p.run_id)) {
         return { ...state, run: { ...state.run, status: RunStatus.QUEUED, position: p.position, ahead: p.ahead || null } };
@@ -121,8 +147,10 @@ export function applyEvent(state, event) {
       // A new id is the answer to our submit (sent to us before anything else of that run); without a submit in
       // flight it is a position update of a run we watched once, which the page no longer shows.
       if (!state.pending) return state;
-      const run = { ...newRun(p.run_id, RunStatus.QUEUED), own: true, position: p.position, ahead: p.ahead || null };
-      return { ...state, pending: false, sent: null, error: null, run };  // taken: an older refusal no longer applies
+      const run = { ...newRun(p.run_id, RunStatus.QUEUED), own: true, position: p.position, ahead: p.ahead || null,
+        name: state.sent && state.sent.workload ? String(state.sent.workload.name || "") : null };
+      // taken: an older refusal no longer applies, and an older run of ours (ended) is no longer kept
+      return { ...state, pending: false, sent: null, error: null, run, mine: null };
     }
     case ServerEvent.RUN_STARTED: {
       // Our run, or the run we watch, was made on run_queued or on watching: another id is a run we once watched.

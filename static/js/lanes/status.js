@@ -3,37 +3,55 @@
  * position N, running, switching to another mix, finished, an error, a lost connection), the preset
  * buttons (a click while your run is live stops it and runs the new mix: their titles say so) and the
  * lesson of the chosen preset, its placeholders filled from the run as it streams; before anything is
- * chosen, how to start. Under predict-then-reveal (`hide`) the run line keeps its totals and the lesson
+ * chosen, how to start (a class's view-only student: that the teacher's run will show). Under predict-then-reveal (`hide`) the run line keeps its totals and the lesson
  * its answer until the playhead reaches the end. Presenter mode's compact preset picker mirrors the
  * buttons. Text only through textContent.
  */
 import { behindText } from "./class.js";
 import { el } from "../ui/dom.js";
-import { fillLesson } from "./lesson.js";
+import { lessonParts } from "./lesson.js";
 import { liveOwnRun } from "./state.js";
 import { RunStatus } from "../core/vocab.js";
 import { count } from "../core/words.js";
 
-const INTRO = "Pick a preset above to watch the real model batch its requests, each with a lesson \u2014 start with"
+export const INTRO = "Pick a preset above to watch the real model batch its requests, each with a lesson \u2014 start with"
   + " \u201cmixed\u201d \u2014 or open the request mix editor at the bottom of the page to write your own.";
 
-/** What the page says where the lanes would be when it has no run to show. */
-export function emptyText(state, missingRun) {
+/** Where the lanes will be, before a run: what they will show (the lesson line above already says how to start). */
+export const EMPTY = "The lanes draw here: one row per request slot, one column per step, as the run streams in.";
+
+/** What a view-only student's page says before the teacher's first run (it has no presets, no editor to point at). */
+const FOLLOWING = "You are in the class: the teacher's run shows here as soon as it starts, with its lesson.";
+
+/** What the page says where the lanes would be when it has no run to show; `viewOnly`: a class's view-only student. */
+export function emptyText(state, missingRun, viewOnly = false) {
   const m = state.model;
+  if (viewOnly && !missingRun && !m.error) return FOLLOWING;
   if (missingRun) return `There is no run with id ${missingRun}: it may never have existed, or this server has forgotten it. Pick a preset above to run one.`;
   if (m.error) return "The model could not be loaded, so nothing can run; see the message at the top.";
   if (state.next || state.pending) return "Its steps stream in here as the model computes them.";
   if (!m.ready) return "The model is loading. Pick a preset once it is ready; its steps stream in here as they are computed.";
-  return "Pick a preset above to run it on the real model, or open the request mix editor below to write your own.";
+  return EMPTY;
 }
 
-/** The preset buttons, and the compact picker (`picker`, a select) presenter mode shows instead. */
-export function renderPresets(container, presets, picker = null) {
-  container.replaceChildren(...presets.map((p) => el("button", { type: "button", className: "preset",
-    dataset: { preset: String(p.name) }, text: String(p.name) })));
+/** Why a preset cannot run on this server, or null: one with a vLLM lane where vLLM is not installed (the model's
+ * status says `vllm: false` and why). Before the status arrives nothing is known, so nothing is refused. */
+export function presetProblem(preset, model) {
+  if (!startsVllm(preset) || !model || model.vllm !== false) return null;
+  return `Not available on this server: its vLLM lane ${model.vllm_problem || "needs vLLM, which is not installed here"}.`;
+}
+
+/** The preset buttons, and the compact picker (`picker`, a select) presenter mode shows instead; a preset this server
+ * cannot run (`presetProblem`, from the model's status) is shown disabled, its reason as its title. */
+export function renderPresets(container, presets, picker = null, model = null) {
+  container.replaceChildren(...presets.map((p) => {
+    const problem = presetProblem(p, model);
+    return el("button", { type: "button", className: "preset", dataset: { preset: String(p.name) }, text: String(p.name),
+      disabled: Boolean(problem), ...(problem ? { title: problem } : {}) });
+  }));
   if (picker) {
     picker.replaceChildren(el("option", { value: "", text: "preset\u2026" }),
-      ...presets.map((p) => el("option", { value: String(p.name), text: String(p.name) })));
+      ...presets.map((p) => el("option", { value: String(p.name), text: String(p.name), disabled: Boolean(presetProblem(p, model)) })));
   }
 }
 
@@ -101,7 +119,7 @@ function lessonPreset(presets, presetName, mix) {
  * predict-then-reveal holds back the totals; `short`: presenter mode's run line, without the model's file name.
  */
 export function renderStatus(dom, state, { presetName: chosen, presets, mix, derived, intro, missingRun, hide = false,
-  short = false }) {
+  short = false, viewOnly = false }) {
   const presetName = highlightedPreset(state, chosen, presets);  // highlight (and teach) what the lanes show
   const m = state.model;
   const ready = Boolean(m.ready);
@@ -127,16 +145,34 @@ export function renderStatus(dom, state, { presetName: chosen, presets, mix, der
   if (dom.presetPick) dom.presetPick.disabled = Boolean(why);
   for (const button of [...dom.presetButtons.children, dom.runMix]) {
     if (!button) continue;
-    button.disabled = Boolean(why);
-    const title = why || `${button.dataset.preset ? "run this preset" : "run the mix below"}${switching}`;
+    const problem = button.dataset.preset ? presetProblem(presets.find((p) => p.name === button.dataset.preset), state.model) : null;
+    button.disabled = Boolean(why || problem);  // a preset this server cannot run (no vLLM): disabled, saying why
+    const title = why || problem || `${button.dataset.preset ? "run this preset" : "run the mix below"}${switching}`;
     if (button.title !== title) button.title = title;
   }
-  const empty = emptyText(state, missingRun);
+  const empty = emptyText(state, missingRun, viewOnly);
   if (dom.empty.textContent !== empty) dom.empty.textContent = empty;
   const preset = lessonPreset(presets, presetName, mix);
-  const source = intro && !state.run ? INTRO : preset ? String(preset.description || "")
+  const source = intro && !state.run ? (viewOnly ? FOLLOWING : INTRO) : preset ? String(preset.description || "")
     : mix.description || (mix.name !== "custom" ? mix.name : "Your own mix, from the editor below.");
-  const lesson = hide && state.run ? "Predict first: what will happen? This mix's lesson shows when the playhead reaches the end."
-    : fillLesson(source, preset ? preset.name : mix.name, derived, preset ? preset.claims : null);
+  const { text: lesson, details } = hide && state.run
+    ? { text: "Predict first: what will happen? This mix's lesson shows when the playhead reaches the end.", details: [] }
+    : lessonParts(source, preset ? preset.name : mix.name, derived, preset ? preset.claims : null);
   if (dom.lesson.textContent !== lesson) dom.lesson.textContent = lesson;
+  renderLessonMore(dom, lesson, details);
+}
+
+/** The toggle under the lesson (CSS keeps the lesson to two lines, one in Present): the whole lesson, and for each
+ * claim the run did not bear out what happened, with its numbers, the noise and the step that strayed. */
+function renderLessonMore(dom, lesson, details) {
+  if (!dom.lessonMore) return;
+  const key = JSON.stringify([lesson, details]);
+  if (dom.lessonMore.dataset.key === key) return;
+  dom.lessonMore.dataset.key = key;
+  dom.lessonMore.hidden = !lesson;
+  dom.lessonMore.dataset.why = String(details.length > 0);
+  dom.lessonSummary.textContent = details.length ? `why this run differs from the lesson (${count(details.length, "claim")})`
+    : "the whole lesson";
+  dom.lessonFull.textContent = lesson;
+  dom.lessonWhy.replaceChildren(...details.map((text) => el("li", { text })));
 }

@@ -1,10 +1,11 @@
 // Presenter mode's lanes in turn (static/js/canvas/layout.js), without a browser: under a projector's height budget no row
 // shrinks below PRESENT_MIN (a 14 px cell label) — fewer lanes are shown instead, as many as fit — and the turns
-// page through every lane, the last one ending at the last lane. `node --test tests/js/`.
+// page through every lane, the last one ending at the last lane; two lanes stay together down to PRESENT_PAIR.
+// `node --test tests/js/`.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { PRESENT_MIN, computeLayout, lanesInTurn, nextTurn } from "../../../static/js/canvas/layout.js";
+import { PRESENT_MIN, PRESENT_PAIR, computeLayout, lanesInTurn, nextTurn } from "../../../static/js/canvas/layout.js";
 
 const lane = (name, rows = 4) => ({ name, rows: Array.from({ length: rows }, (_, i) => `slot ${i + 1}`), starts: [0],
   ends: [1], gaps: [], arrivals: [], kvBudget: false, preemptions: null });
@@ -27,6 +28,21 @@ test("lanes that fit are all shown, as outside presenter mode", () => {
   assert.deepEqual(shown.turn, { from: 0, count: 2, total: 2 });
 });
 
+test("two lanes are a comparison: kept together with rows down to the pair's floor, never split into turns", () => {
+  const pair = [{ ...lane("recompute"), kvBudget: true, preemptions: [] }, { ...lane("swap"), kvBudget: true, preemptions: [] }];
+  const full = computeLayout(1250, pair, { ...OPTS, maxHeight: 470 });
+  assert.ok(!full.fits);  // at PRESENT_MIN's rows they would take turns
+  const shown = lanesInTurn(1250, pair, { ...OPTS, maxHeight: 470 }, 0);
+  assert.deepEqual(shown.turn, { from: 0, count: 2, total: 2 });
+  assert.ok(shown.fits && shown.height <= 470);
+  assert.ok(shown.lanes.every((l) => l.rowH >= PRESENT_PAIR.row && l.rowH < PRESENT_MIN.row && l.kv.h >= PRESENT_PAIR.kvBudget));
+  // a pair that cannot fit even at the pair's floor (eight slots each) still takes turns, never below PRESENT_MIN
+  const eight = pair.map((l) => ({ ...l, rows: lane(l.name, 8).rows }));
+  const turns = lanesInTurn(1250, eight, { ...OPTS, maxHeight: 470 }, 0);
+  assert.equal(turns.turn.count, 1);
+  assert.ok(turns.lanes.every((l) => l.rowH >= PRESENT_MIN.row));
+});
+
 test("turns page by the lanes shown, end at the last lane and wrap round both ways", () => {
   assert.equal(nextTurn({ from: 0, count: 2, total: 3 }, 1), 1);  // lanes 2-3, not lane 3 alone
   assert.equal(nextTurn({ from: 1, count: 2, total: 3 }, 1), 0);
@@ -35,4 +51,19 @@ test("turns page by the lanes shown, end at the last lane and wrap round both wa
   assert.equal(nextTurn({ from: 2, count: 2, total: 4 }, -1), 0);
   assert.equal(nextTurn({ from: 0, count: 1, total: 4 }, -1), 3);
   assert.equal(nextTurn({ from: 0, count: 4, total: 4 }, 1), 0);  // every lane shown: nothing to page
+});
+
+test("Present's lane turn is not named over the memory map, which draws every lane (issue 38: \"lane 1 of 2\")", async () => {
+  const { turnText } = await import("../../../static/js/lanes/present.js");
+  const turn = { from: 0, count: 1, total: 2 };
+  assert.equal(turnText(turn), "lane 1 of 2");
+  assert.equal(turnText(turn, true), "");
+});
+
+test("a phone's 308 px canvas gives its cells the width: the label gutter narrows to PHONE.gutter (issue 38: ~45%)", async () => {
+  const { PHONE } = await import("../../../static/js/canvas/layout.js");
+  const phone = computeLayout(308, [lane("static"), lane("continuous")], { ...OPTS, present: false });
+  assert.equal(phone.lanes[0].grid.x, PHONE.gutter);
+  assert.ok(phone.lanes[0].grid.w >= 0.7 * 308, `cells ${phone.lanes[0].grid.w} px of 308`);
+  assert.equal(computeLayout(1250, [lane("static")], { ...OPTS, present: false }).lanes[0].grid.x, 116);  // a laptop: as before
 });

@@ -95,3 +95,18 @@ test("scrubbing anywhere, back and forth, through checkpoints gives what replayi
     for (const b of map.blocks) assert.equal(b.kind === "free", b.refs === 0 && !state.cached.includes(b.id));
   }
 });
+
+test("a request's id goes on its table's first own block, and a paged lane's map says the free blocks it keeps back (issue 38)", async () => {
+  const { usageText } = await import("../../../static/js/canvas/memmap-draw.js");
+  const state = { step: 3, tables: new Map([["R1", [5, 2]], ["R2", [0, 1, 3]]]), tokens: new Map([["R1", 20], ["R2", 40]]),
+    cached: [], swapped: new Map() };
+  const map = blockMap(state, { numBlocks: 8, blockSize: 16 });
+  assert.equal(map.heads.get("R1"), 5, "R1's table starts at block 5, though block 2 is lower");
+  assert.equal(map.heads.get("R2"), 0);
+  assert.equal(map.free, 3);
+  assert.equal(map.kept, 2, "one free block per running request");
+  assert.match(usageText(map)[0], /3 free, 2 kept back \(1 per running request\)/);
+  const reserve = blockMap(state, { numBlocks: 8, blockSize: 16, reserve: true });
+  assert.equal(reserve.kept, 0);
+  assert.doesNotMatch(usageText(reserve)[0], /kept back/);
+});

@@ -17,3 +17,15 @@ test("a vLLM lane is continuous batching by a real vLLM engine, with the options
     laneConfig("static"), laneConfig("continuous")].map((c) => [c.name, c]));
   assert.deepEqual(orderLanes(["vLLM", "static", "continuous"], configs), ["static", "vLLM", "continuous"]);
 });
+
+test("a vLLM preset is refused, with why, where the server says vLLM is not installed (issue 38)", async () => {
+  const { presetProblem } = await import("../../../static/js/lanes/status.js");
+  const vllm = { name: "vllm", lanes: [{ name: "continuous", policy: "continuous" }, { name: "vLLM", engine: "vllm" }] };
+  const mixed = { name: "mixed", lanes: [{ name: "static", policy: "static" }] };
+  const missing = { vllm: false, vllm_problem: "needs vLLM, which is not installed here: pip install vllm" };
+  assert.equal(presetProblem(vllm, missing),
+    "Not available on this server: its vLLM lane needs vLLM, which is not installed here: pip install vllm.");
+  assert.equal(presetProblem(mixed, missing), null);
+  assert.equal(presetProblem(vllm, { vllm: true }), null);
+  assert.equal(presetProblem(vllm, {}), null);  // before the model's status: nothing known, nothing refused
+});

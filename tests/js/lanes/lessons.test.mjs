@@ -139,3 +139,28 @@ test("a lesson names a request's arrival step as the requests table does: counte
   }
   assert.ok(named >= 1, "priorities names the VIP's arrival step");
 });
+
+test("the page's lesson stays short when a claim fails: the claim marked, its numbers and noise one click away (issue 38)", async () => {
+  const { lessonParts } = await import("../../../static/js/lanes/lesson.js");
+  const { NOT_THIS_RUN } = await import("../../../static/js/lanes/claims.js");
+  let failed = 0;
+  for (const [id, stored] of Object.entries(RUNS).filter(([, s]) => s.preset in CLAIMS || s.preset in TRACE_CLAIMS)) {
+    const records = Object.fromEntries(Object.entries(stored.records).map(([lane, recs]) => [lane, recs.map((r) => ({ ...r, lane }))]));
+    const run = { id, status: "finished", workload: stored.workload, lanes: stored.lanes, records,
+      done: Object.fromEntries(stored.lanes.map((l) => [l, true])), promptTokens: stored.prompt_tokens, t: 0 };
+    const claims = CLAIMS[stored.preset] || TRACE_CLAIMS[stored.preset];
+    const { text, details } = lessonParts(stored.description, stored.preset, deriveRun(run), claims);
+    const plain = lessonParts(stored.description, stored.preset, deriveRun(run), null).text;  // no claim checked
+    assert.equal(text.length, plain.length + details.length * (NOT_THIS_RUN.length + 1), `${id}: only the short marks are added`);
+    assert.equal(text.split(NOT_THIS_RUN).length - 1, details.length, id);
+    for (const d of details) {
+      assert.match(d, /^\u201c[^\u201d]+\u201d: /, id);
+      assert.match(d, /\d+(\.\d+)? (ms|s)\b/, `${id}: the numbers are in the details: ${d}`);
+      if (/usual result|no later on this run/.test(d)) {  // a claim the noise overturned: the noise and any outlier step
+        assert.match(d, /step times varied|no step shape repeated/, `${id}: the noise is in the details: ${d}`);
+      }
+    }
+    failed += details.length;
+  }
+  assert.ok(failed > 0, "the stored runs include a failed claim");
+});
