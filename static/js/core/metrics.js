@@ -293,6 +293,10 @@ export function laneMetrics(records, workload) {
   out.prefix_cache_hit_rate = prompt.computed + prompt.cached ? prompt.cached / (prompt.computed + prompt.cached) : null;
   out.step_time_spread = stepTimeSpread(records);
   out.token_utilization = tokenUtilization(records, laneBlockSize(records, workload));
+  // a fleet's numbers (engine/report/fleet_metrics.py): none for a lane of one engine, the only lanes the page
+  // draws yet (a data-parallel lane runs from the command line: engine/workload/fleet.py)
+  for (const key of ["mean_load_imbalance", "max_load_imbalance", "prefix_hit_rate_available",
+    "prefix_hit_rate_achieved"]) out[key] = null;
   out.simulated = simulated;
   out.requests = Object.fromEntries(all.map((q) => [q.id, q]));
   return out;
