@@ -3,8 +3,8 @@
     .venv/bin/python -m scripts.router_fidelity [--router-venv /work/venv-router] [--policies round_robin ...]
 
 Starts two Batch Lanes servers (`python -m app --backend sim`, each its own engine), then for each policy the real
-`vllm-router` (installed in its own virtualenv: `python3.11 -m venv VENV && VENV/bin/pip install
-vllm-router==0.1.17`) in front of them, sends the requests one after another through its `/v1/completions` (a
+`vllm-router` (in its own virtualenv: `make router` installs vllm-router 0.1.17 into
+.venv-router) in front of them, sends the requests one after another through its `/v1/completions` (a
 session's turns carry `X-Session-ID`), and reads which server answered each from the servers' own `/metrics`
 (`request_success` counts). The lane's router (engine/sched/router.py) routes the same sequence over the same worker
 URLs with every load at 0, since each request came back before the next was sent: cache_aware stays in its balanced
@@ -14,18 +14,14 @@ the prompt's text, so it is not compared by default).
 """
 import argparse
 import json
-import subprocess
 import sys
-import tempfile
-import time
 import urllib.request
-from pathlib import Path
 
 from engine.config import FleetConfig
 from engine.sched.router import ReplicaView, Router
 from engine.spec import RequestSpec
+from scripts.fleet import ROOT, get, router_binary, start_router, start_servers, stop, wait_for
 
-ROOT = Path(__file__).resolve().parent.parent
 SHARED = ["You are a patient tutor for a class on how computers work. Answer in two sentences. ",
           "You translate short English phrases into French and nothing else. "]
 
@@ -43,24 +39,6 @@ def requests(n: int) -> list[tuple[str, str | None]]:
     return out
 
 
-def get(url: str, timeout: float = 5.0) -> bytes:
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return r.read()
-
-
-def wait_for(url: str, seconds: float, proc: subprocess.Popen) -> None:
-    end = time.time() + seconds
-    while time.time() < end:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode} before {url} answered")
-        try:
-            get(url, 2.0)
-            return
-        except OSError:
-            time.sleep(0.3)
-    raise RuntimeError(f"{url} did not answer within {seconds:.0f} s")
-
-
 def answered(url: str) -> float:
     """The requests a server has answered: the sum of its request_success counters."""
     return sum(float(line.rsplit(" ", 1)[1]) for line in get(f"{url}/metrics").decode().splitlines()
@@ -74,57 +52,41 @@ def post(url: str, body: dict, session: str | None) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--router-venv", default="/work/venv-router")
+    p.add_argument("--router-venv", default=str(ROOT / ".venv-router"), help="where `make router` installs it")
     p.add_argument("--policies", nargs="+", default=["round_robin", "consistent_hash"],
                    help="cache_aware too, to see what docs/fleets.md reports of it: 0.1.17 does not match prompts")
     p.add_argument("-n", type=int, default=24)
     p.add_argument("--port", type=int, default=18100)
     args = p.parse_args()
-    router_bin = Path(args.router_venv) / "bin" / "vllm-router"
-    if not router_bin.exists():
-        print(f"error: no vllm-router at {router_bin}: python3.11 -m venv {args.router_venv} && "
-              f"{args.router_venv}/bin/pip install vllm-router==0.1.17", file=sys.stderr)
-        return 2
-    urls = [f"http://127.0.0.1:{args.port + i}" for i in range(2)]
-    procs, failed = [], False
+    binary = router_binary(args.router_venv)
+    urls, procs = start_servers(2, args.port, "sim")
+    failed = False
     try:
-        for i, url in enumerate(urls):
-            data = tempfile.mkdtemp(prefix="fleet-fidelity-")
-            procs.append(subprocess.Popen([sys.executable, "-m", "app", "--backend", "sim", "--port",
-                                           str(args.port + i), "--data", data], cwd=ROOT,
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         for url, proc in zip(urls, procs):
             wait_for(f"{url}/health", 120, proc)
         model = json.loads(get(f"{urls[0]}/v1/models"))["data"][0]["id"]
         sequence = requests(args.n)
         for policy in args.policies:
             port = args.port + 50
-            router = subprocess.Popen([str(router_bin), "--worker-urls", *urls, "--policy", policy, "--port",
-                                       str(port), "--log-level", "warning", "--prometheus-port", str(port + 1)],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            router = start_router(binary, urls, policy, port)
             try:
                 wait_for(f"http://127.0.0.1:{port}/health", 60, router)
                 ours = Router(FleetConfig(2, policy), 16, urls)
                 idle = [ReplicaView(0, 0, 0, 0.0, 0, 0)] * 2
                 real, mine = [], []
                 for i, (prompt, session) in enumerate(sequence):
+                    session = session if policy != "cache_aware" else None
                     before = [answered(u) for u in urls]
-                    post(f"http://127.0.0.1:{port}/v1/completions",
-                         {"model": model, "prompt": prompt, "max_tokens": 2}, session if policy != "cache_aware" else None)
-                    after = [answered(u) for u in urls]
-                    real.append([a - b for a, b in zip(after, before)].index(1.0))
-                    mine.append(ours.route(RequestSpec(f"r{i}", prompt, 2, session=session if policy != "cache_aware"
-                                                       else None, prompt_ids=(0,)), idle).replica)
-                same = real == mine
-                failed |= not same
-                print(f"{policy:16} {'same' if same else 'DIFFERENT'}\n  real: {real}\n  ours: {mine}")
+                    post(f"http://127.0.0.1:{port}/v1/completions", {"model": model, "prompt": prompt, "max_tokens": 2},
+                         session)
+                    real.append([a - b for a, b in zip([answered(u) for u in urls], before)].index(1.0))
+                    mine.append(ours.route(RequestSpec(f"r{i}", prompt, 2, session=session, prompt_ids=(0,)), idle).replica)
+                failed |= real != mine
+                print(f"{policy:16} {'same' if real == mine else 'DIFFERENT'}\n  real: {real}\n  ours: {mine}")
             finally:
-                router.terminate()
-                router.wait(10)
+                stop([router])
     finally:
-        for proc in procs:
-            proc.terminate()
-            proc.wait(10)
+        stop(procs)
     return 1 if failed else 0
 
 
