@@ -8,7 +8,7 @@ prefix hit rate (taken, available, achieved), mean TTFT, load imbalance, tokens/
 - herding: 32 requests behind one hot system prompt, one every 25 ms: cache_aware with its default guard
   (balance_abs_threshold 64, never reached here), with a guard of 4, and round robin.
 On the simulator the figures are its cost model's (no noise); --backend model runs the default model (slow on a
-CPU: minutes). `--dump DIR` writes the two workloads as JSON for `python -m engine run`.
+CPU: minutes; `--only sessions --routers round_robin cache_aware` for less). `--dump DIR` writes the two workloads as JSON for `python -m engine run`.
 """
 import argparse
 import collections
@@ -24,7 +24,10 @@ TOPICS = ["the Roman roads", "how vaccines work", "the French revolution", "blac
 BASE = {"policy": "continuous", "prefix_cache": True}
 
 
-def sessions() -> dict:
+ROUTERS = ("round_robin", "cache_aware", "consistent_hash", "kv_aware", "vllm_dp", "least_loaded")
+
+
+def sessions(routers: tuple[str, ...] = ROUTERS) -> dict:
     rng, t, reqs = random.Random(1), 0.0, []
     history = {s: f"You are a patient tutor. We talk about {topic}. Keep every answer short. " * 2
                for s, topic in enumerate(TOPICS)}
@@ -33,7 +36,6 @@ def sessions() -> dict:
         t += rng.expovariate(4.0) * 1000
         reqs.append({"id": f"s{s}t{i}", "prompt": history[s], "max_new_tokens": 12, "arrival_ms": round(t, 1),
                      "session": f"s{s}"})
-    routers = ("round_robin", "cache_aware", "consistent_hash", "kv_aware", "vllm_dp", "least_loaded")
     return {"name": "sessions", "slots": 4, "requests": reqs, "lanes": [
         {"name": "1 x 8 slots", **BASE, "slots": 8},
         *({"name": f"2 x {r}", **BASE, "data_parallel_size": 2, "router": r} for r in routers)]}
@@ -69,8 +71,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--backend", choices=("sim", "model"), default="sim")
     p.add_argument("--dump", metavar="DIR")
+    p.add_argument("--routers", nargs="+", choices=ROUTERS, default=ROUTERS, help="the sessions' fleets")
+    p.add_argument("--only", choices=("sessions", "herding"), help="one of the two workloads")
     args = p.parse_args()
-    workloads = [sessions(), herding()]
+    workloads = [w for w in (sessions(tuple(args.routers)), herding()) if args.only in (None, w["name"])]
     if args.dump:
         for obj in workloads:
             (Path(args.dump) / f"fleet-{obj['name']}.json").write_text(json.dumps(obj, indent=1))
