@@ -113,7 +113,11 @@ TABLES: dict[str, tuple[Column, ...]] = {
         _c("preemptions"), _c("swaps", when="swap"),
         _c("prompt_tokens", "prompt tokens computed / cached", metrics=("prompt_tokens_computed", "prompt_tokens_cached"),
            when="prefix_cache"),
-        _c("prefix_cache_hit_rate", when="prefix_cache"), _c("token_utilization", when="paged")),
+        _c("prefix_cache_hit_rate", when="prefix_cache"), _c("token_utilization", when="paged"),
+        _c("load_imbalance", "load imbalance mean / max", metrics=("mean_load_imbalance", "max_load_imbalance"),
+           when="fleet"),
+        _c("prefix_hits", "prefix hits available / achieved",
+           metrics=("prefix_hit_rate_available", "prefix_hit_rate_achieved"), when="fleet")),
     "compare": (
         _c("steps"), _c("tokens"), _c("tokens_per_step"), _c("slot_use"),
         _c("mean_ttft_steps", fmt="exact"), _c("mean_ttft_ms"), _c("p95_ttft_ms"), _c("p95_queue_ms"),

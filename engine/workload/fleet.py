@@ -23,8 +23,7 @@ def fleet_option(item: dict, at: str, limits: Limits) -> FleetConfig | None:
                                                      f"data_parallel_size {MIN_REPLICAS} to {MAX_REPLICAS}")
         return None
     if not limits.fleets:
-        raise WorkloadError(f"{at}.data_parallel_size", "a data-parallel lane runs from the command line for now "
-                                                        "(`python -m engine run`): the page does not draw one yet")
+        raise WorkloadError(f"{at}.data_parallel_size", "data-parallel lanes are off on this server (limits.fleets)")
     if item.get("engine", "batch-lanes") != "batch-lanes" or item.get("policy") != "continuous":
         raise WorkloadError(f"{at}.data_parallel_size", "takes a continuous lane of our engine: each replica is a "
                                                         "whole continuous engine")

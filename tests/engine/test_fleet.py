@@ -130,10 +130,11 @@ def test_bad_fleet_options_name_the_field(lane, field):
     assert e.value.field == field
 
 
-def test_the_page_refuses_a_fleet_until_it_draws_one():
-    with pytest.raises(WorkloadError, match="command line") as e:
-        parse_workload({"lanes": [fleet_lane("round_robin")], "requests": [{"id": "a", "prompt": "hi",
-                                                                              "max_new_tokens": 2}]}, Limits())
+def test_the_page_takes_a_fleet_and_a_server_with_fleets_off_refuses_one_by_name():
+    obj = {"lanes": [fleet_lane("round_robin")], "requests": [{"id": "a", "prompt": "hi", "max_new_tokens": 2}]}
+    assert parse_workload(obj, Limits()).lanes[0].name  # the page's limits: a fleet is drawn as sub-lanes
+    with pytest.raises(WorkloadError, match="limits.fleets") as e:
+        parse_workload(obj, Limits(fleets=False))
     assert e.value.field == "lanes[0].data_parallel_size"
 
 
