@@ -8,7 +8,7 @@ PORT   ?= 5000
 # idle OpenMP threads sleep rather than spin: on 2 shared cores spinning made decode steps ~50x slower
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: setup run check test bench clean browser redis scale kernels vllm
+.PHONY: setup run check test bench clean browser redis scale kernels vllm router fleet
 
 VENDOR := static/vendor/socket.io.min.js static/vendor/uPlot.iife.min.js static/vendor/uPlot.min.css
 
@@ -58,6 +58,25 @@ $(VLLM_VENV)/.installed: scripts/vllm_requires.py
 	$(VLLM_VENV)/bin/python -m pip install --quiet -r $(VLLM_VENV)/requires.txt torch==2.13.0
 	touch $@
 
+# the real vllm-router (a Rust binary with a Python launcher: a 24 MB wheel, 130 MB with its dependencies) in a
+# virtualenv of its own; only `make router` and `make fleet` install it (docs/fleets.md)
+ROUTER_VENV ?= .venv-router
+router: $(ROUTER_VENV)/.installed
+
+$(ROUTER_VENV)/.installed:
+	$(PYTHON) -m venv $(ROUTER_VENV)
+	$(ROUTER_VENV)/bin/python -m pip install --quiet vllm-router==0.1.17
+	touch $@
+
+# N Batch Lanes servers (ports PORT+1..PORT+N, each its own engine) behind vllm-router on PORT: REPLICAS=2
+# POLICY=cache_aware PORT=8000 BACKEND=model by default; Ctrl-C stops them all
+REPLICAS ?= 2
+POLICY   ?= cache_aware
+BACKEND  ?= model
+fleet: setup router
+	$(PY) -m scripts.fleet --replicas $(REPLICAS) --policy $(POLICY) --port $(if $(filter 5000,$(PORT)),8000,$(PORT)) \
+		--backend $(BACKEND) --router-venv $(ROUTER_VENV)
+
 run: setup
 	$(PY) -m app --host $(HOST) --port $(PORT)
 
@@ -87,4 +106,4 @@ bench: setup
 	$(PY) scripts/bench.py
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) node_modules static/vendor
+	rm -rf $(VENV) $(VLLM_VENV) $(ROUTER_VENV) node_modules static/vendor

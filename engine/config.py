@@ -99,6 +99,48 @@ class EngineConfig:
         return changed
 
 
+# data-parallel lanes (engine/fleet.py): N replicas behind a router (engine/sched/router.py; docs/fleets.md)
+ROUTERS = ("round_robin", "least_loaded", "power_of_two", "consistent_hash", "cache_aware", "kv_aware", "vllm_dp")
+MIN_REPLICAS, MAX_REPLICAS = 2, 4
+# router knobs: their defaults are the real routers' (vllm-router's CLI, Dynamo's frontend); which routers read which
+ROUTER_OPTIONS = {"cache_threshold": ("cache_aware",), "balance_abs_threshold": ("cache_aware",),
+                  "balance_rel_threshold": ("cache_aware",), "router_seed": ("power_of_two",),
+                  "overlap_score_weight": ("kv_aware",)}
+
+
+@dataclass(frozen=True)
+class FleetConfig:
+    size: int                             # replicas (data_parallel_size): each a whole continuous engine
+    router: str                           # which router picks a replica for each arrival: a name of ROUTERS
+    cache_threshold: float = 0.3          # cache_aware: the prefix match rate above which the best match wins
+    balance_abs_threshold: int = 64       # cache_aware: imbalanced when max - min load exceeds this...
+    balance_rel_threshold: float = 1.5    # ...and max load exceeds this times the min: then least loaded wins
+    router_seed: int = 0                  # power_of_two: the seed of its random pair
+    overlap_score_weight: float = 1.0     # kv_aware: cost = weight * prefill blocks + decode blocks
+
+    def __post_init__(self):
+        if isinstance(self.size, bool) or not isinstance(self.size, int) or not MIN_REPLICAS <= self.size <= MAX_REPLICAS:
+            raise ValueError(f"data_parallel_size must be an integer from {MIN_REPLICAS} to {MAX_REPLICAS}, "
+                             f"got {self.size!r}")
+        if self.router not in ROUTERS:
+            raise ValueError(f"router must be one of {', '.join(ROUTERS)}, got {str(self.router)[:40]!r}")
+        for name, lo, hi in (("cache_threshold", 0, 1), ("balance_rel_threshold", 1, 1000),
+                             ("overlap_score_weight", 0, 1000)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
+                raise ValueError(f"{name} must be a number from {lo} to {hi}, got {value!r}")
+        for name in ("balance_abs_threshold", "router_seed"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2 ** 32:
+                raise ValueError(f"{name} must be an integer from 0 to 2**32 - 1, got {value!r}")
+
+    def to_dict(self) -> dict:
+        """The lane options that say it: data_parallel_size, router and the knobs that differ from the defaults."""
+        base = FleetConfig(self.size, self.router)
+        return {"data_parallel_size": self.size, "router": self.router,
+                **{k: getattr(self, k) for k in ROUTER_OPTIONS if getattr(self, k) != getattr(base, k)}}
+
+
 @dataclass(frozen=True)
 class LaneSpec:
     name: str              # what the page, the metrics and the exports call the lane (unique in a run)
@@ -106,6 +148,7 @@ class LaneSpec:
     config: EngineConfig   # the lane's options: the workload's, with the lane's own changes
     engine: str = "batch-lanes"  # who computes it: our engine, or "vllm" (a real vLLM engine, engine/peers/vllm_lane.py)
     engine_options: dict = field(default_factory=dict)  # a vLLM lane: the options its object set (vllm_options.py)
+    fleet: FleetConfig | None = None  # a data-parallel lane: its replicas and router (None: one engine)
 
     @classmethod
     def plain(cls, policy: str, config: EngineConfig) -> "LaneSpec":
@@ -117,9 +160,10 @@ class LaneSpec:
         if self.engine != "batch-lanes":
             slots = {"slots": self.config.slots} if self.config.slots != defaults.slots else {}
             return {"name": self.name, "engine": self.engine, "policy": self.policy, **slots, **self.engine_options}
-        if self.name == self.policy and not changes:
+        fleet = self.fleet.to_dict() if self.fleet is not None else {}
+        if self.name == self.policy and not changes and not fleet:
             return self.policy
-        return {"name": self.name, "policy": self.policy, **changes}
+        return {"name": self.name, "policy": self.policy, **changes, **fleet}
 
 
 # How the live lane batches unless told otherwise, as vLLM's V1 scheduler does: a joiner's prompt is prefilled in

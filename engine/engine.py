@@ -11,7 +11,9 @@ from dataclasses import replace
 
 from engine.kv.block_manager import blocks_for
 from engine.config import LaneSpec
+from engine.fleet import FleetLane, replica_specs
 from engine.lane import Lane
+from engine.sched.router import Router
 from engine.worker.model import LoadedModel
 from engine.sched.policies import POLICIES
 from engine.spec import RequestSpec, max_row_len, row_capacity
@@ -114,7 +116,15 @@ class Engine:
         return Run(workload, [self.build_lane(spec, workload, row_len, eos_ids, pad_id) for spec in specs])
 
     def build_lane(self, spec: LaneSpec, workload: Workload, row_len: int, eos_ids: frozenset[int],
-                   pad_id: int) -> Lane:
+                   pad_id: int) -> Lane | FleetLane:
+        if spec.fleet is not None:  # N continuous engines behind a router, each built as a lane of its own
+            names = replica_specs(spec.name, spec.fleet.size)
+            replicas = [self.build_lane(replace(spec, name=name, fleet=None), workload, row_len, eos_ids, pad_id)
+                        for name in names]
+            for lane in replicas:  # each replica starts empty: the router sends it its requests as they arrive
+                lane.scheduler.requests, lane.scheduler.pending = [], []
+            router = Router(spec.fleet, spec.config.kv_block_size, names)
+            return FleetLane(spec.name, replicas, router, list(workload.requests), workload.timed)
         if spec.engine == "vllm":  # a real vLLM engine in its own process (started here: ~60 s)
             from engine.peers.vllm_lane import VllmLane
             return VllmLane(spec, list(workload.requests), workload.timed, self.lm, str(self.lm.folder))

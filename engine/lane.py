@@ -63,6 +63,7 @@ class Lane:
         self.clock = 0.0                   # lane-clock ms at the end of the last step (or wait)
         self.measured: list[float] = []    # ms of the steps that computed something, sorted
         self.last_cached: tuple[int, ...] = ()  # the cached blocks no request held at the last record
+        self.open = False                  # a fleet's replica (engine/fleet.py): not done while more may be sent it
 
     @property
     def policy(self) -> str:
@@ -70,7 +71,7 @@ class Lane:
 
     @property
     def done(self) -> bool:
-        return self.scheduler.is_finished()
+        return not self.open and self.scheduler.is_finished()
 
     @property
     def requests(self) -> list[Request]:

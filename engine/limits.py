@@ -34,6 +34,7 @@ class Limits:
     max_kv_budget: int = 65536      # KV tokens per lane (the kv_budget option)
     max_lane_kv_tokens: int = 8192  # KV a lane allocates: slots x (longest prompt + largest max_new_tokens)
     max_total_tokens: int = 12288   # prompt + new tokens of all requests together: bounds a run's compute
+    fleets: bool = True             # data-parallel lanes (engine/fleet.py): the page draws each replica as a sub-lane
 
 
 # A looser set for the CLI: the simulator previews big workloads, and a file on disk is trusted more.

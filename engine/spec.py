@@ -26,6 +26,8 @@ class RequestSpec:
     logprobs: int | None = None         # report each written token's logprob and this many top alternatives
     prompt_logprobs: int | None = None  # ...and each prompt token's (echo); such a request takes no prefix cache hit
     grammar: object = None      # a compiled grammar (engine.worker.grammar): every written token keeps to it (JSON output)
+    session: str | None = None  # the conversation it belongs to: a fleet's consistent_hash router keys on it, as
+                                # vllm-router keys on an X-Session-ID header (None: on the prompt's text)
     group: str | None = None    # parallel sampling: the request whose `n` samples its siblings are (engine.workload.siblings;
                                 # its id is "<group>·i"); the first of them leads, the others fork its prompt
                                 # blocks; None: a request of its own

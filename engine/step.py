@@ -4,7 +4,7 @@ Every number and every pixel Batch Lanes shows is computed from these records: t
 the metrics, the canvas, the exports. A record is immutable and JSON-ready; this module knows
 nothing about models, schedulers or sockets.
 """
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 
 
@@ -76,6 +76,27 @@ class SlotRecord:
 
 
 @dataclass(frozen=True)
+class Route:
+    """A fleet router's decision for one request, made at its arrival from what the router could know then."""
+    request: str                      # the request's id
+    replica: int                      # the replica it was sent to (0-based)
+    branch: str                       # why: the policy's branch ("cache_hit", "load_balance", "low_match", "hash",
+                                      # "round_robin", "least_loaded", "power_of_two", "lowest_cost", "tie", ...)
+    at_ms: float                      # when it arrived: lane-clock ms (arrivals in ms), else its 0-based step
+    loads: tuple[int, ...]            # per replica: the router's in-flight count (sent, not yet returned) then
+    matched: tuple[int, ...]          # per replica: prompt tokens of this request its prefix cache held then
+    prompt_tokens: int                # the request's prompt tokens (what `matched` is a share of)
+    scores: tuple[float | None, ...] = ()  # per replica: the policy's own score (cache_aware: its tree's match rate;
+                                      # kv_aware: the cost; vllm_dp: the score; power_of_two: the pair's loads, None
+                                      # for the replicas it did not sample); () for a policy that scores nothing
+
+    def to_dict(self) -> dict:
+        return {"request": self.request, "replica": self.replica, "branch": self.branch, "at_ms": self.at_ms,
+                "loads": list(self.loads), "matched": list(self.matched), "prompt_tokens": self.prompt_tokens,
+                "scores": list(self.scores)}
+
+
+@dataclass(frozen=True)
 class StepRecord:
     lane: str
     step: int                           # 1-based
@@ -113,9 +134,17 @@ class StepRecord:
                                         # tensors), num_blocks, block_size, host_blocks, kv_allocation, preemption
     waits: dict[str, dict] = field(default_factory=dict)  # every id in `waiting` -> why it was not admitted
                                         # (engine/waits.py Wait.to_dict: {"reason": "kv_blocks", "short": 3})
+    # a fleet (a data-parallel lane, engine/fleet.py): its own `slots` are empty; each replica's step is a whole
+    # lane record of its own, and start_ms/ms span the replicas' steps
+    replicas: tuple["StepRecord | None", ...] | None = None  # per replica: its record of this fleet step (None:
+                                        # it did not step); None: not a fleet
+    routes: tuple[Route, ...] = ()      # the router's decisions since the previous fleet step, in arrival order
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        d = asdict(self if self.replicas is None else replace(self, replicas=None, routes=()))
+        if self.replicas is not None:  # each replica's record as any lane's, the routes as they say themselves
+            d["replicas"] = [None if r is None else r.to_dict() for r in self.replicas]
+            d["routes"] = [route.to_dict() for route in self.routes]
         d["slots"] = [s.to_dict() for s in self.slots]
         d["forward"] = Forward(self.forward).value
         for key in ("waiting", "admitted", "finished", "returned", "preempted"):
@@ -140,4 +169,6 @@ class StepRecord:
             del d["copy_ms"]
         if not self.waits:  # written only when someone waits: stored runs stay small
             del d["waits"]
+        if self.replicas is None:  # a lane of one engine says nothing of fleets
+            del d["replicas"], d["routes"]
         return d

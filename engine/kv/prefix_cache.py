@@ -83,6 +83,17 @@ class PrefixCache:
         self.held[request.id] = list(blocks)
         return blocks
 
+    def cached_tokens(self, prompt_ids: tuple[int, ...] | list[int]) -> int:
+        """Tokens of a prompt's longest chain of ready cached blocks, looked up without holding them (what a router
+        asks a replica, Dynamo's overlap); `match` leaves at least one token to compute, so does this."""
+        n = 0
+        for h in chain_hashes(list(prompt_ids[:len(prompt_ids) - 1]), self.block_size):
+            b = self.by_hash.get(h)
+            if b is None or not b.ready or b.token_ids != tuple(prompt_ids[n:n + self.block_size]):
+                break
+            n += self.block_size
+        return n
+
     def add_computed(self, request: Request, end: int, table: list[int] | None = None) -> list[tuple[int, int]]:
         """Hold every full block of `request`'s prefill that ends at or before position `end` (what this step
         computes up to); a block new to the cache is named by its pool block `table[i]` (alone: an id of its own).

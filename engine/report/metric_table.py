@@ -75,6 +75,11 @@ METRICS: dict[str, Metric] = {m.key: m for m in [
     Metric("tokens_per_decode_cell", "tokens / decode cell", "tokens", "higher", ".2f", "speculative"),
     Metric("step_time_spread", "step time spread", "share", "lower", ".0%", "step_noise"),
     Metric("token_utilization", "token utilization", "share", "higher", ".0%", "token_utilization"),
+    # a fleet's (engine/report/fleet_metrics.py); none for a lane of one engine
+    Metric("mean_load_imbalance", "mean load imbalance", "requests", "lower", ".2f", "load_imbalance"),
+    Metric("max_load_imbalance", "max load imbalance", "requests", "lower", "d", "load_imbalance"),
+    Metric("prefix_hit_rate_available", "prefix hits available", "share", "higher", ".0%", "hits_available"),
+    Metric("prefix_hit_rate_achieved", "prefix hits achieved", "share", "higher", ".0%", "hits_available"),
 ]}
 
 # The sweep's own numbers (sweep.serving_metrics), beside those it takes from lane_metrics under `serve` names.
@@ -108,7 +113,11 @@ TABLES: dict[str, tuple[Column, ...]] = {
         _c("preemptions"), _c("swaps", when="swap"),
         _c("prompt_tokens", "prompt tokens computed / cached", metrics=("prompt_tokens_computed", "prompt_tokens_cached"),
            when="prefix_cache"),
-        _c("prefix_cache_hit_rate", when="prefix_cache"), _c("token_utilization", when="paged")),
+        _c("prefix_cache_hit_rate", when="prefix_cache"), _c("token_utilization", when="paged"),
+        _c("load_imbalance", "load imbalance mean / max", metrics=("mean_load_imbalance", "max_load_imbalance"),
+           when="fleet"),
+        _c("prefix_hits", "prefix hits available / achieved",
+           metrics=("prefix_hit_rate_available", "prefix_hit_rate_achieved"), when="fleet")),
     "compare": (
         _c("steps"), _c("tokens"), _c("tokens_per_step"), _c("slot_use"),
         _c("mean_ttft_steps", fmt="exact"), _c("mean_ttft_ms"), _c("p95_ttft_ms"), _c("p95_queue_ms"),
@@ -152,6 +161,8 @@ GLOSSARY: dict[str, dict[str, str]] = {
     "hit_rate": {"term": "prefix cache hit rate", "text": "The share of prompt tokens taken from the prefix cache: cached \u00f7 (computed + cached), counted in tokens as vLLM does."},
     "token_utilization": {"term": "token utilization", "text": "Of the KV memory requests hold, the share that holds tokens: token slots holding a token \u00f7 token slots of the blocks held (each block of block_size slots counted once, shared or not), summed over every step of the run. A paged cache leaves only each request's last block part-empty; reserving prompt + max_new_tokens up front leaves most of it empty (the PagedAttention paper measured 20.4\u201338.2% for such servers, about 96% with paging). Cached blocks no request holds are not counted."},
     "step_noise": {"term": "step time spread", "text": "How noisy this machine's step times were: steps of the same shape (the same kind of forward pass, rows and tokens) should take the same time; this is how far nine in ten of them strayed from their shape's median (\u00b112% reads: within 12%). Above 25% the page warns that a lane's times may say more about the machine than about the policy. The simulator's steps have no noise."},
+    "load_imbalance": {"term": "load imbalance", "text": "A fleet of replicas behind a router: after every step, the most loaded replica's requests (running or waiting) minus the least loaded one's. The mean over the run and the worst. A router that follows cached prefixes can pile one hot prefix onto one replica; a load guard (cache_aware's balance thresholds) moves it off."},
+    "hits_available": {"term": "prefix hits available / achieved", "text": "A fleet of replicas behind a router: of the requests' prompt tokens, the share the best replica's prefix cache held when each request arrived (available), and the share the replica the router chose held (achieved). A round-robin router leaves most of what is available; a cache-aware one takes it, unless the load guard sends a request elsewhere."},
     "speculative": {"term": "lookup kept \u00b7 tokens/decode cell", "text": "Speculative decoding by prompt lookup: each step a request proposes the tokens that followed the same last words earlier in its prompt or answer, and one forward pass checks them all. Kept: the share of proposed tokens the model agreed with (spec_acceptance_rate). Tokens/decode cell: how many tokens a decode cell wrote on average (1 without speculation). The tokens are exactly those of plain greedy decoding."},
 }
 

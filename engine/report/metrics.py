@@ -12,24 +12,12 @@ unit, which way is better, format and glossary term; `TABLES` there says where e
 from static/js/core/catalog.js (`python -m engine.report.catalog`).
 """
 import bisect
-from statistics import fmean
 
+from engine.report.fleet_metrics import FLEET_METRICS, FLEET_REQUEST_FIELDS, fleet_metrics
 from engine.report.metric_table import METRICS, TABLES, Column, Metric, format_value  # noqa: F401 (re-exported)
+from engine.report.stats import mean as _mean, percentile  # noqa: F401 (percentile re-exported)
 from engine.step import SlotState, StepRecord
 from engine.workload.workload import Workload
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    """Nearest-rank percentile (q in 0..100) of `values`; None when empty."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, -(-len(ordered) * q // 100) - 1))
-    return ordered[int(k)]
-
-
-def _mean(values: list[float]) -> float | None:
-    return fmean(values) if values else None
 
 
 def lane_times(records: list[dict]) -> tuple[list[float], list[float]]:
@@ -174,6 +162,8 @@ def is_simulated(record: dict) -> bool:
 
 def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> dict:
     recs = [r if isinstance(r, dict) else r.to_dict() for r in records]
+    if recs and recs[0].get("replicas") is not None:  # a fleet: its replicas' lane metrics, merged
+        return fleet_metrics(recs, workload, lane_metrics)
     slots = len(recs[0]["slots"]) if recs else workload.config.slots
     steps = len(recs)
     starts, ends = lane_times(recs)
@@ -272,6 +262,7 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
     out["prefix_cache_hit_rate"] = cached / (computed + cached) if computed + cached else None  # of prompt tokens, as vLLM
     out["step_time_spread"] = step_time_spread(recs)
     out["token_utilization"] = token_utilization(recs, lane_block_size(recs, workload))
+    out.update(dict.fromkeys(FLEET_METRICS))  # a fleet's numbers: none for a lane of one engine
     out["simulated"] = simulated
     out["requests"] = per
     return out
@@ -288,6 +279,7 @@ def run_metrics(records: dict[str, list], workload: Workload) -> dict[str, dict]
     out = {}
     for lane, recs in records.items():
         m = lane_metrics(recs, workload)
-        m["requests"] = {rid: {k: q[k] for k in REQUEST_FIELDS} for rid, q in m["requests"].items()}
+        m["requests"] = {rid: {k: q[k] for k in REQUEST_FIELDS + FLEET_REQUEST_FIELDS if k in q}
+                         for rid, q in m["requests"].items()}
         out[lane] = m
     return out

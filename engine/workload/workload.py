@@ -20,6 +20,7 @@ from pathlib import Path
 from engine.admission import ORDERS
 from engine.workload.arrivals import generate_requests
 from engine.config import EngineConfig, LaneSpec
+from engine.workload.fleet import FLEET_KEYS, fleet_option
 from engine.limits import CLI_LIMITS, Limits, WorkloadError, check_int, check_number, check_str, reject_unknown
 from engine.sched.policies import TRAITS, options_only_for
 from engine.spec import RequestSpec
@@ -31,10 +32,10 @@ from engine.peers.vllm_options import ENGINES, check_vllm_lane
 __all__ = ["Workload", "parse_workload", "parse_lanes", "load_workload", "Limits", "CLI_LIMITS", "WorkloadError"]
 
 REQUEST_KEYS = {"id", "prompt", "max_new_tokens", "ignore_eos", "arrival", "arrival_ms", "priority", "n", "temperature",
-                "seed"}
+                "seed", "session"}
 INT64 = (-2 ** 63, 2 ** 63 - 1)
 OPTION_KEYS = {f.name for f in fields(EngineConfig)} - {"slots"}
-LANE_KEYS = {"name", "policy", "slots", "engine"} | OPTION_KEYS
+LANE_KEYS = {"name", "policy", "slots", "engine"} | OPTION_KEYS | FLEET_KEYS
 # "claims": a preset's lesson claims, for the page to check against the run (static/js/lanes/claims.js); the engine ignores them
 WORKLOAD_KEYS = {"name", "description", "claims", "clock", "slots", "lanes", "requests", "generate", "policy", "trace"} | OPTION_KEYS
 CLOCKS = ("ms", "steps")  # the clocks a page can show a run on
@@ -75,7 +76,8 @@ class Workload:
                           **({"arrival_ms": r.arrival_ms} if self.timed else {"arrival": r.arrival}),
                           "priority": r.priority, **({"n": n} if n > 1 else {}),
                           **({"temperature": r.temperature} if r.temperature else {}),
-                          **({"seed": r.seed} if r.seed is not None else {})}
+                          **({"seed": r.seed} if r.seed is not None else {}),
+                          **({"session": r.session} if r.session is not None else {})}
                          for r, n in collapse(self.requests)]
         return d
 
@@ -157,7 +159,7 @@ def parse_lanes(raw, defaults: EngineConfig, limits: Limits, timed: bool = False
                     raise WorkloadError(f"{at}.{key}", f"applies to {' and '.join(policies)} lanes, not to a "
                                                        f"{policy} lane")
             spec = LaneSpec(name, policy, _config(defaults, _options(item, f"{at}.", limits, timed), f"{at}."),
-                            *(("vllm", vllm) if vllm is not None else ()))
+                            *(("vllm", vllm) if vllm is not None else ()), fleet=fleet_option(item, at, limits))
             name_field = f"{at}.name"
         else:
             raise WorkloadError(at, f"must be a lane name or an object, got {type(item).__name__}")
@@ -214,6 +216,8 @@ def _requests(raw, limits: Limits) -> tuple[RequestSpec, ...]:
             priority=check_int(r.get("priority", 0), f"{where}.priority", -1000, 1000),
             temperature=float(check_number(r.get("temperature", 0), f"{where}.temperature", 0, 2)),
             seed=None if r.get("seed") is None else check_int(r["seed"], f"{where}.seed", *INT64),
+            session=None if r.get("session") is None else check_str(r["session"], f"{where}.session",
+                                                                     limits.max_id_chars),
         )
         siblings = expand(spec, check_int(r.get("n", 1), f"{where}.n", 1, limits.max_n))
         for s in siblings if len(siblings) > 1 else ():

@@ -32,6 +32,7 @@ CASES = {
     "ms_arrivals_dynamic": ("arrivals", "dynamic", False),
     "ms_arrivals_continuous": ("arrivals", "continuous", False),
     "sjf": ("sjf", "sjf", False),
+    "fleet": ("fleet-sessions", "cache-aware", False),  # two replicas behind cache_aware: the fleet's numbers
     "speculative": ("spec-quote", "prompt lookup", True),
 }
 

@@ -8,7 +8,7 @@ from urllib.request import urlopen
 import pytest
 
 from tests.kit.browser import ARTIFACTS, pixels, rgb, share
-from tests.kit.page import lanes, open_page, wait_finished
+from tests.kit.page import lanes, open_page, run_preset, to_end, wait_finished
 
 pytestmark = pytest.mark.browser
 
@@ -57,4 +57,56 @@ def test_shared_instructions_draws_cached_prefills_and_counts_prompt_tokens(tab,
     assert "prefill from the prefix cache" in legend
     ARTIFACTS.mkdir(exist_ok=True)
     tab.screenshot(path=str(ARTIFACTS / "browser-prefix-cache.png"), full_page=True)
+    assert tab.problems == []
+
+
+def test_fleet_sessions_draws_each_replica_as_a_sub_lane_with_the_routers_marks(tab, server):
+    """A fleet (data_parallel_size 2, docs/fleets.md): every replica drawn from its own records as a sub-lane on the
+    shared clock, a routing mark at each arrival on the replica chosen (its branch in the tooltip), and the fleet's
+    metrics, the four fleet numbers too, equal to the server's."""
+    tab.set_viewport_size({"width": 1280, "height": 720})
+    run_preset(tab, server, "fleet-sessions")
+    to_end(tab)
+    assert lanes(tab, "metricsCheck") == "ok"  # metrics.js's fleetMetrics and engine/report/fleet_metrics.py agree
+    stored = json.loads(urlopen(f"{server}/api/runs/{lanes(tab, 'runId')}").read())
+    drawn = [d["name"] for d in lanes(tab, "drawn")]
+    assert drawn == ["round robin/0", "round robin/1", "cache-aware/0", "cache-aware/1"]
+    for fleet in ("round robin", "cache-aware"):
+        assert lanes(tab, f"lanes[{fleet!r}].replicas") == [f"{fleet}/0", f"{fleet}/1"]
+        mine, theirs = lanes(tab, f"lanes[{fleet!r}].metrics"), stored["metrics"][fleet]
+        for key in ("mean_load_imbalance", "max_load_imbalance", "prefix_hit_rate_available", "prefix_hit_rate_achieved",
+                    "prefix_cache_hit_rate", "mean_ttft_ms"):
+            assert mine[key] == pytest.approx(theirs[key], rel=1e-9), (fleet, key)
+        cell = tab.text_content(f'#metrics-table td[data-lane="{fleet}"][data-metric="prefix_hits"]')
+        assert cell == f"{mine['prefix_hit_rate_available']:.0%} / {mine['prefix_hit_rate_achieved']:.0%}"
+        cell = tab.text_content(f'#metrics-table td[data-lane="{fleet}"][data-metric="load_imbalance"]')
+        assert cell == f"{mine['mean_load_imbalance']:.2f} / {mine['max_load_imbalance']}"
+        routes = {q["request"]: q for r in stored["records"][fleet] for q in r.get("routes", [])}
+        assert len(routes) == len(stored["workload"]["requests"])
+        for i in (0, 1):
+            own = [r["replicas"][i] for r in stored["records"][fleet] if r["replicas"][i] is not None]
+            assert lanes(tab, f"drawn[{drawn.index(f'{fleet}/{i}')}].steps") == len(own) > 0
+            marks = tab.evaluate(f"() => window.__lanes.marks({f'{fleet}/{i}'!r})")
+            assert sorted(m["id"] for m in marks) == sorted(k for k, q in routes.items() if q["replica"] == i)
+            assert all(m["branch"] == routes[m["id"]]["branch"] and m["replica"] == i for m in marks)
+            # the drawn cells are the replica's records: its first prefill cell where its own step 1 puts it
+            cell = tab.evaluate(f"() => window.__lanes.findCell({f'{fleet}/{i}'!r}, 'prefill')")
+            first = next((r["step"], k) for r in own for k, c in enumerate(r["slots"]) if c["state"] == "prefill")
+            assert (cell["step"], cell["row"]) == first
+    # a routing mark is drawn in its colour, and its tooltip names the replica and the branch
+    mark = tab.evaluate("() => window.__lanes.marks('cache-aware/1')")[-1]
+    palette = lanes(tab, "palette")
+    assert share(rgb(palette["route"]), pixels(tab, {"x": mark["x"] - 1, "y": mark["y"] + 2, "w": 3, "h": 3})) > 0.3
+    tab.evaluate(f"() => window.scrollTo(0, {lanes(tab, 'layout.canvas.top') + mark['y'] - 300})")
+    box = tab.locator("#lanes").bounding_box()
+    tab.mouse.move(box["x"] + mark["x"], box["y"] + mark["y"] + mark["h"] / 2)
+    tab.wait_for_selector("#tooltip", state="visible")
+    tip = tab.text_content("#tooltip")
+    assert f"{mark['id']} arrives at" in tip and f"sent it to replica 2 ({mark['branch']})" in tip, tip
+    lesson = tab.text_content("#lesson")
+    assert "\u2026" not in lesson and "so it takes more of the hits on offer" in lesson
+    ARTIFACTS.mkdir(exist_ok=True)
+    tab.mouse.move(0, 0)
+    tab.evaluate("() => window.scrollTo(0, document.querySelector('#lanes').getBoundingClientRect().top + window.scrollY - 20)")
+    tab.screenshot(path=str(ARTIFACTS / "browser-fleet-sessions.png"))  # 1280 x 720: the four sub-lanes
     assert tab.problems == []

@@ -25,6 +25,7 @@ export const PALETTE = Object.freeze({
   queued: "#f1f2f4", queuedLine: "#7b838f",
   waiting: "#f6eaa6", waitingMark: "#8a7400", waitingText: "#4d4100",
   arrival: "#009e73",
+  route: "#cc79a7",  // a fleet replica's arrival marks: where the router sent each request
   kv: "#b8619a", kvTrack: "#f4ecf1", kvBudget: "#6b3a57",
   playhead: "#1d2330",
   focus: "#1d2330",
@@ -82,8 +83,8 @@ export function drawWaiting(ctx, rect, text = "waiting for arrivals", px = 12) {
 
 
 /** A request's arrival: a small downward triangle above the lane's grid. */
-export function drawMark(ctx, x, band) {
-  ctx.fillStyle = PALETTE.arrival;
+export function drawMark(ctx, x, band, color = PALETTE.arrival) {
+  ctx.fillStyle = color;  // a fleet replica's marks: the router's decisions (PALETTE.route)
   ctx.beginPath();
   ctx.moveTo(x - 4.5, band.y + 1);
   ctx.lineTo(x + 4.5, band.y + 1);

@@ -112,7 +112,7 @@ function drawGutter(ink, layout, lane, data) {
     ctx = ink("row");
     ctx.font = `${Math.max(9, type.label - 1)}px ${FONT}`;
     ctx.fillStyle = PALETTE.muted;
-    ctx.fillText("arrivals", grid.x - 8, marks.y + marks.h / 2);
+    ctx.fillText(data && data.fleet ? "routed" : "arrivals", grid.x - 8, marks.y + marks.h / 2);
   }
 }
 
@@ -140,7 +140,7 @@ function drawLane(ink, layout, lane, scene) {
     }
   }
   for (let s = 1; s <= steps; s += 1) drawStep(ctx, layout, lane, data, scene, s);
-  if (marks.h) for (const a of data.timeline.arrivals) drawMark(ctx, markX(layout, a), marks);
+  if (marks.h) for (const a of data.timeline.arrivals) drawMark(ctx, markX(layout, a), marks, a.branch ? PALETTE.route : undefined);
   if (lane.flags && lane.flags.h) {
     for (const p of data.timeline.preemptions) {
       if (p.step <= steps) {

@@ -40,7 +40,7 @@ export function deriveRun(run) {
 }
 
 function derive(run) {
-  if (!run || !run.workload) return { run, lanes: [], metrics: {}, check: "", timed: false, marks: false };
+  if (!run || !run.workload) return { run, lanes: [], drawn: [], metrics: {}, check: "", timed: false, marks: false };
   const lanes = orderLanes(run.lanes, run.laneConfigs).map((name) => {
     const records = run.records[name] || [];
     const config = resolvedConfig(run.laneConfigs, name);
@@ -49,6 +49,7 @@ function derive(run) {
       timeline: laneTimeline(records, run.workload), kvBudget, mayPreempt: kvBudget && traitsOf(config.policy).preempts };
   });
   const metrics = Object.fromEntries(lanes.map((l) => [l.name, metricsOf(l.records, run.workload)]));
+  const drawn = lanes.flatMap((l) => (l.records.length && l.records[0].replicas ? replicaLanes(l, run.workload) : [l]));
   let check = "";
   if (run.serverMetrics) {
     const bad = mismatches(metrics, run.serverMetrics);
@@ -56,8 +57,33 @@ function derive(run) {
   }
   const timed = isTimed(run.workload);
   const marks = timed || run.workload.requests.some((q) => (q.arrival || 0) > 0);
-  return { run, lanes, metrics, check, timed, marks };
+  return { run, lanes, drawn, metrics, check, timed, marks };
 }
+
+/**
+ * A fleet lane (data_parallel_size, engine/fleet.py) as the sub-lanes the canvas draws, one per replica on the run's
+ * clock: each from its replica's own records (a lane record like any other) over the requests the router sent it,
+ * its arrival marks the routing decisions ({...arrival, replica, branch}). `fleet`: the lane it belongs to; `whole`
+ * and `workload`: its own metrics and requests (the fleet's table row is the fleet lane's, derived.metrics).
+ */
+export function replicaLanes(lane, workload) {
+  const routes = new Map(lane.records.flatMap((r) => r.routes || []).map((route) => [route.request, route]));
+  const size = lane.records[0].replicas.length;
+  const memo = fleetMemo.get(lane.records[0]) || new Map();
+  fleetMemo.set(lane.records[0], memo);
+  return Array.from({ length: size }, (_, i) => {
+    const records = lane.records.map((r) => r.replicas[i]).filter(Boolean);
+    const key = `${i}|${records.length}`;
+    if (!memo.has(key)) memo.set(key, records);  // the same array while nothing changes: metrics stay memoized
+    const own = memo.get(key);
+    const mine = { ...workload, requests: workload.requests.filter((q) => routes.get(String(q.id))?.replica === i) };
+    const timeline = laneTimeline(own, mine);
+    timeline.arrivals = timeline.arrivals.map((a) => ({ ...a, replica: i, branch: routes.get(a.id).branch }));
+    return { ...lane, name: `${lane.name}/${i}`, title: `${lane.name} \u00b7 replica ${i + 1} of ${size} \u00b7 ${lane.config.options.router}`,
+      fleet: lane.name, replica: i, records: own, timeline, workload: mine, whole: metricsOf(own, mine) };
+  });
+}
+const fleetMemo = new WeakMap();  // a fleet's first record -> its replicas' record arrays
 
 function lastEnd(lane) {
   return lane.timeline.end[stepCount(lane.timeline)];
@@ -144,14 +170,18 @@ export function legendFlags(derived, { view, clock }) {
  * and `kvAt`, its KV use there.
  */
 export function buildScene(derived, { view, clock, t, focus }) {
-  const lanes = derived.lanes.map((lane) => {
+  const atPlayhead = (lane) => {
     const step = laneStep(lane, clock, t);
     const gap = clock === "ms" && step <= lane.records.length ? gapAt(lane.timeline, t) : null;
     const shown = Math.min(step, lane.records.length);
-    const metrics = metricsUpTo(lane, shown, derived.run.workload, derived.metrics[lane.name]);
+    const metrics = metricsUpTo(lane, shown, lane.workload || derived.run.workload, lane.whole || derived.metrics[lane.name]);
     const kv = kvAt(lane, gap ? step - 1 : step);
     return { ...lane, step, gap, revealed: shown, metrics, caption: caption(lane, shown, metrics, clock), kvAt: kv,
       kvLabel: kvLabel(kv) };
-  });
-  return { lanes, clock, t, focus, ...legendFlags(derived, { view, clock }), timed: derived.timed };
+  };
+  // `rows`: the run's lanes (the metrics table's rows: a fleet is one); `lanes`: what the canvas draws (a fleet's replicas)
+  const rows = derived.lanes.map(atPlayhead);
+  const lanes = (derived.drawn || derived.lanes).map((lane) => (lane.fleet === undefined ? rows.find((r) => r.name === lane.name)
+    : atPlayhead(lane)));
+  return { lanes, rows, clock, t, focus, ...legendFlags(derived, { view, clock }), timed: derived.timed };
 }

@@ -92,7 +92,20 @@ function firstTokenLater(derived, { lane, others, request }) {
 }
 
 /** Every kind of claim a preset may declare: check(derived, claim) -> null (not known yet) | {holds, text}. */
+/** `lane` (a fleet) took a larger share of its prompt tokens from the hits on offer than each of `others`. */
+function achievesMoreHits(derived, { lane, others }) {
+  const m = derived.metrics;
+  if (!laneOf(derived, lane) || others.some((o) => !laneOf(derived, o))) return null;
+  const pct = (v) => `${Math.round((v || 0) * 100)}%`;
+  const mine = m[lane].prefix_hit_rate_achieved;
+  const better = others.filter((o) => m[o].prefix_hit_rate_achieved >= mine);
+  if (!better.length) return { holds: true };
+  return { holds: false, text: `yet on this run it took ${pct(mine)}, no more than ${better.map((o) =>
+    `${o} (${pct(m[o].prefix_hit_rate_achieved)})`).join(" and ")}, not the usual result` };
+}
+
 export const CHECKS = Object.freeze({
+  achieves_more_hits: achievesMoreHits,
   finishes_no_later: finishesNoLater,
   first_tokens_sooner: firstTokensSooner,
   no_long_stall: noLongStall,

@@ -37,6 +37,7 @@ function laneValue(lane, m, key, workload) {
   }
   const v = m[key];
   if (typeof v !== "number") return null;
+  if (key.startsWith("prefix_hit_rate_")) return `${Math.round(v * 100)}%`;  // a fleet's hits available / achieved
   return Number.isInteger(v) ? String(v) : v.toFixed(2);
 }
 

@@ -354,7 +354,7 @@ function layoutOf(derived, axis, maxHeight) {
   const key = [derived, width, ui.view, pb.clock, axis.from, axis.span, maxHeight, ui.present, ui.reveal, ui.laneFrom];
   if (key.every((k, i) => k === layoutMemo.key[i])) return layoutMemo.value;
   const workload = derived.run && derived.run.workload;
-  const lanes = derived.lanes.map((l) => ({ name: l.name, title: l.title, rows: laneRows(l, ui.view, workload),
+  const lanes = derived.drawn.map((l) => ({ name: l.name, title: l.title, rows: laneRows(l, ui.view, l.workload || workload),
     starts: l.timeline.starts, ends: l.timeline.ends, gaps: l.timeline.gaps, arrivals: derived.marks ? l.timeline.arrivals : null,
     kvBudget: l.kvBudget, preemptions: l.mayPreempt ? l.timeline.preemptions : null }));
   const px = ui.present ? 16 : 12;  // layout.js TYPE.legend

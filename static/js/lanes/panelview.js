@@ -17,16 +17,17 @@ export function createPanelView(dom) {
   function refresh(derived, scene, shown, limit, { clock, view, reveal, requestLane }) {
     const lanes = derived.lanes.map((l) => l.name);
     const lane = lanes.includes(requestLane) ? requestLane : lanes[lanes.length - 1];
-    const current = scene.lanes.find((l) => l.name === lane);
+    const rows = scene.rows || scene.lanes;  // the run's lanes (a fleet one row), not the sub-lanes drawn
+    const current = rows.find((l) => l.name === lane);
     // the playhead is "at the end" when every lane shows its last step so far: the table is then the run's numbers
-    const atEnd = scene.lanes.every((l) => l.step >= l.records.length) && shown >= limit - 1e-9;
+    const atEnd = rows.every((l) => l.step >= l.records.length) && shown >= limit - 1e-9;
     const at = atEnd ? null : clock === "steps" ? `step ${Math.ceil(shown - 1e-9)}` : `${(shown / 1000).toFixed(2)} s`;
-    const hidden = Object.fromEntries(scene.lanes.map((l) => [l.name, Boolean(reveal && !laneRevealed(l))]));
-    const key = [derived.run, derived.check, lane, scene.lanes.map((l) => l.step).join(), at, Object.values(hidden).join()];
+    const hidden = Object.fromEntries(rows.map((l) => [l.name, Boolean(reveal && !laneRevealed(l))]));
+    const key = [derived.run, derived.check, lane, rows.map((l) => l.step).join(), at, Object.values(hidden).join()];
     if (key.every((k, i) => k === panelKey[i])) return;
     panelKey = key;
-    const metrics = Object.fromEntries(scene.lanes.map((l) => [l.name, l.metrics]));
-    const notes = Object.fromEntries(scene.lanes.map((l) => [l.name, hidden[l.name] ? "predict first" : rowNote(l)]));
+    const metrics = Object.fromEntries(rows.map((l) => [l.name, l.metrics]));
+    const notes = Object.fromEntries(rows.map((l) => [l.name, hidden[l.name] ? "predict first" : rowNote(l)]));
     renderMetrics(dom.metricsTable, dom.metricsCheck, metrics, notes, derived.check, at, hidden,
       legendFlags(derived, { view, clock }).speculative);
     if (dom.requestLane.options.length !== lanes.length || [...dom.requestLane.options].some((o, i) => o.value !== lanes[i])) {

@@ -24,7 +24,7 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
   const lanes = {};
   for (const lane of derived.lanes) {
     const { kv, starts, ends, gaps, waits, arrivals } = lane.timeline;
-    const shownLane = scene.lanes.find((l) => l.name === lane.name) || {};
+    const shownLane = (scene.rows || scene.lanes).find((l) => l.name === lane.name) || {};
     lanes[lane.name] = {
       policy: lane.policy,
       title: lane.title,
@@ -37,6 +37,8 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
       stepAtPlayhead: shownLane.step,
       metricsAtPlayhead: shownLane.metrics ? withoutRequests(shownLane.metrics) : null,
       caption: shownLane.caption,
+      // a fleet (data_parallel_size): the sub-lanes drawn for its replicas, each a lane of `drawn`
+      replicas: derived.drawn.filter((l) => l.fleet === lane.name).map((l) => l.name),
     };
   }
   const laneLayout = (name) => layout.lanes.find((l) => l.name === name);
@@ -54,6 +56,9 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
     playhead: pb.t, shown, playing: pb.playing, speed: pb.speed, clock: pb.clock, view: ui.view, limit,
     metricsCheck: derived.check,
     order: derived.lanes.map((l) => l.name),
+    /** The lanes the canvas draws: `order`, with each fleet as its replicas' sub-lanes ("<fleet>/<i>"). */
+    drawn: derived.drawn.map((l) => ({ name: l.name, fleet: l.fleet ?? null, replica: l.replica ?? null, steps: l.records.length,
+      caption: (scene.lanes.find((s) => s.name === l.name) || {}).caption })),
     lanes,
     narration,
     palette: PALETTE,
@@ -73,7 +78,7 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
     /** A lane's preemption flags as drawn: [{id, step, pill: {x, y, w, h}, pole: {...}}] (empty: it cannot preempt). */
     preemptions(lane) {
       const l = laneLayout(lane);
-      const data = derived.lanes.find((d) => d.name === lane);
+      const data = derived.drawn.find((d) => d.name === lane);
       if (!l || !data || !l.flags || !l.flags.h) return [];
       return data.timeline.preemptions.map((p) => ({ id: p.id, step: p.step, ...flagRects(layout, l, p) }));
     },
@@ -85,7 +90,7 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
     cellRect: (lane, step, row) => cellRect(layout, laneLayout(lane), step, row),
     /** The first cell of a lane in the slot view whose state is `slotState`: {step, row, x, y, w, h} or null. */
     findCell(lane, slotState) {
-      const data = derived.lanes.find((l) => l.name === lane);
+      const data = derived.drawn.find((l) => l.name === lane);
       if (!data) return null;
       for (const r of data.records) {
         const row = r.slots.findIndex((c) => c.state === slotState);
@@ -95,23 +100,25 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
     },
     /** A lane's widest wait for arrivals on the ms clock: {step, from, to, x, y, w, h}, or null. */
     findGap(lane) {
-      const data = derived.lanes.find((l) => l.name === lane);
+      const data = derived.drawn.find((l) => l.name === lane);
       const gaps = data ? [...data.timeline.gaps].sort((a, b) => (b.to - b.from) - (a.to - a.from)) : [];
       const r = gaps.length && gapRect(layout, laneLayout(lane), gaps[0]);
       return r ? { ...gaps[0], ...r } : null;
     },
     /** The first step of a lane that computed nothing (drawn as waiting): {step, x, y, w, h}, or null. */
     findWait(lane) {
-      const data = derived.lanes.find((l) => l.name === lane);
+      const data = derived.drawn.find((l) => l.name === lane);
       const step = data && Math.min(...data.timeline.waits);
       return Number.isFinite(step) ? { step, ...columnRect(layout, laneLayout(lane), step) } : null;
     },
-    /** A lane's arrival marks as drawn: [{id, arrival_ms, x, y, h}] (empty when the lane shows none). */
+    /** A lane's arrival marks as drawn: [{id, arrival_ms, x, y, h}] (empty when the lane shows none); a fleet replica's
+     * are the router's decisions, with `replica` and `branch`. */
     marks(lane) {
       const l = laneLayout(lane);
-      const data = derived.lanes.find((d) => d.name === lane);
+      const data = derived.drawn.find((d) => d.name === lane);
       if (!l || !data || !l.marks.h) return [];
-      return data.timeline.arrivals.map((a) => ({ id: a.id, arrival_ms: a.arrival_ms, x: markX(layout, a), y: l.marks.y, h: l.marks.h }));
+      return data.timeline.arrivals.map((a) => ({ id: a.id, arrival_ms: a.arrival_ms, x: markX(layout, a), y: l.marks.y, h: l.marks.h,
+        ...(a.branch ? { replica: a.replica, branch: a.branch } : {}) }));
     },
   };
 }

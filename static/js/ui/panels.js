@@ -18,7 +18,7 @@ const dash = "\u2013";
 const ms = (v) => (v === null || v === undefined ? dash : `${Math.round(v)}`);
 
 /** The metrics table's columns, as the metric table's "page" table declares them (a `when` column shows only for
- * a run with a speculative lane, with a prefix cache hit, with block tables, or with a swap-out: the table is full
+ * a run with a speculative lane, with a prefix cache hit, with block tables, with a swap-out, or with a fleet: the table is full
  * enough without them). */
 const METRIC_COLUMNS = columnsOf("page");
 
@@ -34,7 +34,8 @@ export function renderMetrics(table, caption, metrics, rowNote, check, at = null
   if (!table.parentElement.dataset.overflow) watchOverflow(table.parentElement);  // a column past the edge is cued
   const shows = { speculative, prefix_cache: Object.values(metrics).some((m) => m.prompt_tokens_cached > 0),
     paged: Object.values(metrics).some((m) => m.token_utilization !== null && m.token_utilization !== undefined),
-    swap: Object.values(metrics).some((m) => m.swaps > 0) };
+    swap: Object.values(metrics).some((m) => m.swaps > 0),
+    fleet: Object.values(metrics).some((m) => m.max_load_imbalance !== null && m.max_load_imbalance !== undefined) };
   const columns = METRIC_COLUMNS.filter((c) => !c.when || shows[c.when]);
   const shown = columns.map((c) => c.key).join(" ");
   if (table.tHead && table.tHead.dataset.columns !== shown) table.tHead.remove();
@@ -225,6 +226,10 @@ export function tooltipParts(lane, hit, view, workload = null) {
         : "arrivals meanwhile: none (a wait deadline ends it)"];
   }
   if (hit.kind === "mark") {
+    if (lane.fleet) {  // a replica of a fleet: its marks are the router's decisions
+      return [`${lane.fleet} \u00b7 replica ${lane.replica + 1} \u00b7 routed here`, ...hit.marks.map((a) =>
+        `${a.id} arrives at ${seconds(a.arrival_ms)}: the router sent it to replica ${a.replica + 1} (${a.branch})`)];
+    }
     return [`${lane.name} lane \u00b7 arrivals`, ...hit.marks.map((a) =>
       `${a.id} arrives at ${seconds(a.arrival_ms)}; can join step ${a.arrival + 1}`)];
   }

@@ -17,7 +17,7 @@ const RUNS = JSON.parse(readFileSync(PATH, "utf8"));
 const demo = (name) => JSON.parse(readFileSync(new URL(`../../../demos/${name}.json`, import.meta.url), "utf8"));
 const CLAIMS = { arrivals: demo("arrivals").claims, "long-prompt": demo("long-prompt").claims };  // as /api/presets sends them
 const TRACE_CLAIMS = { "azure-code-burst": demo("azure-code-burst").claims,  // the replayed traces' (docs/traces.md)
-  "mooncake-conversation": demo("mooncake-conversation").claims };
+  "mooncake-conversation": demo("mooncake-conversation").claims, "fleet-sessions": demo("fleet-sessions").claims };
 
 function lessonOf(stored, id) {
   const records = Object.fromEntries(Object.entries(stored.records).map(([lane, recs]) => [lane, recs.map((r) => ({ ...r, lane }))]));
@@ -49,7 +49,7 @@ function claim(text, says, holds, figures, where) {
   }
 }
 
-for (const [id, stored] of Object.entries(RUNS).filter(([, s]) => s.preset in CLAIMS)) {  // the memory lessons: memmap-lesson.test.mjs
+for (const [id, stored] of Object.entries(RUNS).filter(([, s]) => s.preset in CLAIMS || s.preset in TRACE_CLAIMS)) {  // the memory lessons: memmap-lesson.test.mjs
   test(`the ${id} lesson is true of its run`, () => {
     const { text, records } = lessonOf(stored, id);
     const m = Object.fromEntries(Object.entries(records).map(([lane, recs]) => [lane, laneMetrics(recs, stored.workload)]));
@@ -78,6 +78,13 @@ for (const [id, stored] of Object.entries(RUNS).filter(([, s]) => s.preset in CL
       const whole = records.continuous.find((r) => r.slots.some((c) => c.request === "T26" && c.prefill)).ms;
       claim(text, "so no step stalls for long", longest(records["chunked 64"]) < whole, [ms0(whole)], id);
       assert.ok(text.includes(`T1's prompt: ${stored.prompt_tokens.T1} tokens`), `${id}:\n${text}`);
+    } else if (stored.preset === "fleet-sessions") {  // two replicas behind each router (docs/fleets.md)
+      const [rr, ca] = [m["round robin"], m["cache-aware"]];
+      const pct = (v) => `${Math.round(v * 100)}%`;
+      claim(text, "so it takes more of the hits on offer", ca.prefix_hit_rate_achieved > rr.prefix_hit_rate_achieved,
+        [`took ${pct(ca.prefix_hit_rate_achieved)}`, `round robin (${pct(rr.prefix_hit_rate_achieved)})`], id);
+      assert.ok(text.includes(`held ${pct(rr.prefix_hit_rate_available)} of the prompt tokens`), `${id}:\n${text}`);
+      assert.ok(text.includes(`${ca.prompt_tokens_computed} prompt tokens computed, not ${rr.prompt_tokens_computed}`), id);
     } else if (stored.preset === "mooncake-conversation") {
       const [p, c] = ["prefix cache", "continuous"].map((l) => wall(records[l]));
       claim(text, "so it finishes no later", p <= c, [`finished at ${secs(p)}`, `continuous (${secs(c)}`], id);
@@ -100,6 +107,16 @@ test("every claim is met both ways by the runs: the noise fell each way", () => 
   for (const claims of Object.values(CLAIMS)) {
     for (const c of claims) assert.deepEqual([...(seen.get(c.says) || [])].sort(), [false, true], c.says);
   }
+});
+
+test("fleet-sessions: a run where round robin took more of the hits on offer has its lesson say so", () => {
+  const stored = RUNS["fleet-sessions: no noise"];
+  const { records } = lessonOf(stored, "fleet");
+  const run = { id: "fleet", status: "finished", workload: stored.workload, lanes: stored.lanes, records,
+    done: Object.fromEntries(stored.lanes.map((l) => [l, true])), promptTokens: stored.prompt_tokens, t: 0 };
+  const backwards = [{ ...TRACE_CLAIMS["fleet-sessions"][0], lane: "round robin", others: ["cache-aware"] }];
+  const text = fillLesson(stored.description, stored.preset, deriveRun(run), backwards);
+  assert.ok(!text.includes("so it takes more of the hits on offer") && /yet on this run it took \d+%, no more than cache-aware \(\d+%\)/.test(text), text);
 });
 
 test("each claim a preset declares is a phrase of its description, of a known kind, on lanes it has", async () => {
