@@ -78,6 +78,7 @@ class _Gunicorn(BaseApplication):
                    "worker_connections": listen.threads + 1000, "keepalive": KEEPALIVE_S,
                    "timeout": 2 * IDLE_TIMEOUT_S, "graceful_timeout": GRACE_S, "accesslog": None,
                    "errorlog": "-", "loglevel": "warning", "worker_exit": self._worker_exit,
+                   "post_fork": _die_with_the_arbiter,
                    "certfile": listen.certfile, "keyfile": listen.keyfile}
         for key, value in options.items():
             if value is not None:
@@ -90,3 +91,19 @@ class _Gunicorn(BaseApplication):
     def _worker_exit(self, server, worker) -> None:
         if self.app is not None:
             stop(self.app)
+
+
+def _die_with_the_arbiter(server, worker) -> None:
+    """In the worker, just forked: the kernel kills it when gunicorn's arbiter dies (Linux's PR_SET_PDEATHSIG), so
+    `kill -9` of `python -m app` ends its sockets and streams at once, as a one-process server's would; gunicorn
+    alone notices a dead arbiter only at its next heartbeat, and meanwhile the orphan goes on serving."""
+    import ctypes
+    import os
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):   # not Linux: gunicorn's own check stands
+        return
+    if os.getppid() != server.pid:      # the arbiter died between the fork and the call above
+        os._exit(1)
