@@ -36,8 +36,13 @@ class StatsLine:
         if line:
             log.info(line)
 
-    def run(self, sleep) -> None:
-        """Log a line every STATS_EVERY_S (`sleep` the server's own, so that eventlet mode yields) for ever."""
-        while True:
-            sleep(STATS_EVERY_S)
-            self.tick()
+    def run(self, sleep, stopping) -> None:
+        """Log a line every STATS_EVERY_S (`sleep` the server's own, so that eventlet mode yields) until `stopping()`,
+        looking each second: an app whose engine worker stopped (a server exiting, a test's app done) ends this
+        thread, and with it the thread's hold on the app's metrics and live lane."""
+        due = time.monotonic() + STATS_EVERY_S
+        while not stopping():
+            sleep(1.0)
+            if time.monotonic() >= due:
+                due += STATS_EVERY_S
+                self.tick()

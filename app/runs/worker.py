@@ -82,6 +82,10 @@ class EngineWorker:
     def start(self) -> None:
         self._task = self.start_task(self._serve)
 
+    def stopping(self) -> bool:
+        """Whether stop() was called: the app's other chores (its stats line) end with the worker."""
+        return self._stopping.is_set()
+
     def stop(self, timeout: float = 30) -> None:
         """Stop taking jobs, cancel the running one at its next tick, and wait for the loop to end."""
         self._stopping.set()

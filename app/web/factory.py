@@ -99,7 +99,7 @@ def _one_process(app: Flask, server, store, engine) -> None:
     metrics = LiveMetrics(config["METRICS_PREFIX"], config["LIMITS"].max_prompt_tokens + config["LIMITS"].max_new_tokens)
     live = LiveGateway(worker.live, config["LIVE_MAX_WAITING"], metrics)
     worker.on_live_step = live.after_step
-    server.start_background_task(StatsLine(metrics).run, server.sleep)   # a stats line every 10 s while busy
+    server.start_background_task(StatsLine(metrics).run, server.sleep, worker.stopping)   # every 10 s while busy
     app.register_blueprint(openai_api.bp)
     app.extensions.update(book=book, worker=worker, runs=Runs(book, store, server, config["LIMITS"], worker=worker),
                           live=live, metrics=metrics,

@@ -156,3 +156,25 @@ def test_the_stats_line_reads_the_lanes_metrics_and_is_silent_when_idle(app, c):
     assert line.startswith("live: prompt ") and "running 0, waiting 0, KV 0.0%" in line, line
     assert stats.last["generation"] - int(before["batch_lanes:generation_tokens_total"]) == usage["completion_tokens"]
     assert stats.line() is None
+
+
+def test_an_apps_stats_thread_ends_when_its_engine_worker_stops(make_app):
+    """The stats line's thread looks each second whether its app's worker stopped, and ends then: an app that is
+    done (a test's, a server's at exit) is not held alive by it (a leak that grew pytest past 20 GB in CI)."""
+    import threading
+    import time
+
+    from app.live.stats import StatsLine
+
+    def stats_threads():
+        targets = (getattr(getattr(t, "_target", None), "__func__", None) for t in threading.enumerate())
+        return [f for f in targets if f is StatsLine.run]
+
+    before = len(stats_threads())
+    app = make_app({"BACKEND": "sim"})
+    assert len(stats_threads()) == before + 1
+    app.extensions["worker"].stop()
+    deadline = time.monotonic() + 5
+    while len(stats_threads()) > before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(stats_threads()) == before
