@@ -22,9 +22,11 @@ function hiddenCaption(lane) {
   return n ? `step ${n} \u00b7 predict: how does it end?` : "predict: how does it go?";
 }
 
-/** The scene with every unrevealed lane's caption hidden (`hidden: true` on it). */
+/** The scene with every unrevealed lane's caption hidden (`hidden: true` on it): the drawn lanes and the run's rows
+ * (a fleet is one row, drawn as its replicas' lanes). */
 export function maskScene(scene) {
-  return { ...scene, lanes: scene.lanes.map((l) => (laneRevealed(l) ? l : { ...l, hidden: true, caption: hiddenCaption(l) })) };
+  const mask = (l) => (laneRevealed(l) ? l : { ...l, hidden: true, caption: hiddenCaption(l) });
+  return { ...scene, lanes: scene.lanes.map(mask), ...(scene.rows ? { rows: scene.rows.map(mask) } : {}) };
 }
 
 /**
