@@ -88,7 +88,11 @@ def live_server(*args: str, env: dict | None = None, data_dir: str | os.PathLike
                     raise RuntimeError(f"server not ready after {timeout:.0f} s:\n{log_tail(log_path)}")
                 time.sleep(0.2)
                 health = get_health(url)
-            yield url
+            try:
+                yield url
+            except BaseException as e:  # a test that failed against the server: its log's tail says what it did
+                e.add_note(f"the server's log, last 40 lines:\n{log_tail(log_path)}")
+                raise
         finally:
             proc.terminate()
             try:

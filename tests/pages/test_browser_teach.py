@@ -1,5 +1,5 @@
 """Teaching with Batch Lanes (issue 10, "For the class"), in headless Chromium at a projector's 1280x720 against
-`python -m app` on the simulator (the real model for tests marked model): the glossary explains metric headers and
+`python -m app` on the simulator (paced, for jump to live): the glossary explains metric headers and
 legend items on focus and on hover; the short link and its QR code; memory pressure readable from afar (a tall KV
 bar, a preemption flag, zoom); the c and v keys, jump to live, and the editor's live prompt-token count. Presenter
 mode and predict-then-reveal are in test_browser_present.py, which shares this module's fixtures and helpers.
@@ -216,12 +216,20 @@ def test_keys_c_and_v_switch_the_clock_and_the_rows_and_help_lists_every_key(con
     assert context.problems == []
 
 
-@pytest.mark.model  # a run that streams while the playhead is behind
-def test_jump_to_live_appears_while_a_run_streams_and_the_playhead_is_behind(context, tab, server):
+@pytest.fixture(scope="module")
+def paced_server(browser, tmp_path_factory):
+    """The simulator with each step taking its simulated time (`--pace 1`, 60 ms and up): a run that streams for
+    seconds, which is all a playhead falling behind needs, without a model."""
+    from tests.kit.server import live_server
+    with live_server("--backend", "sim", "--pace", "1", data_dir=tmp_path_factory.mktemp("paced")) as url:
+        yield url
+
+
+def test_jump_to_live_appears_while_a_run_streams_and_the_playhead_is_behind(context, tab, paced_server):
     long_run = {"name": "long", "description": "two long answers", "slots": 2, "lanes": ["continuous"],
                 "requests": [{"id": f"L{i}", "prompt": "Count slowly.", "max_new_tokens": 256, "ignore_eos": True}
                              for i in (1, 2)]}
-    open_page(tab, mix_link(server, long_run))
+    open_page(tab, mix_link(paced_server, long_run))
     tab.wait_for_function("() => window.__lanes.status === 'running' && window.__lanes.ticks >= 3", timeout=RUN_TIMEOUT_MS)
     tab.keyboard.press("Home")  # the playhead stops at the start, behind the newest step
     tab.wait_for_function("() => window.__lanes.playhead === 0 && !window.__lanes.playing")
