@@ -80,10 +80,10 @@ fleet: setup router
 run: setup
 	$(PY) -m app --host $(HOST) --port $(PORT)
 
-# the fast tier: every test with none of the tier marks (pyproject.toml), then the page's JS tests (tests/js/, a
-# folder per wing of static/js)
+# the fast tier on two pytest workers (pytest-xdist): every test with none of the tier marks (pyproject.toml), then
+# the page's JS tests (tests/js/, a folder per wing of static/js)
 check: $(VENV)/.installed kernels
-	$(PY) -m pytest -m "not model and not browser and not redis and not slow" -q -p no:cacheprovider
+	$(PY) -m pytest -m "not model and not browser and not redis and not slow" -q -p no:cacheprovider -n 2
 	@if ls tests/js/*/*.test.mjs >/dev/null 2>&1; then node --test tests/js/*/*.test.mjs; fi
 
 # the whole suite: the page's JS tests (node, seconds), then every pytest tier; the browser and Redis tests never
