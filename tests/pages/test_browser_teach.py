@@ -220,8 +220,8 @@ def test_keys_c_and_v_switch_the_clock_and_the_rows_and_help_lists_every_key(con
 def paced_server(browser, tmp_path_factory):
     """The simulator with each step taking its simulated time (`--pace 1`, 60 ms and up): a run that streams for
     seconds, which is all a playhead falling behind needs, without a model."""
-    from tests.kit.server import live_server
-    with live_server("--backend", "sim", "--pace", "1", data_dir=tmp_path_factory.mktemp("paced")) as url:
+    from tests.conftest import page_server
+    with page_server(tmp_path_factory, "--backend", "sim", "--pace", "1") as url:
         yield url
 
 

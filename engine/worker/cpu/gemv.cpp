@@ -28,9 +28,8 @@
 #include "pool.h"
 #include "vec.h"
 
-
 static constexpr int64_t MAX_ROWS = 16;  // cpu_kernels.MAX_ROWS
-static constexpr int64_t PANEL = 32;     // cpu_kernels.PANEL: output columns per panel, two 16-float vectors
+static constexpr int64_t PANEL = 32;     // cpu_kernels.PANEL: output columns per panel, VECS vectors (below)
 // Software prefetch this many floats (16 KB) ahead of the weights being read, on Intel CPUs. Without it the
 // hardware prefetcher falls behind once the cores are busy multiplying: at 8 rows the weights streamed 1.3x slower
 // than at 1 (Intel Xeon, one core, 295 MB of panels: 16.6-18.3 vs 13.9-14.0 ns a k); with it 12.6-14.0 ns, as at 1
@@ -69,7 +68,7 @@ static void panel_rows(const float* x, int64_t K, const float* panel, float* y, 
     vec w[VECS];
 #pragma GCC unroll 4
     for (int v = 0; v < VECS; ++v) {
-      w[v] = *reinterpret_cast<const vec*>(panel + k * PANEL + v * WIDTH);
+      w[v] = lanes::load<vec>(panel + k * PANEL + v * WIDTH);
       asm("" : REGISTER(w[v]));  // keep the weights in registers (x is broadcast from memory instead): without this
     }                        // GCC re-reads the weights for every row, and 4-8 rows took 1.5x as long
 #pragma GCC unroll 16
@@ -82,7 +81,7 @@ static void panel_rows(const float* x, int64_t K, const float* panel, float* y, 
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < VECS; ++v) *reinterpret_cast<vec*>(y + r * N + v * WIDTH) = acc[r][v];
+    for (int v = 0; v < VECS; ++v) lanes::store(y + r * N + v * WIDTH, acc[r][v]);
 }
 
 using PanelRows = void (*)(const float*, int64_t, const float*, float*, int64_t);

@@ -7,11 +7,13 @@
 namespace lanes {
 
 typedef float vec16 __attribute__((vector_size(64), aligned(4)));
-
-static inline vec16 load(const float* p) { return *reinterpret_cast<const vec16*>(p); }
-static inline void store(float* p, vec16 v) { *reinterpret_cast<vec16*>(p) = v; }
 typedef float vec8 __attribute__((vector_size(32), aligned(4)));
 typedef float vec4 __attribute__((vector_size(16), aligned(4)));
+
+template <class V = vec16>  // a 16-float vector unless asked for another (gemv.cpp's 8-float one on AVX2)
+static inline V load(const float* p) { return *reinterpret_cast<const V*>(p); }
+template <class V>
+static inline void store(float* p, V v) { *reinterpret_cast<V*>(p) = v; }
 
 static inline float sum(vec16 v) {  // halves added in a tree (a loop over the 16 lanes took ~3x as long here)
   const vec8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
