@@ -41,16 +41,16 @@ static bool prefetch_ahead() {
   return !__builtin_cpu_is("amd");
 }
 static const bool PREFETCH = prefetch_ahead();
+using lanes::vec;  // the CPU's vector: one zmm register (AVX-512) or one ymm (AVX2)
+using lanes::WIDTH;
 #ifdef __AVX512F__
 #define REGISTER(w) "+v"(w)      // any of the 32 vector registers
-using vec = lanes::vec16;        // one zmm register
 static constexpr int CHUNK = 8;  // rows at once: 16 accumulators, 2 weight registers (32 registers of 16 floats)
 #else
 #define REGISTER(w) "+x"(w)
-using vec = lanes::vec8;         // one ymm register: a 16-float vector here is two, and GCC moved them through the
-static constexpr int CHUNK = 2;  // stack (every linear 5-25x slower than oneDNN's, measured on an AVX2 AMD EPYC)
+static constexpr int CHUNK = 2;  // 8 accumulators, 4 weight registers (16 registers of 8 floats)
 #endif
-static constexpr int WIDTH = sizeof(vec) / sizeof(float), VECS = PANEL / WIDTH;  // a panel's row: VECS vectors
+static constexpr int VECS = PANEL / WIDTH;  // a panel's row: VECS vectors
 
 // R rows of x (row stride K) against one panel: y[r, 0..PANEL) (row stride N).
 template <int R, bool Prefetch>

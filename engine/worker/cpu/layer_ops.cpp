@@ -115,20 +115,22 @@ torch::Tensor argmax_rows(torch::Tensor logits) {
   auto out = torch::empty({B}, logits.options().dtype(torch::kLong));
   const float* X = logits.data_ptr<float>();
   int64_t* O = out.data_ptr<int64_t>();
-  typedef int32_t mask16 __attribute__((vector_size(64)));
+  using lanes::vec;
+  using lanes::WIDTH;
+  typedef int32_t mask __attribute__((vector_size(sizeof(vec))));
   for (int64_t b = 0; b < B; ++b) {
     const float* x = X + b * V;
-    lanes::vec16 top = lanes::vec16{} + x[0];
-    mask16 nan = {};
+    vec top = vec{} + x[0];
+    mask nan = {};
     int64_t v = 0;
-    for (; v + 16 <= V; v += 16) {
-      const lanes::vec16 y = lanes::load(x + v);
+    for (; v + WIDTH <= V; v += WIDTH) {
+      const vec y = lanes::load(x + v);
       top = y > top ? y : top;
       nan |= y != y;
     }
     float best = x[0];
     bool any_nan = x[0] != x[0];
-    for (int i = 0; i < 16; ++i) best = std::max(best, top[i]), any_nan |= nan[i] != 0;
+    for (int i = 0; i < WIDTH; ++i) best = std::max(best, top[i]), any_nan |= nan[i] != 0;
     for (; v < V; ++v) best = std::max(best, x[v]), any_nan |= x[v] != x[v];
     int64_t at = 0;
     if (any_nan)  // torch.argmax counts NaN as the largest: the first NaN

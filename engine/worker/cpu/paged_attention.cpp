@@ -7,7 +7,7 @@
 // blocks where they lie and computes the G = H / kv_heads query heads of each K/V head at once, so each K and V
 // vector is read once per step.
 // Softmax is the stable one: scores, their max, exp(s - max), then the weighted V sum divided by the exp sum; the
-// dot products and V sums run on 16-float vectors and exp is vec.h's, which vectorizes (with one scalar dot and
+// dot products and V sums run on the CPU's vectors (vec.h) and exp is vec.h's, which vectorizes (with one scalar dot and
 // std::exp a task took ~3x as long: 8 rows of 65 positions, 300 us a layer on an Intel Xeon's 2 cores, now ~90).
 //
 // A packed prefill passes each prompt token as a row of its own (its request's table, length its position + 1),
@@ -20,21 +20,22 @@
 #include "pool.h"
 #include "vec.h"
 
-using lanes::vec16;
+using lanes::vec;
+using lanes::WIDTH;
 
 static inline float dot(const float* a, const float* b, int64_t D) {
-  vec16 acc = {};
+  vec acc = {};
   int64_t d = 0;
-  for (; d + 16 <= D; d += 16) acc += lanes::load(a + d) * lanes::load(b + d);
+  for (; d + WIDTH <= D; d += WIDTH) acc += lanes::load(a + d) * lanes::load(b + d);
   float s = lanes::sum(acc);
   for (; d < D; ++d) s += a[d] * b[d];
   return s;
 }
 
 static inline void add_scaled(float* o, float p, const float* v, int64_t D) {  // o += p * v
-  const vec16 pv = vec16{} + p;
+  const vec pv = vec{} + p;
   int64_t d = 0;
-  for (; d + 16 <= D; d += 16) lanes::store(o + d, lanes::load(o + d) + pv * lanes::load(v + d));
+  for (; d + WIDTH <= D; d += WIDTH) lanes::store(o + d, lanes::load(o + d) + pv * lanes::load(v + d));
   for (; d < D; ++d) o[d] += p * v[d];
 }
 

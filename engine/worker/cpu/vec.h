@@ -1,5 +1,9 @@
-// What our CPU kernels share: a 16-float vector (GCC's generic vector type: one zmm register with AVX-512, two ymm
-// with AVX2) and an exp that the compiler vectorizes.
+// What our CPU kernels share: the CPU's own vector (GCC's generic vector type: 16 floats, one zmm register, with
+// AVX-512; 8 floats, one ymm register, with AVX2) and an exp that the compiler vectorizes.
+//
+// A 16-float vector on a CPU without AVX-512 is two ymm registers, and GCC moves it through the stack: an
+// accumulator of one stored and reloaded every iteration made each of our kernels 5-25x slower on an AVX2 AMD EPYC.
+// So the kernels compute on `vec`, WIDTH floats, never on vec16 by name.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -10,17 +14,35 @@ typedef float vec16 __attribute__((vector_size(64), aligned(4)));
 typedef float vec8 __attribute__((vector_size(32), aligned(4)));
 typedef float vec4 __attribute__((vector_size(16), aligned(4)));
 
-template <class V = vec16>  // a 16-float vector unless asked for another (gemv.cpp's 8-float one on AVX2)
-static inline V load(const float* p) { return *reinterpret_cast<const V*>(p); }
-template <class V>
-static inline void store(float* p, V v) { *reinterpret_cast<V*>(p) = v; }
+#ifdef __AVX512F__
+using vec = vec16;
+#else
+using vec = vec8;
+#endif
+static constexpr int WIDTH = sizeof(vec) / sizeof(float);
 
-static inline float sum(vec16 v) {  // halves added in a tree (a loop over the 16 lanes took ~3x as long here)
-  const vec8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
-                 __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+// Unaligned loads and stores (memcpy compiles to one vmovups). Not a cast to V*: a template argument drops the
+// typedefs' aligned(4), so the cast promised 32/64-byte alignment and GCC emitted vmovaps, which faults on a row
+// that starts mid-vector (argmax over 9 columns did).
+template <class V = vec>
+static inline V load(const float* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(V));
+  return v;
+}
+template <class V>
+static inline void store(float* p, V v) { std::memcpy(p, &v, sizeof(V)); }
+
+static inline float sum(vec8 a) {  // halves added in a tree (a loop over the lanes took ~3x as long here)
   const vec4 b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
   return (b[0] + b[2]) + (b[1] + b[3]);
 }
+#ifdef __AVX512F__
+static inline float sum(vec16 v) {
+  return sum(vec8(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                  __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15)));
+}
+#endif
 
 // e^x in float32 to within ~2 ulp (Cephes' expf: x = n ln 2 + r with |r| <= ln 2 / 2, a degree-6 polynomial in r,
 // then 2^n put into the exponent bits). Branch-free, so a loop over it vectorizes (glibc's expf does not here, and
