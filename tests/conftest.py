@@ -8,6 +8,8 @@ without the `model` mark fails the test, so a slow test cannot slip into the fas
 from engine.threads import configure
 
 configure()  # as every entry point does, before torch loads: a bare `pytest` gets the Makefile's OMP_WAIT_POLICY too
+from contextlib import ExitStack  # noqa: E402
+
 import pytest  # noqa: E402
 
 from engine.worker.model import LoadedModel, ModelLoadError, load_model  # noqa: E402
@@ -47,16 +49,16 @@ def tiny() -> LoadedModel:
     return tiny_model()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
-    """Headless Debian Chromium through Playwright, one per test module (tests/kit/browser.py: a skip, or under
+    """Headless Debian Chromium through Playwright, one per session (tests/kit/browser.py: a skip, or under
     BATCH_LANES_REQUIRE_BROWSER=1 a failure, when it is missing)."""
     from tests.kit.browser import chromium
     with chromium() as b:
         yield b
 
 
-# --- the main page (`/`) in Chromium: one live server per module, a fresh watched context and tab per test ---
+# --- the main page (`/`) in Chromium: one live server per session, a fresh watched context and tab per test ---
 # (test modules with a page of their own, /live, /sweep, /compare, define their own `server` and `context`)
 
 PAGE_CONTEXT = {"viewport": {"width": 1360, "height": 1000}, "device_scale_factor": 2}
@@ -72,23 +74,37 @@ def page_server(tmp_path_factory, *backend: str):
     return live_server(*backend, data_dir=tmp_path_factory.mktemp("data"))
 
 
-@pytest.fixture(scope="module")
-def model_server(browser, tmp_path_factory):
-    with page_server(tmp_path_factory) as url:
-        yield url
+@pytest.fixture(scope="session")
+def shared_server(tmp_path_factory):
+    """`shared_server(*args) -> url`: one `page_server(*args)` for the whole session per distinct `args`, started
+    when first asked, stopped when the session ends. The modules whose tests only add requests or runs of their
+    own share it (a real-model server costs ~10 s to start; an idle one costs no CPU); a module that needs a
+    server nobody else touched (a fresh live lane, a restart, limits of its own) starts its own with `live_server`."""
+    with ExitStack() as started:
+        servers: dict[tuple[str, ...], str] = {}
+
+        def get(*args: str) -> str:
+            if args not in servers:
+                servers[args] = started.enter_context(page_server(tmp_path_factory, *args))
+            return servers[args]
+        yield get
 
 
-@pytest.fixture(scope="module")
-def sim_server(browser, tmp_path_factory):
-    with page_server(tmp_path_factory, "--backend", "sim") as url:
-        yield url
+@pytest.fixture(scope="session")
+def model_server(shared_server):
+    return shared_server()
+
+
+@pytest.fixture(scope="session")
+def sim_server(shared_server):
+    return shared_server("--backend", "sim")
 
 
 @pytest.fixture
 def server(request):
     """The base URL of this module's page server: on the real model for a test marked `model`, else on the
     simulator (`--backend sim`: the same schedulers and step records, no tokens, no text), which is all a test
-    of layout, colours or page mechanics needs. Each is started once per module, when a test first asks."""
+    of layout, colours or page mechanics needs. Each is started once per session, when a test first asks."""
     return request.getfixturevalue("model_server" if request.node.get_closest_marker("model") else "sim_server")
 
 

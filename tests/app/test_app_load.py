@@ -3,14 +3,12 @@ and every run any client watched arrived whole and in order (t = 1, 2, 3 ...). N
 import pytest
 
 from scripts.load import format_report, run_load
-from tests.kit.server import live_server
 
 pytestmark = pytest.mark.model
 
 
-def test_clients_submitting_and_watching_each_other_lose_no_tick():
-    with live_server() as url:
-        report = run_load(url, clients=3, pid=url.process.pid, presets=("same", "mixed", "one-long"))
+def test_clients_submitting_and_watching_each_other_lose_no_tick(model_server):
+    report = run_load(model_server, clients=3, pid=model_server.process.pid, presets=("same", "mixed", "one-long"))
     print(format_report(report))
     assert report["problems"] == []
     assert report["runs_completed"] == report["watched_completed"] == 3

@@ -23,9 +23,9 @@ PROMPTS = ["What is the capital of France?", "Say hi.", "Name three colours.", "
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with live_server(data_dir=tmp_path_factory.mktemp("api")) as url:
-        yield url
+def server(model_server):
+    """The session's real-model server (tests/conftest.py's shared_server): these tests read only their own requests."""
+    return model_server
 
 
 @pytest.fixture(scope="module")
@@ -251,23 +251,28 @@ def test_metrics_parse_and_count_what_was_served(server, client, model):
         assert delta == pytest.approx(sum(times) / 1000, abs=1e-6) and all(t >= 0 for t in times)
 
 
-@pytest.mark.model
+@pytest.mark.slow
 def test_a_full_live_queue_answers_429(tmp_path):
-    with live_server("--limit", "live_slots=1", "--limit", "live_max_waiting=1", data_dir=tmp_path) as url:
+    """On the paced simulator: the queue's bookkeeping is the point, not the model's tokens."""
+    with live_server("--backend", "sim", "--pace", "0.2", "--limit", "live_slots=1", "--limit", "live_max_waiting=1",
+                     data_dir=tmp_path) as url:
         c = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=120)
         model = c.models.list().data[0].id
         long = dict(model=model, messages=[{"role": "user", "content": "Tell me a story."}], max_tokens=120,
                     extra_body={"ignore_eos": True})
+
+        def until(status: str, count: int) -> None:
+            deadline = time.monotonic() + 30
+            while sum(s["status"] == status for s in live(url)["requests"]) < count:
+                assert time.monotonic() < deadline, live(url)["requests"]
+                time.sleep(0.02)
         first = iter(c.chat.completions.create(stream=True, **long))
-        while not (chunk := next(first)).choices[0].delta.content:
-            pass                                            # its first token: it holds the one slot
+        next(first)
+        until("running", 1)                                 # it holds the one slot
         answers = []
         second = threading.Thread(target=lambda: answers.append(c.chat.completions.create(**long)))
         second.start()                                      # it waits for the slot
-        deadline = time.monotonic() + 30
-        while not any(s["status"] == "waiting" for s in live(url)["requests"]):
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
+        until("waiting", 1)
         with pytest.raises(openai.RateLimitError) as e:
             c.chat.completions.create(**long)
         assert e.value.code == "queue_full" and e.value.response.headers["Retry-After"] == "1"

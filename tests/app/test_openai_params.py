@@ -11,16 +11,14 @@ import torch
 
 from engine.worker import grammar
 
-from tests.kit.server import live_server
-
 TOL = 2e-3   # logprobs: the live lane's kernels against transformers' forward, float32
 FRANCE = "The capital of France is"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with live_server(data_dir=tmp_path_factory.mktemp("params")) as url:
-        yield url
+def server(model_server):
+    """The session's real-model server (tests/conftest.py's shared_server): these tests read only their own requests."""
+    return model_server
 
 
 @pytest.fixture(scope="module")

@@ -260,9 +260,9 @@ def test_health_is_503_while_the_model_loads_and_when_the_engine_loop_died(make_
 
 
 @pytest.fixture(scope="module")
-def real(tmp_path_factory):
-    with live_server(data_dir=tmp_path_factory.mktemp("real")) as url:
-        yield url
+def real(model_server):
+    """The session's real-model server (tests/conftest.py's shared_server): the test counts only its own requests."""
+    return model_server
 
 
 @pytest.mark.model

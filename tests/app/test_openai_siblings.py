@@ -10,7 +10,6 @@ import pytest
 
 from engine import Engine
 
-from tests.kit.server import live_server
 
 CHAT = [{"role": "user", "content": "Tell me a fact."}]
 
@@ -87,9 +86,9 @@ def test_n_above_the_limit_is_refused_naming_n(make_app):
 # --- the real model ---
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory):
-    with live_server(data_dir=tmp_path_factory.mktemp("siblings")) as url:
-        yield openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=120)
+def client(model_server):
+    """A client of the session's real-model server (tests/conftest.py's shared_server)."""
+    return openai.OpenAI(base_url=f"{model_server}/v1", api_key="unused", max_retries=0, timeout=120)
 
 
 def streamed(create, **kw) -> tuple[dict[int, str], dict[int, str]]:

@@ -4,7 +4,7 @@ reconnects through the proxy to the other one, rejoins its run with `watch` and 
 tick — no reload, no error. The simulator paces its steps (4x their simulated time) so the run lasts seconds."""
 import pytest
 
-from tests.kit.browser import ARTIFACTS, chromium, watched_context, watched_page
+from tests.kit.browser import ARTIFACTS, watched_context, watched_page
 from tests.kit.proxy import failover_proxy
 from tests.kit.scale import deployment
 
@@ -13,10 +13,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.redis]
 RUN_TIMEOUT_MS = 120_000
 
 
-def test_the_page_rejoins_its_run_on_another_web_process_when_its_own_is_killed(tmp_path):
+def test_the_page_rejoins_its_run_on_another_web_process_when_its_own_is_killed(tmp_path, browser):
     with deployment(tmp_path, workers=1, worker_args=("--backend", "sim", "--pace", "4")) as d, \
-            failover_proxy([("127.0.0.1", int(url.rsplit(":", 1)[1])) for url, _ in d.webs]) as url, \
-            chromium() as browser:
+            failover_proxy([("127.0.0.1", int(url.rsplit(":", 1)[1])) for url, _ in d.webs]) as url:
         context = watched_context(browser, viewport={"width": 1280, "height": 900})
         page = watched_page(context)
         page.goto(f"{url}/#preset=mixed")                     # the preset link runs it
@@ -36,3 +35,4 @@ def test_the_page_rejoins_its_run_on_another_web_process_when_its_own_is_killed(
         # the refused connection attempts while web A was gone are the only console errors
         assert all("socket.io" in p or "ERR_CONNECTION" in p or "Failed to load resource" in p
                    for p in page.problems), page.problems
+        context.close()                                       # before the deployment stops: no socket left retrying

@@ -8,19 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.kit.browser import chromium
-from tests.kit.server import live_server
 from tests.kit import ROOT
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def page():
-    with live_server("--backend", "sim") as url, chromium() as browser:
-        tab = browser.new_page(viewport={"width": 1360, "height": 1000})
-        tab.url_base = url
-        yield tab
+def page(browser, sim_server):
+    tab = browser.new_page(viewport={"width": 1360, "height": 1000})
+    tab.url_base = sim_server
+    yield tab
+    tab.close()
 
 
 def open_page(tab, url: str) -> None:

@@ -210,12 +210,13 @@ def test_the_real_model_answers_through_a_web_process_with_text_and_logprobs(tmp
 
 
 @pytest.mark.browser
-def test_the_live_view_on_a_web_process_shows_each_workers_lane_by_its_picker(tmp_path):
-    from tests.kit.browser import ARTIFACTS, chromium, watched_context, watched_page
-    with deployment(tmp_path, webs=1, workers=2) as d, chromium() as browser:
+def test_the_live_view_on_a_web_process_shows_each_workers_lane_by_its_picker(tmp_path, browser):
+    from tests.kit.browser import ARTIFACTS, watched_context, watched_page
+    with deployment(tmp_path, webs=1, workers=2) as d:
         wait_until(lambda: sum(b["ready"] for b in beats(d).values()) == 2, what="two live lanes ready")
         names = sorted(beats(d))
-        page = watched_page(watched_context(browser, viewport={"width": 1280, "height": 900}))
+        context = watched_context(browser, viewport={"width": 1280, "height": 900})
+        page = watched_page(context)
         page.goto(f"{d.webs[0][0]}/live")
         page.wait_for_function("() => window.__live && window.__live.lane && window.__live.lane.ready")
         assert page.evaluate("() => [...document.querySelectorAll('#live-worker option')].map((o) => o.value)") == names
@@ -233,3 +234,4 @@ def test_the_live_view_on_a_web_process_shows_each_workers_lane_by_its_picker(tm
         page.screenshot(path=str(ARTIFACTS / "scale-live-worker.png"))
         for s in streams:
             s.thread.join(timeout=60)
+        context.close()
