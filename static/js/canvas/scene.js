@@ -107,11 +107,14 @@ export function nextDomain(derived, previous) {
   return { ...d, ms: Math.max(1, d.ms) };
 }
 
+/** Where a lane's last step ends on `clock`. */
+function laneEnd(lane, clock) {
+  return clock === "steps" ? lane.records.length : lastEnd(lane);
+}
+
 /** A lane's step under the playhead; one past its last step once it is done and the playhead has passed its end. */
 function laneStep(lane, clock, t) {
-  const n = lane.records.length;
-  const end = clock === "steps" ? n : lastEnd(lane);
-  if (lane.done && t > end + 1e-9) return n + 1;
+  if (lane.done && t > laneEnd(lane, clock) + 1e-9) return lane.records.length + 1;
   return stepAt(lane.timeline, clock, t);
 }
 
@@ -176,7 +179,9 @@ export function buildScene(derived, { view, clock, t, focus }) {
     const shown = Math.min(step, lane.records.length);
     const metrics = metricsUpTo(lane, shown, lane.workload || derived.run.workload, lane.whole || derived.metrics[lane.name]);
     const kv = kvAt(lane, gap ? step - 1 : step);
-    return { ...lane, step, gap, revealed: shown, metrics, caption: caption(lane, shown, metrics, clock), kvAt: kv,
+    // ended: done, and the playhead at its end or past it (the longest lane's end is where the playhead stops)
+    const ended = Boolean(lane.done) && t >= laneEnd(lane, clock) - 1e-9;
+    return { ...lane, step, gap, ended, revealed: shown, metrics, caption: caption(lane, shown, metrics, clock), kvAt: kv,
       kvLabel: kvLabel(kv) };
   };
   // `rows`: the run's lanes (the metrics table's rows: a fleet is one); `lanes`: what the canvas draws (a fleet's replicas)

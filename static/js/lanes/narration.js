@@ -125,8 +125,9 @@ export function tpotNote(lanes) {
 }
 
 /**
- * lanes: [{name, policy, records, step, gap, arrivals, metrics?, workload?}] where `step` is the lane's step under the playhead,
- * `gap` the wait it is in (ms clock) or null, `arrivals` its timeline's arrivals. clock: "steps" | "ms";
+ * lanes: [{name, policy, records, step, gap, ended, arrivals, metrics?, workload?}] where `step` is the lane's step under the
+ * playhead, `gap` the wait it is in (ms clock) or null, `ended` whether the lane is done and the playhead at its end or
+ * past it (scene.js), `arrivals` its timeline's arrivals. clock: "steps" | "ms";
  * t: the playhead; timed: arrivals are in ms; reveal (predict-then-reveal): say nothing of what comes later.
  * Once every lane is done, `tpotNote` follows (when a lane's `metrics` show it). A record's `waits` says why its
  * requests wait (`workload`, the run's, lets it say a request ahead has a higher priority).
@@ -139,10 +140,11 @@ export function narrate(lanes, clock, t, streaming, timed = false, reveal = fals
   const where = clock === "steps" ? `Step ${Math.max(...lanes.map((l) => l.step))}` : `${(t / 1000).toFixed(2)} s`;
   const parts = lanes.map((l) => {
     const facts = laneFacts(l, timed, reveal).slice(0, 2).join("; ");
-    const done = l.step > l.records.length;
+    const done = l.ended || l.step > l.records.length;
     return clock === "steps" || done || l.gap ? `${l.name}: ${facts}` : `${l.name} (step ${l.step}): ${facts}`;
   });
-  const note = !reveal && lanes.every((l) => l.step > l.records.length) ? tpotNote(lanes) : "";
+  // the longest lane's step never passes its last (the playhead stops at its end): `ended` says it is over
+  const note = !reveal && lanes.every((l) => l.ended || l.step > l.records.length) ? tpotNote(lanes) : "";
   return `${where} \u2014 ${parts.join(" \u00b7 ")}${note ? ` \u2014 ${note}` : ""}`;
 }
 

@@ -49,3 +49,26 @@ test("a fixed-length request's text past EOS says why it runs on into a new turn
   assert.equal(pastEosNote({ ignore_eos: false }, cells), "");
   assert.equal(pastEosNote({ ignore_eos: true }, cells.slice(0, 1)), "");
 });
+
+test("the TPOT note shows on the page's own last frame: the playhead stops at the longest lane's end", async () => {
+  const { readFileSync } = await import("node:fs");
+  const { buildScene, deriveRun } = await import("../../../static/js/canvas/scene.js");
+  const { extent } = await import("../../../static/js/core/playback.js");
+  const stored = JSON.parse(readFileSync(new URL("../../golden/lessons.json", import.meta.url), "utf8"))["arrivals: no noise"];
+  const records = Object.fromEntries(Object.entries(stored.records).map(([lane, recs]) => [lane, recs.map((r) => ({ ...r, lane }))]));
+  const run = { id: "arrivals", status: "finished", workload: stored.workload, lanes: stored.lanes, records,
+    done: Object.fromEntries(stored.lanes.map((l) => [l, true])), promptTokens: stored.prompt_tokens, t: 0 };
+  const derived = deriveRun(run);
+  for (const clock of ["steps", "ms"]) {
+    const limit = extent(derived.lanes.map((l) => ({ end: l.timeline.end, starts: l.timeline.starts, done: l.done })), clock);
+    const scene = buildScene(derived, { view: "slots", clock, t: limit, focus: null });
+    const longest = scene.lanes.find((l) => l.step === l.records.length);  // it never reads one past its last step
+    assert.ok(longest && scene.lanes.every((l) => l.ended), clock);
+    const lanes = scene.lanes.map((l) => ({ name: l.name, policy: l.policy, records: l.records, step: l.step, gap: l.gap,
+      ended: l.ended, arrivals: l.timeline.arrivals, metrics: l.metrics, workload: stored.workload }));
+    assert.notEqual(tpotNote(lanes), "", clock);   // this run shows the effect: continuous's mean TPOT above static's
+    assert.ok(narrate(lanes, clock, limit, false, true).endsWith(tpotNote(lanes)), clock);
+    const before = buildScene(derived, { view: "slots", clock, t: limit * 0.9, focus: null });
+    assert.ok(!before.lanes.every((l) => l.ended), clock);
+  }
+});
