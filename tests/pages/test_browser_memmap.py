@@ -76,6 +76,10 @@ def test_a_swap_is_drawn_narrated_and_the_memory_map_shows_the_host_pool_and_bot
     assert any(t.startswith(f"tokens {swap['tokens']} / 224 slots ({pct(swap['tokenUsage'])})") for t in figures)
     assert f"\u21c4 {victim} \u00b7 {out['kv_swapped'][victim]} blocks" in texts
     assert swap["tokens"] == sum(out["kv_tokens"].values())  # nothing shared in this mix: each token once
+    # the pool in a production model's bytes under the map (core/scale.js): 224 positions x 45 KiB = 10.3 MB
+    scale = tab.text_content("#memmap-scale")
+    assert tab.is_visible("#memmap-scale") and scale.startswith("At scale: this pool's 224 tokens take 10.3 MB of K/V")
+    assert "Llama-3.1-8B in bf16 takes 128 KiB a token" in scale
     ARTIFACTS.mkdir(exist_ok=True)
     tab.screenshot(path=str(ARTIFACTS / "browser-memmap-swap.png"))
 
@@ -89,6 +93,7 @@ def test_a_swap_is_drawn_narrated_and_the_memory_map_shows_the_host_pool_and_bot
     tab.screenshot(path=str(ARTIFACTS / "browser-memmap-present.png"))
     tab.keyboard.press("m")  # back to the lanes
     tab.wait_for_function("() => document.getElementById('memmap').hidden && !document.getElementById('lanes').hidden")
+    assert tab.is_hidden("#memmap-scale")
 
     # 4) at the end, the swap-out counts as an eviction: the table's preempted and swapped out, the lane's caption
     tab.keyboard.press("p")

@@ -10,6 +10,7 @@
 import { blockMap, hasBlockTables, memoryAt } from "../core/memmap.js";
 import { drawMemory, layoutMemory } from "../canvas/memmap-draw.js";
 import { laneBlockSize } from "../core/metrics.js";
+import { scaleLine } from "../core/scale.js";
 
 export const MEMORY = "memory";  // the input action: show or hide the map
 
@@ -49,13 +50,19 @@ export function memoryAvailable(derived) {
 
 /**
  * The map's part of a frame: the button's state, and the map drawn on `canvas` in place of the lanes when `on` and the
- * run has block tables (`size` as renderMemory takes it). Returns whether the map shows.
+ * run has block tables (`size` as renderMemory takes it), with `scale`'s line under it: the largest pool drawn, in a
+ * production model's bytes (core/scale.js). Returns whether the map shows.
  */
-export function showMemory({ canvas, button }, on, derived, scene, run, size) {
+export function showMemory({ canvas, button, scale }, on, derived, scene, run, size) {
   const available = memoryAvailable(derived);
   syncMemory(button, on, available);
   canvas.hidden = !(on && available);
-  if (on && available) renderMemory(canvas, scene, run, size);
+  const shown = on && available ? renderMemory(canvas, scene, run, size) : [];
+  if (scale) {
+    const line = scaleLine(Math.max(0, ...shown.map((l) => l.numBlocks * l.blockSize)));
+    if (scale.textContent !== line) scale.textContent = line;
+    scale.hidden = !line;
+  }
   return on && available;
 }
 
@@ -86,7 +93,7 @@ export function renderMemory(canvas, scene, run, { width, maxHeight = null, pres
   }
   const labels = drawMemory(canvas.getContext("2d"), layout, run.workload.requests.map((q) => q.id));
   const shown = maps.map(({ name, step, map }) => ({ name, step, held: map.held, cached: map.cached, free: map.free, kept: map.kept,
-    tokens: map.tokens, numBlocks: map.numBlocks, swapped: map.swapped, blockUsage: map.blockUsage, tokenUsage: map.tokenUsage,
+    tokens: map.tokens, numBlocks: map.numBlocks, blockSize: map.blockSize, swapped: map.swapped, blockUsage: map.blockUsage, tokenUsage: map.tokenUsage,
     shared: map.blocks.filter((b) => b.kind === "shared").map((b) => ({ id: b.id, refs: b.refs })) }));
   window.__memmap = { lanes: shown, labels, height: layout.height, width: layout.width };
   return shown;
