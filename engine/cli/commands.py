@@ -5,6 +5,7 @@
     python -m engine generate --n 16 --rate 4 [--burstiness 1] [--seed 0] [--output-tokens 8,16,32] > mix.json
     python -m engine sweep demos/poisson.json --rates 1,2,4,8 [--lanes ...] [--slo-ttft-ms N] [--slo-tpot-ms N]
     python -m engine trace FILE --window START:END --time-scale X --length-scale Y [--limit N] [--seed S] > mix.json
+    python -m engine model-folder [--model PATH]    # the folder whose tokenizer aiperf, guidellm, lm-eval can load
 
 `run` and `sweep` take the same lane and backend flags from one parser (`LANE_OPTIONS`, `BACKEND_OPTIONS`) and
 turn them into the workload's options in one place (`workload_options`). The sweep's library (re-timing,
@@ -94,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--slo-tpot-ms", type=float, help="goodput: ... and its TPOT at most this")
     sweep.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     add_trace_parser(sub, LANES_HELP)
+    folder = sub.add_parser("model-folder", help="print the Hugging Face folder (config, tokenizer) of the model the "
+                                                 "server runs, for tools that load a tokenizer from a folder")
+    folder.add_argument("--model", help="local Hugging Face model folder or .gguf file (default: SmolLM2-135M)")
     return parser
 
 
@@ -147,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
             return sweep(args)
         if args.command == "trace":
             return trace_command(args, CLI_LIMITS, parse_lanes_arg, parse_workload)
+        if args.command == "model-folder":
+            from engine.worker.model import model_folder
+            print(model_folder(args.model))
+            return 0
         workload = load_workload(args.workload, CLI_LIMITS, **workload_options(args))
         engine = make_engine(args, workload)
         run = engine.start(engine.prepare(workload))

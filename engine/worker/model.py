@@ -119,15 +119,10 @@ def load_model(path: str | os.PathLike | None = None, dtype: str = "float32", de
     name = gguf or folder.name
     try:
         if gguf is not None:
-            cached = converted_folder(folder / gguf)
-            if not (cached / "model.safetensors").is_file():
-                report(0.05, f"converting {gguf} (first start only, ~15 s on a CPU)")
-                try:
-                    convert_gguf(folder, gguf, cached)
-                except PermissionError:  # read-only cache folder: dequantize on every start instead
-                    pass
-            if (cached / "model.safetensors").is_file():
-                folder, gguf = cached, None
+            try:
+                folder, gguf = converted(folder, gguf, report), None
+            except PermissionError:  # read-only cache folder: dequantize on every start instead
+                pass
         report(0.6, "loading weights")
         model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, dtype=DTYPES[dtype],
                                                      attn_implementation="sdpa")
@@ -152,6 +147,27 @@ def load_model(path: str | os.PathLike | None = None, dtype: str = "float32", de
     report(1.0, "loaded")  # ready is for whoever loads it to say (the server warms the model up first)
     return LoadedModel(model, tokenizer, name, torch.device(device), DTYPES[dtype], frozenset(eos_ids), pad_id,
                        folder=folder if gguf is None else None)
+
+
+def converted(folder: Path, gguf: str, report: Callable[[float, str], None] = lambda f, m: None) -> Path:
+    """The float32 Hugging Face folder of `folder/gguf`, converting it first if this machine has not yet."""
+    cached = converted_folder(folder / gguf)
+    if not (cached / "model.safetensors").is_file():
+        report(0.05, f"converting {gguf} (first start only, ~15 s on a CPU)")
+        convert_gguf(folder, gguf, cached)
+    return cached
+
+
+def model_folder(path: str | os.PathLike | None = None) -> Path:
+    """The Hugging Face folder (config.json, tokenizer files) that outside tools can load for a model path: the folder
+    itself, or a GGUF's converted folder (converted now when it is not there yet): `python -m engine model-folder`."""
+    folder, gguf = resolve(path)
+    if gguf is None:
+        return folder
+    try:
+        return converted(folder, gguf)
+    except (OSError, ValueError, KeyError, RuntimeError, TypeError) as e:
+        raise ModelLoadError(f"could not convert {folder / gguf}: {e}") from e
 
 
 def convert_gguf(folder: Path, gguf: str, target: Path) -> None:

@@ -65,3 +65,22 @@ def test_cli_bad_workload_names_the_field(tmp_path):
     wl.write_text(json.dumps({"name": "x", "slots": 4, "requests": [{"id": "a", "prompt": "hi", "max_new_tokens": 0}]}))
     p = cli("run", str(wl), "--backend", "sim", check=False)
     assert p.returncode == 2 and "requests[0].max_new_tokens" in p.stderr
+
+
+@pytest.mark.model
+def test_model_folder_prints_the_folder_whose_tokenizer_tools_load(smol):
+    from transformers import AutoTokenizer
+    folder = cli("model-folder").stdout.strip()
+    tokenizer = AutoTokenizer.from_pretrained(folder)        # what aiperf, guidellm and lm-eval are given
+    prompt = "The capital of France is"
+    assert tokenizer.encode(prompt) == smol.tokenizer.encode(prompt)
+    assert cli("model-folder", "--model", folder).stdout.strip() == folder   # a folder is its own
+
+
+@pytest.mark.slow
+def test_model_folder_of_a_missing_or_broken_model_is_one_clear_line(tmp_path):
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"not a gguf file at all")
+    for model, said in ((tmp_path / "nope", "error: model not found"), (bad, "error: could not convert")):
+        p = cli("model-folder", "--model", str(model), check=False)
+        assert p.returncode == 2 and p.stderr.strip().count("\n") == 0 and p.stderr.startswith(said), p.stderr
