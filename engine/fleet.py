@@ -21,6 +21,10 @@ from engine.step import Forward, Route, StepRecord
 INF = float("inf")
 
 
+class ReplicaFailed(RuntimeError):
+    """A replica's step raised: the message names the replica, the fleet step and the cause; the run ends with it."""
+
+
 class FleetLane:
     def __init__(self, name: str, replicas: list[Lane], router: Router, specs: list[RequestSpec], timed: bool):
         self.name = name
@@ -66,8 +70,8 @@ class FleetLane:
         while self.pending and self.routable(self.arrival(self.pending[0]), k):
             routes.append(self.route(self.pending.pop(0)))
         upto = self.arrival(self.pending[0]) if self.pending else INF
-        stepped = tuple(lane.step() if not self.timed or self.next_start(lane) < upto else None
-                        for lane in self.replicas)
+        stepped = tuple(self.step_replica(i, lane, k) if not self.timed or self.next_start(lane) < upto else None
+                        for i, lane in enumerate(self.replicas))
         for record in stepped:
             for rid in record.returned if record is not None else ():
                 self.back[rid] = record.start_ms + record.ms if self.timed else record.step
@@ -79,6 +83,13 @@ class FleetLane:
                             replicas=stepped, routes=tuple(routes))
         self.records.append(record)
         return record
+
+    def step_replica(self, i: int, lane: Lane, k: int) -> StepRecord | None:
+        try:
+            return lane.step()
+        except Exception as e:
+            raise ReplicaFailed(f"replica {i} ({lane.name}) of fleet {self.name!r} failed in fleet step {k}: "
+                                f"{type(e).__name__}: {e}") from e
 
     def routable(self, at: float, k: int) -> bool:
         """Whether an arrival at `at` can be routed now: in steps, at fleet step `at` + 1; in ms, once no replica

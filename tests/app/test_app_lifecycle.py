@@ -1,6 +1,6 @@
 """Fairness and failure on the real model: the bounded queue and its positions, busy, one run per client, the
 submit rate limit, cancelling runs nobody watches, spectators keeping a run alive, rejoining by id, an
-exception inside a run, and the model loading in the background."""
+exception inside a run (and inside one replica of a fleet, on the simulator), and the model loading in the background."""
 import threading
 import time
 
@@ -239,3 +239,37 @@ def test_a_model_that_cannot_load_is_reported_on_healthz_and_to_submitters(make_
     probe.emit("submit", {"workload": TINY})
     refused = probe.wait_for("run_error")
     assert refused["code"] == "loading" and "could not be loaded: model not found" in refused["message"]
+
+
+class FailingReplicaEngine(Engine):
+    """The simulator; in a run named "fleet-boom" replica 1 of its fleet raises from its second step on."""
+
+    def start(self, workload, lanes=None):
+        run = super().start(workload, lanes)
+        if workload.name == "fleet-boom":
+            replica = run.lanes["fleet"].replicas[1]
+            real_step, calls = replica.step, []
+
+            def step():
+                calls.append(1)
+                if len(calls) >= 2:
+                    raise RuntimeError("forced replica failure")
+                return real_step()
+            replica.step = step
+        return run
+
+
+def test_a_fleet_replica_that_fails_ends_its_run_with_run_error_naming_it_and_the_next_run_runs(make_app, connect):
+    app = make_app({"BACKEND": "sim"}, engine=FailingReplicaEngine(None))
+    probe = connect(app)
+    fleet = {"name": "fleet-boom", "slots": 2, "requests": [{"id": f"R{i}", "prompt": "Hi there.", "max_new_tokens": 6}
+                                                            for i in range(4)],
+             "lanes": [{"name": "fleet", "policy": "continuous", "data_parallel_size": 2, "router": "round_robin"}]}
+    run_id = submit(probe, fleet)
+    error = probe.wait_for("run_error", run_id)
+    assert error["code"] == "failed" and "replica 1 (fleet/1) of fleet 'fleet' failed in fleet step 2: " \
+        "RuntimeError: forced replica failure" in error["message"]
+    assert app.extensions["book"].runs[run_id].status is RunStatus.FAILED
+    next_id = submit(probe, {**fleet, "name": "fleet-fine"})   # the same worker goes on with the next run
+    done = probe.wait_for("run_finished", next_id)
+    assert done["metrics"]["fleet"]["tokens"] == 24

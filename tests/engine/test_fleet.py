@@ -9,6 +9,7 @@ import pytest
 from engine import Engine
 from engine.cli.commands import main
 from engine.config import ROUTERS, FleetConfig
+from engine.fleet import ReplicaFailed
 from engine.report.metrics import lane_metrics
 from engine.sched.router import ReplicaView, Router
 from engine.spec import RequestSpec
@@ -136,6 +137,32 @@ def test_the_page_takes_a_fleet_and_a_server_with_fleets_off_refuses_one_by_name
     with pytest.raises(WorkloadError, match="limits.fleets") as e:
         parse_workload(obj, Limits(fleets=False))
     assert e.value.field == "lanes[0].data_parallel_size"
+
+
+def failing(replica, at_call: int) -> None:
+    """Make `replica`'s step raise from its `at_call`-th step on, as a crashed engine would."""
+    real, calls = replica.step, []
+
+    def step():
+        calls.append(1)
+        if len(calls) >= at_call:
+            raise RuntimeError("forced replica failure")
+        return real()
+    replica.step = step
+
+
+def test_a_replica_that_fails_ends_the_run_with_an_error_naming_it():
+    engine = Engine(None)
+    workload = engine.prepare(parse_workload({"name": "fleet", "slots": 2, "lanes": [fleet_lane("round_robin")],
+                                              "requests": [{"id": f"R{i}", "prompt": "Hi there.", "max_new_tokens": 6}
+                                                           for i in range(4)]}, CLI_LIMITS))
+    run = engine.start(workload)
+    fleet = run.lanes["2 x round_robin"]
+    failing(fleet.replicas[1], 3)
+    with pytest.raises(ReplicaFailed, match=r"replica 1 \(2 x round_robin/1\) of fleet '2 x round_robin' failed in "
+                                            r"fleet step 3: RuntimeError: forced replica failure"):
+        run.run_to_end()
+    assert len(fleet.records) == 2                        # the steps before it stand; none is half-written
 
 
 def test_run_json_gives_every_request_its_replica_and_branch(tmp_path, capsys):
