@@ -17,6 +17,21 @@ from tests.kit import ROOT
 
 pytestmark = [pytest.mark.vllm, pytest.mark.model]
 DEMOS = sorted(ROOT.joinpath("demos").glob("*.json"))
+# what a demo says and shows, not what it runs here: this module sets the lanes; the engine runs both clocks alike
+LESSON_ONLY = ("name", "description", "claims", "clock", "lanes")
+
+
+def distinct_runs(paths) -> dict[str, list]:
+    """The demos grouped by the run they make here (their requests and workload options): demos that differ only in
+    their lanes or their lesson (swap-vs-recompute is memory-pressure's mix) are one run, named by every demo in it."""
+    groups: dict[str, list] = {}
+    for path in paths:
+        obj = json.loads(path.read_text())
+        groups.setdefault(json.dumps({k: v for k, v in obj.items() if k not in LESSON_ONLY}, sort_keys=True), []).append(path)
+    return {"+".join(p.stem for p in group): group for group in groups.values()}
+
+
+RUNS = distinct_runs(DEMOS)
 VLLM_LANE = {"name": "vLLM", "engine": "vllm"}
 SLOTS = 4  # every run here: one vLLM configuration (max_num_seqs 4), so one vLLM start
 
@@ -53,10 +68,19 @@ def differences(lm, run, where: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", DEMOS, ids=[p.stem for p in DEMOS])  # one item per demo: the durations say which costs
-def test_the_vllm_lane_writes_what_generate_and_our_continuous_lane_write_on_every_demo(engine, smol, path):
-    found = differences(smol, run_beside(engine, json.loads(path.read_text())), path.name)
+@pytest.mark.parametrize("name", RUNS)  # one item per distinct run: the durations say which costs
+def test_the_vllm_lane_writes_what_generate_and_our_continuous_lane_write_on_every_demo(engine, smol, name):
+    path = RUNS[name][0]
+    found = differences(smol, run_beside(engine, json.loads(path.read_text())), name)
     assert not found, "\n".join(found)
+
+
+def test_every_demo_is_in_one_run_and_demos_in_one_run_run_alike():
+    assert sorted(p for group in RUNS.values() for p in group) == DEMOS
+    assert {"memory-pressure+swap-vs-recompute", "long-prompt+vllm"} <= set(RUNS)
+    for group in RUNS.values():
+        workloads = [parse_workload(json.loads(p.read_text()), slots=SLOTS, lanes=["continuous"]) for p in group]
+        assert len({json.dumps([s.__dict__ for s in w.requests], sort_keys=True, default=str) for w in workloads}) == 1
 
 
 def test_the_vllm_lane_matches_on_a_held_set_with_eos_stops_and_late_arrivals(engine, smol):
