@@ -402,7 +402,8 @@ function render() {
   if (hover) panels.tooltip(hover, ui.hover, layout, derived, ui.view);
   const narration = (!derived.lanes.length && startLine({ missingRun, linkMix: ui.link, ready: state.model.ready }))
     || narrate(scene.lanes.map((l) => ({ name: l.name, policy: l.policy, records: l.records, step: l.step,
-      gap: l.gap, ended: l.ended, arrivals: l.timeline.arrivals, metrics: l.metrics, workload: derived.run && derived.run.workload })), pb.clock, shown, streaming, derived.timed, !revealed);
+      gap: l.gap, ended: l.ended, arrivals: l.timeline.arrivals, metrics: l.metrics, workload: derived.run && derived.run.workload })), pb.clock, shown, streaming, derived.timed, !revealed,
+      ui.present);
   setText(dom.narration, narration);
   holdHeight(dom.narration, `${state.run ? state.run.id : ""}|${dom.wrap.clientWidth}|${ui.present}`);
   syncControls(dom, pb, limit, derived.lanes.length > 0, { total: revealed, max: revealed ? limit : full });

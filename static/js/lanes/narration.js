@@ -128,11 +128,12 @@ export function tpotNote(lanes) {
  * lanes: [{name, policy, records, step, gap, ended, arrivals, metrics?, workload?}] where `step` is the lane's step under the
  * playhead, `gap` the wait it is in (ms clock) or null, `ended` whether the lane is done and the playhead at its end or
  * past it (scene.js), `arrivals` its timeline's arrivals. clock: "steps" | "ms";
- * t: the playhead; timed: arrivals are in ms; reveal (predict-then-reveal): say nothing of what comes later.
- * Once every lane is done, `tpotNote` follows (when a lane's `metrics` show it). A record's `waits` says why its
+ * t: the playhead; timed: arrivals are in ms; reveal (predict-then-reveal): say nothing of what comes later;
+ * short (Present): the line a projector has room for. Once every lane is done, `tpotNote` follows (when a lane's
+ * `metrics` show it), on the page only. A record's `waits` says why its
  * requests wait (`workload`, the run's, lets it say a request ahead has a higher priority).
  */
-export function narrate(lanes, clock, t, streaming, timed = false, reveal = false) {
+export function narrate(lanes, clock, t, streaming, timed = false, reveal = false, short = false) {
   if (!lanes.length) return "";  // before a run the lesson line says how to start, once (issue 38: it was said three times)
   if (lanes.every((l) => l.step === 0)) {
     return streaming ? "The engine is computing the first step\u2026" : "Press play (Space) or step with \u2192.";
@@ -144,7 +145,7 @@ export function narrate(lanes, clock, t, streaming, timed = false, reveal = fals
     return clock === "steps" || done || l.gap ? `${l.name}: ${facts}` : `${l.name} (step ${l.step}): ${facts}`;
   });
   // the longest lane's step never passes its last (the playhead stops at its end): `ended` says it is over
-  const note = !reveal && lanes.every((l) => l.ended || l.step > l.records.length) ? tpotNote(lanes) : "";
+  const note = !reveal && !short && lanes.every((l) => l.ended || l.step > l.records.length) ? tpotNote(lanes) : "";
   return `${where} \u2014 ${parts.join(" \u00b7 ")}${note ? ` \u2014 ${note}` : ""}`;
 }
 

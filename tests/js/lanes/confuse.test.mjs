@@ -68,6 +68,7 @@ test("the TPOT note shows on the page's own last frame: the playhead stops at th
       ended: l.ended, arrivals: l.timeline.arrivals, metrics: l.metrics, workload: stored.workload }));
     assert.notEqual(tpotNote(lanes), "", clock);   // this run shows the effect: continuous's mean TPOT above static's
     assert.ok(narrate(lanes, clock, limit, false, true).endsWith(tpotNote(lanes)), clock);
+    assert.ok(!narrate(lanes, clock, limit, false, true, false, true).includes(tpotNote(lanes)), clock);  // Present: short
     const before = buildScene(derived, { view: "slots", clock, t: limit * 0.9, focus: null });
     assert.ok(!before.lanes.every((l) => l.ended), clock);
   }
