@@ -104,6 +104,10 @@ def converted_folder(gguf: Path) -> Path:
     return cache_root() / "models" / f"{gguf.stem}-{key}"
 
 
+# what transformers raises for a model it cannot read or convert: said as one ModelLoadError line
+LOAD_ERRORS = (OSError, ValueError, KeyError, RuntimeError, TypeError)
+
+
 def load_model(path: str | os.PathLike | None = None, dtype: str = "float32", device: str = "auto",
                progress: Callable[[float, str], None] | None = None) -> LoadedModel:
     from transformers import AutoModelForCausalLM, AutoTokenizer  # slow import, only when loading
@@ -130,7 +134,7 @@ def load_model(path: str | os.PathLike | None = None, dtype: str = "float32", de
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
     except ModelLoadError:
         raise
-    except (OSError, ValueError, KeyError, RuntimeError, TypeError) as e:
+    except LOAD_ERRORS as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ModelLoadError(f"could not load model from {folder / (gguf or '')}: {first}") from e
     if not hasattr(model, "model") or not hasattr(model, "lm_head"):
@@ -166,7 +170,7 @@ def model_folder(path: str | os.PathLike | None = None) -> Path:
         return folder
     try:
         return converted(folder, gguf)
-    except (OSError, ValueError, KeyError, RuntimeError, TypeError) as e:
+    except LOAD_ERRORS as e:
         raise ModelLoadError(f"could not convert {folder / gguf}: {e}") from e
 
 

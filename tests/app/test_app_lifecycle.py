@@ -9,6 +9,7 @@ import pytest
 import app.runs.loader
 from app.protocol import RunStatus
 from engine import Engine
+from tests.kit.faults import fail_from
 
 TINY = {"name": "tiny", "slots": 2, "requests": [{"id": "A", "prompt": "Say hi.", "max_new_tokens": 2},
                                                  {"id": "B", "prompt": "Name a fruit.", "max_new_tokens": 3}]}
@@ -33,14 +34,7 @@ class FaultyEngine(Engine):
     def start(self, workload, lanes=None):
         run = super().start(workload, lanes)
         if workload.name == "boom":
-            lane = run.lanes["continuous"]
-            real_step = lane.step
-
-            def step():
-                if len(lane.records) == 2:
-                    raise RuntimeError("forced failure in step 3")
-                return real_step()
-            lane.step = step
+            fail_from(run.lanes["continuous"], 3, "forced failure in step 3")
         return run
 
 
@@ -247,15 +241,7 @@ class FailingReplicaEngine(Engine):
     def start(self, workload, lanes=None):
         run = super().start(workload, lanes)
         if workload.name == "fleet-boom":
-            replica = run.lanes["fleet"].replicas[1]
-            real_step, calls = replica.step, []
-
-            def step():
-                calls.append(1)
-                if len(calls) >= 2:
-                    raise RuntimeError("forced replica failure")
-                return real_step()
-            replica.step = step
+            fail_from(run.lanes["fleet"].replicas[1], 2, "forced replica failure")
         return run
 
 

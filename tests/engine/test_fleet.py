@@ -15,6 +15,7 @@ from engine.sched.router import ReplicaView, Router
 from engine.spec import RequestSpec
 from engine.workload.workload import CLI_LIMITS, Limits, WorkloadError, parse_workload
 from tests.kit import ROOT
+from tests.kit.faults import fail_from
 from tests.kit.reference import PROMPTS, check_against_solo
 
 SHARED = "You are a careful assistant. Answer in one short sentence and never use lists. " * 2
@@ -139,18 +140,6 @@ def test_the_page_takes_a_fleet_and_a_server_with_fleets_off_refuses_one_by_name
     assert e.value.field == "lanes[0].data_parallel_size"
 
 
-def failing(replica, at_call: int) -> None:
-    """Make `replica`'s step raise from its `at_call`-th step on, as a crashed engine would."""
-    real, calls = replica.step, []
-
-    def step():
-        calls.append(1)
-        if len(calls) >= at_call:
-            raise RuntimeError("forced replica failure")
-        return real()
-    replica.step = step
-
-
 def test_a_replica_that_fails_ends_the_run_with_an_error_naming_it():
     engine = Engine(None)
     workload = engine.prepare(parse_workload({"name": "fleet", "slots": 2, "lanes": [fleet_lane("round_robin")],
@@ -158,7 +147,7 @@ def test_a_replica_that_fails_ends_the_run_with_an_error_naming_it():
                                                            for i in range(4)]}, CLI_LIMITS))
     run = engine.start(workload)
     fleet = run.lanes["2 x round_robin"]
-    failing(fleet.replicas[1], 3)
+    fail_from(fleet.replicas[1], 3, "forced replica failure")
     with pytest.raises(ReplicaFailed, match=r"replica 1 \(2 x round_robin/1\) of fleet '2 x round_robin' failed in "
                                             r"fleet step 3: RuntimeError: forced replica failure"):
         run.run_to_end()

@@ -9,6 +9,7 @@
  */
 import { FONT, PALETTE, fitText } from "./cells.js";
 import { noting } from "./ink.js";
+import { bytesText } from "../core/scale.js";
 
 /** Owner colours (a request's index in the workload picks one): light tints under dark text, solid for the fill. */
 const OWNERS = [["#cfe8f7", "#2b7bb0"], ["#fde2b8", "#b36b00"], ["#cdeee2", "#007a59"], ["#f6d5e8", "#a0487f"],
@@ -122,11 +123,6 @@ function drawBlock(ctx, x, y, s, block, map, ids, px, first) {
   }
 }
 
-/** Bytes as a person reads them: "2.6 MB", "960 KB". */
-export function megabytes(n) {
-  return n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : `${Math.round(n / 1e3)} KB`;
-}
-
 function drawLane(ink, layout, lane, ids) {
   const { type, pad, width } = layout;
   const { map, grid } = lane;
@@ -136,7 +132,7 @@ function drawLane(ink, layout, lane, ids) {
   ctx.font = `600 ${type.title}px ${FONT}`;
   ctx.fillStyle = PALETTE.text;
   const where = lane.step > 0 ? `after step ${lane.step}` : "before the first step";
-  const bytes = map.kvBytes ? ` \u00b7 K/V tensors ${megabytes(map.kvBytes)}` : "";
+  const bytes = map.kvBytes ? ` \u00b7 K/V tensors ${bytesText(map.kvBytes)}` : "";
   ctx.fillText(fitText(ctx, [`${lane.title} \u2014 KV blocks ${where}${bytes}`, `${lane.title} \u2014 KV blocks ${where}`,
     `${lane.name} \u2014 ${where}`, lane.name], width - 2 * pad) || "",
     pad, lane.head.y + lane.head.h / 2);

@@ -24,9 +24,12 @@ export function tokensOnCards(model, cards = 1, cardBytes = CARD_BYTES) {
 }
 
 const kib = (n) => `${Math.round(n / 1024)} KiB`;
-const bytesText = (n) => (n >= 1e9 ? `${(n / 1e9).toFixed(1)} GB` : n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : `${Math.round(n / 1e3)} KB`);
 const roughly = (n) => (n >= 1e4 ? `${Math.round(n / 1e3)},000` : String(n));
 
+/** Bytes as a person reads them: "2.6 MB", "960 KB", "16.1 GB". */
+export function bytesText(n) {
+  return n >= 1e9 ? `${(n / 1e9).toFixed(1)} GB` : n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : `${Math.round(n / 1e3)} KB`;
+}
 /**
  * The line under the memory map: what `tokens` positions of K/V take here and on a production model, and how many
  * tokens (and answers of ANSWER_TOKENS) an 80 GB card holds beside the weights. "" for an empty pool.

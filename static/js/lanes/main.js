@@ -384,8 +384,8 @@ function render() {
   const budget = ui.present && derived.lanes.length ? presenterBudget(dom.wrap, dom.stage) : null;
   const layout = layoutOf(derived, shownAxis, budget);
   shownLayout = layout;
-  const memory = showMemory({ canvas: $("memmap"), button: $("btn-memory"), scale: $("memmap-scale") }, ui.memory, derived, scene, state.run,
-    { width: dom.wrap.clientWidth, maxHeight: budget, present: ui.present });  // the memory map in place of the lanes
+  const memory = showMemory({ canvas: $("memmap"), button: $("btn-memory"), scale: $("memmap-scale") }, ui.memory, derived,
+    scene, state.run, { width: dom.wrap.clientWidth, maxHeight: budget, present: ui.present });  // the memory map in place of the lanes
   dom.canvas.hidden = !derived.lanes.length || memory;
   dom.empty.hidden = Boolean(derived.lanes.length);
   const hover = memory ? null : hovered(layout, scene, ui.hover);

@@ -141,11 +141,11 @@ export function narrate(lanes, clock, t, streaming, timed = false, reveal = fals
   const where = clock === "steps" ? `Step ${Math.max(...lanes.map((l) => l.step))}` : `${(t / 1000).toFixed(2)} s`;
   const parts = lanes.map((l) => {
     const facts = laneFacts(l, timed, reveal).slice(0, 2).join("; ");
-    const done = l.ended || l.step > l.records.length;
+    const done = l.ended;
     return clock === "steps" || done || l.gap ? `${l.name}: ${facts}` : `${l.name} (step ${l.step}): ${facts}`;
   });
-  // the longest lane's step never passes its last (the playhead stops at its end): `ended` says it is over
-  const note = !reveal && !short && lanes.every((l) => l.ended || l.step > l.records.length) ? tpotNote(lanes) : "";
+  // `ended`, not `step` past the last: the longest lane's step never passes its last (the playhead stops at its end)
+  const note = !reveal && !short && lanes.every((l) => l.ended) ? tpotNote(lanes) : "";
   return `${where} \u2014 ${parts.join(" \u00b7 ")}${note ? ` \u2014 ${note}` : ""}`;
 }
 

@@ -27,7 +27,7 @@ test("a step arrival's mark sits at the start of that step on each lane's own ms
   assert.match(define("arrival").text, /each lane's own clock/);
 });
 
-const done = (name, policy, tpot) => ({ name, policy, records: [record(1, 10, 0)], step: 2, gap: null, arrivals: [],
+const done = (name, policy, tpot) => ({ name, policy, records: [record(1, 10, 0)], step: 2, gap: null, ended: true, arrivals: [],
   metrics: { mean_tpot_ms: tpot } });
 
 test("continuous's higher mean TPOT is explained once the lanes are done: joins slow the shared steps", () => {
