@@ -28,7 +28,7 @@ from engine.worker.cpu import kernels as cpu_kernels
 from engine.worker.detok import next_text
 from engine.worker import grammar
 from engine.worker.logprobs import note_prompt, note_written
-from engine.worker.sampling import sample
+from engine.worker.sampling import sample_rows
 from engine.sched.speculative import accept
 from engine.step import Forward, SlotState
 
@@ -182,11 +182,15 @@ class ModelRunner:
         if not wanted:
             return {}
         raw, logits = logits, grammar.mask(self.hold_eos(logits, wanted), wanted)
-        greedy = cpu_kernels.argmax(logits).tolist()
-        tokens, chosen = {}, []
-        for i, (slot, _, _, r) in enumerate(wanted):
-            chosen.append(greedy[i] if r.spec.temperature == 0 else sample(logits[i], r, self.lm.device))
-            tokens.setdefault(slot, []).append(chosen[-1])
+        chosen = cpu_kernels.argmax(logits).tolist()
+        sampled = [i for i, w in enumerate(wanted) if w[3].spec.temperature != 0]
+        if sampled:
+            rows = logits[torch.tensor(sampled, device=logits.device)] if len(sampled) < len(wanted) else logits
+            for i, token in zip(sampled, sample_rows(rows, [wanted[i][3] for i in sampled])):
+                chosen[i] = token
+        tokens = {}
+        for (slot, _, _, _), token in zip(wanted, chosen):
+            tokens.setdefault(slot, []).append(token)
         note_written(raw, wanted, chosen)  # only rows whose request asked for logprobs
         grammar.advance(wanted, chosen)    # only rows whose request keeps to a grammar
         return {slot: t if len(t) > 1 else t[0] for slot, t in tokens.items()}
