@@ -153,6 +153,6 @@ class PollRules:
         with self._locked():
             klass = self._find(code)
             if self.member.get(sid) != (klass.code, STUDENT):
-                raise Rejected("forbidden", f"only a student of class {klass.code} answers its poll", field="code")
+                raise Rejected("forbidden", f"only a student of class {klass.code} answers its poll", field="poll")
             klass.poll.answers[voter] = check_answer(klass.poll, poll_id, value)
             return [s for s in (self._student_send(klass, sid, voter), self._teacher_send(klass, queued)) if s is not None]

@@ -34,9 +34,10 @@ def test_three_students_answer_the_teacher_sees_the_tally_and_the_reveal_sets_it
             student.wait_for_function("() => window.__class.role === 'student'")
         teacher.wait_for_function("() => window.__class.students === 3")
 
-        teacher.click("#poll-ask")                       # the form's defaults: the question of the mixed preset
+        teacher.click("#poll-ask")                       # no run on screen yet: the teacher names the lanes
         assert teacher.input_value("#poll-question") == "Which lane finishes first?"
-        assert teacher.input_value("#poll-choices") == "static, continuous"
+        teacher.fill("#poll-choices", "static, continuous")
+        teacher.screenshot(path=str(ARTIFACTS / "poll-teacher-ask.png"))
         teacher.click("#poll-submit")
         for student, choice in zip(students, ("continuous", "continuous", "continuous")):
             student.wait_for_selector(f'#poll-answers button:text-is("{choice}")')
