@@ -116,7 +116,7 @@ export function createPoll(panel, { send, credentials }) {
   const reveal = el("p", { className: "poll-reveal", id: "poll-reveal", hidden: true });
   const stop = el("button", { type: "button", id: "poll-close", text: "Close answers", hidden: true });
   const note = el("p", { className: "poll-note", id: "poll-note", role: "status" });
-  panel.replaceChildren(head, answers, tally, reveal, el("div", { className: "poll-foot" }, [count, stop]), note);
+  panel.replaceChildren(head, answers, tally, el("div", { className: "poll-foot" }, [count, stop]), reveal, note);
 
   const creds = () => credentials();
   ask.addEventListener("click", () => {
