@@ -69,6 +69,8 @@ def new_poll(poll_id: int, question, kind, choices, figure) -> Poll:
     if kind == NUMBER:
         if choices:
             raise Rejected("invalid", "a number poll has no choices", field="choices")
+        if figure is not None and _figure(figure).get("lane") is None:
+            raise Rejected("invalid", "a number poll's figure names its lane: {metric, lane}", field="figure.lane")
         return Poll(poll_id, question, NUMBER, [], _figure(figure))
     if kind != CHOICE:
         raise Rejected("invalid", f"kind must be {CHOICE!r} or {NUMBER!r}", field="kind")

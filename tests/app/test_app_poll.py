@@ -42,6 +42,7 @@ def test_a_choice_tally_counts_each_choice_and_a_number_tally_gives_the_median_a
     (("Q?", NUMBER, LANES, None), "choices", "no choices"),
     (("Q?", NUMBER, None, {"metric": "DROP TABLE"}), "figure.metric", "metric's key"),
     (("Q?", NUMBER, None, {"metric": "steps", "who": 1}), "figure", "{metric, lane?}"),
+    (("Q?", NUMBER, None, {"metric": "steps"}), "figure.lane", "names its lane"),
 ])
 def test_a_question_that_cannot_be_a_poll_is_refused_naming_its_field(args, field, words):
     with pytest.raises(Rejected) as refused:

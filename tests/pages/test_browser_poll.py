@@ -36,6 +36,9 @@ def test_three_students_answer_the_teacher_sees_the_tally_and_the_reveal_sets_it
 
         teacher.click("#poll-ask")                       # no run on screen yet: the teacher names the lanes
         assert teacher.input_value("#poll-question") == "Which lane finishes first?"
+        teacher.fill("#poll-choices", "static")           # refused with a message, in the form, which stays open
+        teacher.click("#poll-submit")
+        teacher.wait_for_function("() => /2 to 8 choices/.test(document.getElementById('poll-form-error').textContent)")
         teacher.fill("#poll-choices", "static, continuous")
         teacher.screenshot(path=str(ARTIFACTS / "poll-teacher-ask.png"))
         teacher.click("#poll-submit")

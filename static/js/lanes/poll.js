@@ -137,7 +137,7 @@ export function createPoll(panel, { send, credentials }) {
     const figure = metric.value ? { metric: metric.value, ...(kind.value === "number" ? { lane: lane.value.trim() } : {}) } : null;
     send(ClientEvent.POLL_OPEN, { ...creds(), question: question.value, kind: kind.value,
       ...(kind.value === "choice" ? { choices: list } : {}), ...(figure ? { figure } : {}) });
-    form.hidden = true;
+    error.textContent = "";  // the form stays open until the class has the new poll (a refusal is said in it)
   });
   stop.addEventListener("click", () => send(ClientEvent.POLL_CLOSE, creds()));
   answers.addEventListener("click", (e) => {
@@ -217,6 +217,7 @@ export function createPoll(panel, { send, credentials }) {
     /** A class_state: its poll (a student's own answer is kept for the poll it answered), role and students. */
     update(next, state) {
       const same = poll && next && next.id === poll.id;
+      if (next && !same) form.hidden = true;  // the poll just asked
       poll = next ? { ...next, yours: "yours" in next ? next.yours : same ? poll.yours : null } : null;
       if (!same) revealed = revealedKey = null;
       role = state.role;
