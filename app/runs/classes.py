@@ -3,7 +3,8 @@ teacher's runs; the teacher may allow students to submit their own, which then q
 (app.runs.queue_order) up to a per-class cap.
 
 The teacher is whoever holds the class's token: a random secret sent only to the page that opened the class
-(which keeps it in sessionStorage, so a reload rejoins as the teacher); a student cannot guess it. A class ends
+(which keeps it in sessionStorage, so a reload rejoins as the teacher); a student cannot guess it. The teacher may
+ask the class a question before a run (app.runs.polls: the answers live in the class and end with it). A class ends
 when its teacher closes it, or when the teacher's page has been gone for `grace_s`; its students are told.
 Like a run book, `Classes` returns what to send (`protocol.Send`, `Enter`) and its caller delivers it. One lock
 guards everything. The classes live in this process's memory (app.runs.redis_classes keeps them in Redis for a
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ..protocol import Enter, Event, Rejected, Send
 from .job import STUDENT, TEACHER, Job
+from .polls import Poll, PollRules, attach, poll_view
 
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"   # no 0/O, 1/I/L: a code read off a projector is typed right
 CODE_LENGTH = 5
@@ -50,6 +52,7 @@ class Klass:
     run_id: str | None = None                        # the teacher's latest run, which students' pages watch
     left_at: float | None = None                     # wall-clock time the teacher's socket left
     sent: dict | None = None                         # the teacher's state as last sent (sent again only if changed)
+    poll: Poll | None = None                         # the question the teacher asked, with the answers (app.runs.polls)
 
 
 def _name(job: Job) -> str:
@@ -58,7 +61,7 @@ def _name(job: Job) -> str:
     return str(workload.get("name") or "a mix")[:40] if isinstance(workload, dict) else "a mix"
 
 
-class Classes:
+class Classes(PollRules):
     def __init__(self, grace_s: float, max_classes: int, max_students: int):
         self.grace_s, self.max_classes, self.max_students = grace_s, max_classes, max_students
         self.lock = threading.Lock()
@@ -150,6 +153,7 @@ class Classes:
             if klass.run_id == run_id:
                 return []
             klass.run_id = run_id
+            attach(klass.poll, run_id)   # the teacher's view follows with the next chores
             return [self._student_send(klass)]
 
     @_sends
@@ -183,6 +187,7 @@ class Classes:
                 return []
             if job.role == TEACHER and job.kind == "run":
                 klass.run_id = job.run_id
+                attach(klass.poll, job.run_id)
                 return [self._student_send(klass), self._teacher_send(klass, queued)]
             return [self._teacher_send(klass, queued)]
 
@@ -273,9 +278,10 @@ class Classes:
         return {"code": klass.code, "link": f"/c/{klass.code}", "allow_submit": klass.allow_submit,
                 "locked": klass.locked, "students": len(klass.students), "run_id": klass.run_id}
 
-    def _student_send(self, klass: Klass, sid: str | None = None) -> Send:
-        """A student's view of the class, to `sid` or to every student of it."""
-        return Send(Event.CLASS_STATE, {**self._public(klass), "role": STUDENT}, sid or students_room(klass.code))
+    def _student_send(self, klass: Klass, sid: str | None = None, voter: str | None = None) -> Send:
+        """A student's view of the class, to `sid` (with its own answer: `voter`) or to every student of it."""
+        poll = poll_view(klass.poll, STUDENT, voter)
+        return Send(Event.CLASS_STATE, {**self._public(klass), "role": STUDENT, "poll": poll}, sid or students_room(klass.code))
 
     def _teacher_send(self, klass: Klass, queued: list[Job], only_if_changed: bool = False) -> Send | None:
         """The teacher's view: with its token, how many students, and the class's queued runs (whose, where)."""
@@ -283,7 +289,8 @@ class Classes:
                 for i, job in enumerate(queued) if job.class_code == klass.code]
         running = [{"run_id": job.run_id, "role": job.role, "name": _name(job)}
                    for job in self.running_jobs() if job.class_code == klass.code]
-        state = {**self._public(klass), "role": TEACHER, "token": klass.token, "queued": runs, "running": running}
+        state = {**self._public(klass), "role": TEACHER, "token": klass.token, "queued": runs, "running": running,
+                 "poll": poll_view(klass.poll, TEACHER)}
         if klass.teacher is None or (only_if_changed and state == klass.sent):
             return None
         klass.sent = state

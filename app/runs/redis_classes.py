@@ -6,7 +6,7 @@ Each call holds a Redis lock, reads every class from the hash below, applies the
 changed. Which class a socket is in stays in the memory of the process that holds the socket; sends to a class's
 students' room reach every process (the Redis client manager).
 
-    batch-lanes:classes        hash: code -> the class as JSON (token, teacher socket, students' sockets, ...)
+    batch-lanes:classes        hash: code -> the class as JSON (token, teacher socket, students' sockets, its poll, ...)
     batch-lanes:classes:lock   the lock every change holds
 
 This module knows redis-py and the class record, nothing of Flask or the engine.
@@ -19,6 +19,7 @@ import redis
 
 from ..protocol import Rejected
 from .classes import Classes, Klass
+from .polls import Poll
 
 KEY = "batch-lanes:classes"
 
@@ -32,7 +33,8 @@ def _dump(klass: Klass) -> str:
 
 def _load(text: str) -> Klass:
     record = json.loads(text)
-    return Klass(**{**record, "students": set(record["students"])})
+    poll = record.get("poll")   # its answers ride with it: nothing of a poll is kept apart from its class
+    return Klass(**{**record, "students": set(record["students"]), "poll": Poll(**poll) if poll else None})
 
 
 class RedisClasses(Classes):

@@ -10,6 +10,9 @@ run, show a stored run, close.
         (code "cancelled", "cancelled by the teacher"), or run_error
     class_show {code, token, run_id} -> class_state to every student: the run the teacher's page shows (a stored
         run: a reference run, a replay), which students' pages then watch too
+    poll_open {code, token, question, kind, choices?, figure?} -> class_state (its `poll`) to the teacher and every
+        student: the teacher asks the class (app.runs.polls)       poll_close {code, token} -> the same, answers closed
+    poll_answer {code, poll, answer} -> class_state to the student (with its answer) and to the teacher (the tally)
 
 A refusal is one `run_error` naming the field. Submits need nothing new: a class member's `submit` is tagged
 with its class and role by the runs (app.runs.service). While classes are open a background task ends those
@@ -26,6 +29,7 @@ from ..runs.classes import Classes
 from ..runs.redis_classes import classes_for
 from ..runs.fanout import deliver
 from . import class_routes
+from .events import client_of
 from .extensions import socketio
 
 CHORE_S = 1.0
@@ -155,3 +159,28 @@ def on_class_close(*args):
         data = _check(args, "class_close", {"code", "token"})
         return classes.close(request.sid, data["code"], data["token"])
     _answer(close)
+
+
+@socketio.on("poll_open")
+def on_poll_open(*args):
+    def ask(classes, queued):
+        data = _check(args, "poll_open", {"code", "token", "question", "kind"}, {"choices", "figure"})
+        return classes.ask(request.sid, data["code"], data["token"], data["question"], data["kind"],
+                           data.get("choices"), data.get("figure"), queued)
+    _answer(ask)
+
+
+@socketio.on("poll_close")
+def on_poll_close(*args):
+    def close(classes, queued):
+        data = _check(args, "poll_close", {"code", "token"})
+        return classes.close_poll(request.sid, data["code"], data["token"], queued)
+    _answer(close)
+
+
+@socketio.on("poll_answer")
+def on_poll_answer(*args):
+    def answer(classes, queued):
+        data = _check(args, "poll_answer", {"code", "poll", "answer"})
+        return classes.answer(request.sid, client_of(request.sid), data["code"], data["poll"], data["answer"], queued)
+    _answer(answer)

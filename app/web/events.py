@@ -88,12 +88,13 @@ CLIENT_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
 _clients: dict[str, str] = {}  # socket id -> the client id its page sent on connect
 
 
-def _client(sid: str) -> str:
+def client_of(sid: str) -> str:
+    """The client id `sid`'s page sent on connect (the same across its reconnects), else the socket id."""
     return _clients.get(sid, sid)
 
 
 def _allowed(name: str, sid: str) -> bool:
-    return current_app.extensions["rate_limits"][name].allow(_client(sid))
+    return current_app.extensions["rate_limits"][name].allow(client_of(sid))
 
 
 @socketio.on("connect")

@@ -61,6 +61,9 @@ export const ClientEvent = Object.freeze({
   CLASS_LOCK: "class_lock",    // the teacher locks (or unlocks) students' submits for a while
   CLASS_CANCEL: "class_cancel",  // the teacher stops a student run of the class, queued or executing
   CLASS_SHOW: "class_show",    // the teacher's page shows a stored run (a reference run): its students watch it too
+  POLL_OPEN: "poll_open",      // the teacher asks the class a question before a run (lanes/poll.js)
+  POLL_ANSWER: "poll_answer",  // a student answers it (again: the answer replaces theirs)
+  POLL_CLOSE: "poll_close",    // the teacher closes the answers (the poll's run starting closes them too)
 });
 
 /** The socket event the Live view sends (app/web/events.py): join the `live` room, answered by live_snapshot. */

@@ -7,13 +7,17 @@
  * watch, and main.js watches it even while the student's own run is live (state.js keeps that one in `mine`); the
  * student's bar then offers "your run" one click away, and the teacher's run again from the student's own. A DOM
  * widget: it never touches the run state; it reads class events main.js hands it (and, each frame, which run is
- * shown: `sync`), and sends class events through `send`.
+ * shown: `sync`), and sends class events through `send`. The class's poll (poll.js: the teacher asks, students
+ * answer, the tally beside the run's figure at the reveal) is its own widget, in `poll`, which this one feeds.
  */
 import { el } from "../ui/dom.js";
+import { createPoll } from "./poll.js";
 import { publicLink, shareInfo, showWarning } from "./publicurl.js";
 import { ClientEvent, ServerEvent } from "../core/vocab.js";
 
 const KEY = "batch-lanes-class";  // sessionStorage: {code, token} of the class this tab teaches
+const POLL_FIELDS = new Set(["poll", "answer", "question", "kind", "choices", "figure", "figure.metric", "figure.lane",
+  "poll_open", "poll_answer", "poll_close"]);  // a run_error about the poll names one of these
 
 /** "behind the running run, the teacher's run and 1 student run": whose runs are ahead of a class's queued run. Its
  * position counts the queued runs ahead of it plus one, the run executing now, which it names first: position 5 is
@@ -57,7 +61,8 @@ export function mineText(mine) {
   return `your run ${name}${name ? ": " : ""}${where}`;
 }
 
-export function createClass(root, { send, code: pageCode = "", missing = "", onShowMine = () => {}, onShowTeacher = () => {} }) {
+export function createClass(root, { send, code: pageCode = "", missing = "", poll: pollPanel = null, onShowMine = () => {},
+  onShowTeacher = () => {} }) {
   let info = { role: pageCode ? "student" : null, code: pageCode || null, students: 0, allow_submit: false, locked: false,
     run_id: null, queued: [], running: [],
     ended: missing ? `No class ${missing} is open: check the code, or ask the teacher for the link.` : null };
@@ -85,7 +90,9 @@ export function createClass(root, { send, code: pageCode = "", missing = "", onS
   const bigCode = el("p", { className: "class-code-big", id: "class-code-big" });  // read off the projector from the back
   const popover = el("div", { className: "qr-popover", id: "class-qr-popover", role: "dialog", ariaLabel: "class QR code", hidden: true },
     [el("h2", { text: "Join the class on your phone" }), bigCode, frame, url, warning, shut]);
-  root.replaceChildren(open, codeBadge, text, view, viewMine, viewTeacher, allowLabel, lockLabel, runs, qr, close, popover);
+  const poll = pollPanel && createPoll(pollPanel, { send, credentials: () => ({ code: info.code, token: token() }) });
+  root.replaceChildren(open, codeBadge, text, view, viewMine, viewTeacher, allowLabel, lockLabel, runs, ...(poll ? poll.controls : []),
+    qr, close, popover);
 
   const token = () => (stored() || {}).token;
   open.addEventListener("click", () => send(ClientEvent.CLASS_OPEN, {}));
@@ -200,15 +207,18 @@ export function createClass(root, { send, code: pageCode = "", missing = "", onS
         if (p.role === "teacher") store({ code: p.code, token: p.token });
         info = { ...info, ...p, ended: null };
         render();
+        if (poll) poll.update(p.poll || null, info);
         showToStudents();
         return follow;
       }
+      if (poll && event.type === ServerEvent.RUN_ERROR && !p.run_id && POLL_FIELDS.has(p.field)) poll.refused(p.message);
       if (event.type === ServerEvent.CLASS_CLOSED || (event.type === ServerEvent.RUN_ERROR && !p.run_id
           && (p.field === "code" || p.field === "token"))) {
         if (info.role === "teacher" || stored()) store(null);
         info = { role: null, code: null, students: 0, allow_submit: false, locked: false, run_id: null, queued: [], running: [],
           ended: p.message || "The class ended." };
         render();
+        if (poll) poll.update(null, info);
       }
       return null;
     },
@@ -218,13 +228,17 @@ export function createClass(root, { send, code: pageCode = "", missing = "", onS
       if (info.role === "teacher" && token()) return { class: info.code, token: token() };
       return info.role === "student" ? { class: info.code } : {};
     },
-    /** Each frame: the run the lanes show and our own run kept aside (state.js `mine`), for a student's bar. */
-    sync(run, mine) { renderView(run, mine); },
+    /** Each frame: the run the lanes show and our own run kept aside (state.js `mine`), for a student's bar; `view`:
+     * that run's metrics and whether its reveal came, for the poll (poll.js). */
+    sync(run, mine, view) {
+      renderView(run, mine);
+      if (poll) poll.sync(run, view);
+    },
     /** A submit the page should not send: the class's submits are locked (the server would refuse it too). */
     locked() { return info.role === "student" && Boolean(info.locked); },
     /** "teacher", "student" or null (not in a class). */
     get role() { return info.role; },
     /** What tests read (window.__class). */
-    get info() { return { ...info }; },
+    get info() { return { ...info, poll: poll ? poll.info : null }; },
   };
 }

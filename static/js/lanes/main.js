@@ -101,7 +101,7 @@ dom.presetPick.addEventListener("change", () => {
 });
 const share = createShare({ link: dom.runLink, qrButton: $("btn-qr"), status: $("share-status"), popover: $("qr-popover"),
   frame: $("qr-frame"), url: $("qr-url"), close: $("qr-close") });
-const klass = createClass($("class-bar"), { send: socket.send, code: document.body.dataset.classCode || "",
+const klass = createClass($("class-bar"), { send: socket.send, code: document.body.dataset.classCode || "", poll: $("poll"),
   missing: document.body.dataset.missingClass || "", onShowMine: () => push({ type: "show-mine" }),
   onShowTeacher: (runId) => push({ type: "show-teacher", runId }) });
 Object.defineProperty(window, "__class", { get: () => klass.info });  // what the class's browser tests read
@@ -412,7 +412,7 @@ function render() {
     hide: !revealed, short: ui.present, viewOnly: klass.role === "student" && !klass.info.allow_submit });
   renderNoise($("noise"), derived.metrics, state.model.step_noise);  // how noisy the ms figures are (noise.js)
   references.update({ presetName: ui.preset, run: state.run, ready: state.connected && state.model.ready });
-  klass.sync(state.run, state.mine);
+  klass.sync(state.run, state.mine, { metrics: derived.metrics, seen: revealed && shown >= limit - 1e-9 });  // poll.js
   share.update(state.run && state.run.workload ? state.run.id : null);
   for (const button of Object.values(dom.exports)) button.disabled = !derived.lanes.length;
   panels.refresh(derived, scene, shown, limit, { clock: pb.clock, view: ui.view, reveal: ui.reveal, requestLane: ui.requestLane });
