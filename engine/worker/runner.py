@@ -181,7 +181,7 @@ class ModelRunner:
         """The next token of each wanted row from its logits (W, V): greedy, or sampled as its request asks."""
         if not wanted:
             return {}
-        raw, logits = logits, grammar.mask(self.hold_eos(logits, wanted), wanted)
+        raw, logits = logits, grammar.mask(self.hold_eos(logits, wanted), wanted, self.lm)
         greedy = cpu_kernels.argmax(logits).tolist()
         tokens, chosen = {}, []
         for i, (slot, _, _, r) in enumerate(wanted):
