@@ -4,7 +4,7 @@ logprobs, echo and n. Every refusal is a `BadParam` naming the parameter (a 400 
 Structured output (`response_format` json_object / json_schema, vLLM's `structured_outputs` json / regex / choice /
 grammar / json_object) becomes one llguidance grammar here, checked (engine.structured): a bad schema is a 400
 naming the parameter before any engine sees it. What is refused and why (docs/live-api.md has the table): `tools` need
-constrained decoding *and* parsing the output into tool calls, which this server does not do; the penalties, `logit_bias` and `suffix` change the logits in ways the engine does not implement;
+the output parsed into tool calls, which this server does not do; the penalties, `logit_bias` and `suffix` change the logits in ways the engine does not implement;
 `best_of` > n would sample candidates the client never sees. Unknown parameters are ignored, as OpenAI does.
 This module knows the OpenAI request format and the server's limits, nothing of the live lane or HTTP responses.
 """
@@ -19,8 +19,9 @@ INT64 = (-2 ** 63, 2 ** 63 - 1)
 REFUSED = {"tool_choice": (None, "none", "auto"), "functions": (None, []), "function_call": (None, "none"),
            "logit_bias": (None, {}), "presence_penalty": (None, 0, 0.0), "frequency_penalty": (None, 0, 0.0),
            "repetition_penalty": (None, 1, 1.0), "suffix": (None, "")}
-WHY_NO_GRAMMAR = ("needs constrained decoding (a grammar's token mask at every step) and parsing the output into "
-                  "tool calls, which this server does not do; ask for plain text and parse it")
+WHY_NO_GRAMMAR = ("needs the output parsed into tool calls in the model's own format, which this server does not do; "
+                  "constrained decoding gives the arguments alone: send response_format json_schema with the "
+                  "function's parameters and parse the JSON")
 
 
 class BadParam(Exception):
