@@ -16,12 +16,12 @@ MAX_LOGPROBS = 20   # top alternatives per token, as OpenAI and vLLM allow
 MAX_CHOICES = 32    # prompts x n in one request
 INT64 = (-2 ** 63, 2 ** 63 - 1)
 
-REFUSED = {"tool_choice": (None, "none", "auto"), "functions": (None, []), "function_call": (None, "none"),
+REFUSED = {"functions": (None, []), "function_call": (None, "none"),
            "logit_bias": (None, {}), "presence_penalty": (None, 0, 0.0), "frequency_penalty": (None, 0, 0.0),
            "repetition_penalty": (None, 1, 1.0), "suffix": (None, "")}
 WHY_NO_GRAMMAR = ("needs the output parsed into tool calls in the model's own format, which this server does not do; "
-                  "constrained decoding gives the arguments alone: send response_format json_schema with the "
-                  "function's parameters and parse the JSON")
+                  "constrained decoding gives a named function's arguments: send tool_choice "
+                  '{"type": "function", "function": {"name": ...}}')
 
 
 class BadParam(Exception):
@@ -63,7 +63,8 @@ class Params:
     include_usage: bool           # stream: a usage chunk before [DONE]
     continuous_usage: bool        # stream: usage on every chunk too (vLLM's continuous_usage_stats, with include_usage)
     grammar: str | None = None    # structured output: the llguidance grammar the text keeps to (None: free text)
-    grammar_param: str | None = None  # the parameter that asked for it (response_format or structured_outputs)
+    grammar_param: str | None = None  # the parameter that asked for it (response_format, structured_outputs, tool_choice)
+    tool: str | None = None       # chat: the function tool_choice names; the text is its arguments, sent as a tool call
 
 
 def check(body: dict, kind: str, limits, default_max: int) -> Params:
@@ -71,9 +72,15 @@ def check(body: dict, kind: str, limits, default_max: int) -> Params:
     for name, allowed in REFUSED.items():
         if name in body and body[name] not in allowed:
             raise BadParam(name, f"{name} is not supported by this server")
-    if body.get("tools") not in (None, []):
-        raise BadParam("tools", f"tools are not supported: calling a tool {WHY_NO_GRAMMAR}")
+    tool = named_tool(body, kind)
     grammar, grammar_param = structured_output(body)
+    if tool is not None:
+        if grammar is not None:
+            raise BadParam("tool_choice", f"a named tool_choice constrains the text to its arguments: no {grammar_param}")
+        try:
+            grammar, grammar_param = structured.grammar("json", tool[1]), "tool_choice"
+        except ValueError as e:
+            raise BadParam("tools", f"the parameters of {tool[0]!r}: {e}") from None
     echo = flag(body, "echo") if kind == "text" else False
     if kind == "chat" and body.get("echo") not in (None, False):
         raise BadParam("echo", "echo is a completions parameter (POST /v1/completions)")
@@ -106,7 +113,34 @@ def check(body: dict, kind: str, limits, default_max: int) -> Params:
                   logprobs=logprobs(body, kind), echo=echo, stream=stream,
                   include_usage=bool(options.get("include_usage")),
                   continuous_usage=bool(options.get("include_usage") and options.get("continuous_usage_stats")),
-                  grammar=grammar, grammar_param=grammar_param)
+                  grammar=grammar, grammar_param=grammar_param, tool=tool[0] if tool else None)
+
+
+def named_tool(body: dict, kind: str) -> tuple[str, dict] | None:
+    """The function that `tool_choice` names among chat's `tools`, and its parameters' JSON Schema (None: no tool
+    is called: no tools, or tool_choice "none"). A tool the model would pick itself (tool_choice "auto", the default
+    with tools, or "required") is refused: its call would have to be parsed out of free text."""
+    tools, choice = body.get("tools"), body.get("tool_choice")
+    if tools in (None, []) or choice == "none":
+        if isinstance(choice, dict) or choice == "required":
+            raise BadParam("tool_choice", "tool_choice asks for a tool call, but no tools are given")
+        if choice not in (None, "none", "auto"):
+            raise BadParam("tool_choice", 'tool_choice must be "none", "auto", "required" or {"type": "function", ...}')
+        return None
+    if kind != "chat" or not isinstance(tools, list) or not all(
+            isinstance(t, dict) and isinstance(t.get("function"), dict) and isinstance(t["function"].get("name"), str)
+            for t in tools):
+        raise BadParam("tools", 'tools must be a list of {"type": "function", "function": {"name": ..., "parameters": '
+                                '{...}}} (POST /v1/chat/completions)')
+    name = choice.get("function", {}).get("name") if isinstance(choice, dict) and isinstance(choice.get("function"), dict) \
+        else None
+    if name is None:
+        raise BadParam("tool_choice" if choice is not None else "tools",
+                       f"tool_choice {choice or 'auto'!r} is not supported: a tool the model picks {WHY_NO_GRAMMAR}")
+    function = next((t["function"] for t in tools if t["function"]["name"] == name), None)
+    if function is None:
+        raise BadParam("tool_choice", f"tool_choice names {name!r}, which is not among the tools")
+    return name, function.get("parameters") or {"type": "object"}
 
 
 def structured_output(body: dict) -> tuple[str | None, str | None]:

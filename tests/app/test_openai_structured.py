@@ -2,7 +2,8 @@
 random-weight model in this process, whose every pick the grammar steers: a choice comes back exactly, whole or
 streamed, for each of n samples; a regex matches whole; JSON keeps to its schema and ends with "stop", or with
 "length" when max_tokens cuts it; a bad schema, regex, choice or grammar is a 400 naming its parameter, as is any
-constraint on the simulator."""
+constraint on the simulator. A named tool_choice returns one tool call whose arguments keep to the function's
+parameters."""
 import json
 import re
 from dataclasses import replace
@@ -66,6 +67,24 @@ def test_a_json_schema_response_keeps_to_the_schema_and_one_cut_by_max_tokens_en
     assert isinstance(json.loads(anything["choices"][0]["message"]["content"]), dict)
 
 
+TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {
+    "city": {"type": "string", "maxLength": 8}}, "required": ["city"], "additionalProperties": False}}},
+         {"type": "function", "function": {"name": "now"}}]
+
+
+def test_a_named_tool_choice_returns_one_call_whose_arguments_keep_to_its_parameters_whole_and_streamed(c):
+    body = {**CHAT, "temperature": 0, "tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "lookup"}}}
+    r = c.post("/v1/chat/completions", json=body).json["choices"][0]
+    (call,) = r["message"]["tool_calls"]
+    assert call["type"] == "function" and call["function"]["name"] == "lookup" and call["id"].startswith("chatcmpl-tool-")
+    assert set(json.loads(call["function"]["arguments"])) == {"city"} and r["message"]["content"] == ""
+    deltas = [json.loads(e[6:])["choices"][0]["delta"] for e in c.post("/v1/chat/completions", json={
+        **body, "stream": True}).get_data(as_text=True).split("\n\n") if e.startswith("data: {")]
+    calls = [d["tool_calls"][0] for d in deltas if "tool_calls" in d]
+    assert calls[0]["function"]["name"] == "lookup" and calls[0]["id"].startswith("chatcmpl-tool-")
+    assert "".join(c["function"]["arguments"] for c in calls) == call["function"]["arguments"]
+
+
 @pytest.mark.parametrize("change, param, words", [
     ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "nonsense"}}}},
      "response_format", "nonsense"),
@@ -78,7 +97,10 @@ def test_a_json_schema_response_keeps_to_the_schema_and_one_cut_by_max_tokens_en
      "no response_format"),
     ({"structured_outputs": "a+"}, "structured_outputs", "an object"),
     ({"guided_json": PERSON}, "guided_json", "structured_outputs"),
-    ({"structured_outputs": {"json_object": True}, "min_tokens": 2}, "min_tokens", "grammar ends")])
+    ({"structured_outputs": {"json_object": True}, "min_tokens": 2}, "min_tokens", "grammar ends"),
+    ({"tools": TOOLS}, "tools", "tool_choice"), ({"tools": TOOLS, "tool_choice": "required"}, "tool_choice", "parsed"),
+    ({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "nope"}}}, "tool_choice", "'nope'"),
+    ({"tool_choice": {"type": "function", "function": {"name": "now"}}}, "tool_choice", "no tools")])
 def test_a_bad_constraint_is_a_400_naming_its_parameter(c, change, param, words):
     r = c.post("/v1/chat/completions", json={**CHAT, **change})
     assert r.status_code == 400 and r.json["error"]["param"] == param and words in r.json["error"]["message"], r.json
