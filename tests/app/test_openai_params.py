@@ -221,7 +221,7 @@ PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"
 
 
 @pytest.mark.model
-def test_a_person_schema_a_choice_and_a_regex_come_back_as_asked_from_the_default_install(client, model):
+def test_a_person_schema_a_choice_a_regex_and_a_named_tool_come_back_as_asked_from_the_default_install(client, model):
     messages = [{"role": "user", "content": "Describe a person as JSON with their name and age."}]
     fmt = {"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON}}
     r = client.chat.completions.create(model=model, messages=messages, max_tokens=40, temperature=0, response_format=fmt)
@@ -236,6 +236,13 @@ def test_a_person_schema_a_choice_and_a_regex_come_back_as_asked_from_the_defaul
     r = client.completions.create(model=model, prompt="The year the Eiffel Tower opened:", max_tokens=8, temperature=0,
                                   extra_body={"structured_outputs": {"regex": "1[0-9]{3}"}})
     assert re.fullmatch("1[0-9]{3}", r.choices[0].text)
+    weather = {"type": "function", "function": {"name": "weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+    r = client.chat.completions.create(model=model, max_tokens=20, temperature=0, tools=[weather], messages=[
+        {"role": "user", "content": "What is the weather in Paris?"}],
+        tool_choice={"type": "function", "function": {"name": "weather"}})
+    (call,) = r.choices[0].message.tool_calls
+    assert call.function.name == "weather" and isinstance(json.loads(call.function.arguments)["city"], str)
 
 
 # --- the fast tier: the same parsing and choice building on the simulator (no model) ---
