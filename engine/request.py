@@ -42,7 +42,7 @@ class Request:
     cache_hit_step: int | None = None           # ...in this step
     token_logprobs: list = field(default_factory=list)  # engine.worker.logprobs.Entry per output token (spec.logprobs set)
     prompt_logprobs: list = field(default_factory=list)  # an Entry (or None for the first) per prompt token
-    matcher: object = None                      # a constrained request's grammar matcher (engine.worker.grammar's to make)
+    matcher: object = None                      # a constrained request's llguidance matcher (engine.worker.grammar's to make)
 
     @property
     def id(self) -> str:

@@ -25,7 +25,8 @@ class RequestSpec:
     min_tokens: int = 0         # EOS cannot be written before this many tokens (its logits masked, as vLLM does)
     logprobs: int | None = None         # report each written token's logprob and this many top alternatives
     prompt_logprobs: int | None = None  # ...and each prompt token's (echo); such a request takes no prefix cache hit
-    grammar: object = None      # a compiled grammar (engine.worker.grammar): every written token keeps to it (JSON output)
+    grammar: str | None = None  # structured output: an llguidance grammar (engine.structured's text) every written
+                                # token keeps to, compiled where the model is (engine.worker.grammar)
     session: str | None = None  # the conversation it belongs to: a fleet's consistent_hash router keys on it, as
                                 # vllm-router keys on an X-Session-ID header (None: on the prompt's text)
     group: str | None = None    # parallel sampling: the request whose `n` samples its siblings are (engine.workload.siblings;

@@ -127,13 +127,13 @@ class LiveGateway:
 
     def open(self, prompt_ids: list[int], prompt: str, max_tokens: int, temperature: float, top_p: float,
              seed: int | None, stop: tuple[str, ...], ignore_eos: bool, *, min_tokens: int = 0,
-             logprobs: int | None = None, prompt_logprobs: int | None = None, grammar: object = None,
+             logprobs: int | None = None, prompt_logprobs: int | None = None, grammar: str | None = None,
              index: int = 0, events: queue.Queue | None = None, group: str | None = None,
              sample: int = 0, echo_only: bool = False, request_id: str | None = None) -> LiveStream:
         """A checked request on the live lane as a stream (`index`, `events`: one of several sharing a queue;
         `group`, `sample`: sample `sample` (from 1) of the request `group_id()` named, a sibling of the others, whose
         prompt /metrics counts once, as usage does; `echo_only`: see LiveRequest; `request_id`: its id, from
-        `request_id()`, else made)."""
+        `request_id()`, else made; `grammar`: engine.structured's text, compiled by the lane's runner)."""
         lane = self.ready_lane()
         if lane.queued() >= self.max_waiting:
             raise Unavailable(429, "queue_full", f"{lane.queued()} requests are waiting for the live lane, the limit is "

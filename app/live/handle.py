@@ -53,7 +53,5 @@ class LaneHandle(Protocol):
         """Ids as text, special tokens kept (None: no model yet; ValueError: an id outside the vocabulary)."""
     def token_texts(self, ids: list[int]) -> list[str]:
         """Each id decoded alone, special tokens kept (how logprobs name their tokens)."""
-    def compile_json(self, schema: str) -> object:
-        """A compiled grammar of JSON output ("{}": any object; else a JSON Schema's text); ValueError saying why not."""
     def vocab_size(self) -> int | None:
         """Token ids below this are valid prompt ids (None: the simulator, which has no logits either)."""

@@ -110,10 +110,6 @@ class RemoteLane:
     def failure(self) -> str | None:
         return None
 
-    def compile_json(self, schema: str) -> object:
-        raise ValueError("JSON output (response_format) is served by a single-process server only: a compiled "
-                         "grammar does not cross Redis")
-
     def call(self, method: str, *args, worker: str | None = None):
         """`method(*args)` on a ready worker's live driver (`worker`'s if given and ready); None if none is ready,
         ValueError as the worker raised it."""
@@ -258,16 +254,15 @@ class RemoteGateway:
 
     def open(self, prompt_ids: list[int], prompt: str, max_tokens: int, temperature: float, top_p: float,
              seed: int | None, stop: tuple[str, ...], ignore_eos: bool, *, min_tokens: int = 0,
-             logprobs: int | None = None, prompt_logprobs: int | None = None, grammar: object = None,
+             logprobs: int | None = None, prompt_logprobs: int | None = None, grammar: str | None = None,
              index: int = 0, events: queue.Queue | None = None, group: str | None = None,
              sample: int = 0, echo_only: bool = False, request_id: str | None = None) -> RemoteStream:
-        assert grammar is None, "compile_json refuses JSON output here"
         worker, rid = self.route() if group is None else group.split(":", 1)[1], uuid.uuid4().hex
         command = {"op": "open", "rid": rid, "prompt_ids": list(prompt_ids), "prompt": prompt, "max_tokens": max_tokens,
                    "temperature": temperature, "top_p": top_p, "seed": seed, "stop": list(stop),
                    "ignore_eos": ignore_eos, "min_tokens": min_tokens, "logprobs": logprobs,
                    "prompt_logprobs": prompt_logprobs, "group": group, "sample": sample,
-                   "echo_only": echo_only, "request_id": request_id}
+                   "echo_only": echo_only, "request_id": request_id, "grammar": grammar}
         self.r.pipeline().hincrby(INFLIGHT, worker, 1).rpush(inbox(worker), json.dumps(command)).execute()
         stream = RemoteStream(self.r, worker, rid, index, events)
         threading.Thread(target=stream.pump, name=f"live {rid[:8]}", daemon=True).start()

@@ -170,15 +170,6 @@ class LiveDriver:
         with self.tokenize_lock:
             return [lm.tokenizer.decode([i], clean_up_tokenization_spaces=False) for i in ids]
 
-    def compile_json(self, schema: str) -> object:
-        from engine.worker import grammar
-        lm = self.engine().lm
-        why = "the simulator has no logits" if lm is None else grammar.missing()
-        if why:
-            raise ValueError(f"JSON output needs constrained decoding, unavailable here: {why}")
-        with self.tokenize_lock:
-            return grammar.compile_json(lm, None if schema == "{}" else schema)
-
     def vocab_size(self) -> int | None:
         lm = self.engine().lm
         return None if lm is None else lm.model.config.vocab_size

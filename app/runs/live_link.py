@@ -100,7 +100,8 @@ class LiveLink:
         try:
             stream = self.gateway.open(c["prompt_ids"], c["prompt"], c["max_tokens"], c["temperature"], c["top_p"],
                                        c["seed"], tuple(c["stop"]), c["ignore_eos"], min_tokens=c["min_tokens"],
-                                       logprobs=c["logprobs"], prompt_logprobs=c["prompt_logprobs"], events=events,
+                                       logprobs=c["logprobs"], prompt_logprobs=c["prompt_logprobs"],
+                                       grammar=c.get("grammar"), events=events,
                                        group=self.groups.get(group), sample=c.get("sample", 0),
                                        echo_only=c.get("echo_only", False),
                                        request_id=self.gateway.request_id(c["request_id"]) if c.get("request_id")

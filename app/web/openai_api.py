@@ -7,8 +7,9 @@ Parameters (checked in app.web.openai_params; docs/live-api.md has the table): `
 `max_completion_tokens`, `stop`, `n`, `temperature` (OpenAI's default 1; 0 is greedy, token-exact with
 generate()), `top_p`, `seed`, `logprobs` (and chat's `top_logprobs`), `echo`, a completions `prompt` as a
 string, token ids or a list of either, `stream`, `stream_options` (`include_usage`, `continuous_usage_stats`),
-vLLM's `min_tokens` and `ignore_eos`, and a JSON `response_format` where xgrammar is installed. Known
-parameters it cannot honour (tools, penalties, ...) are refused naming the parameter; unknown ones are
+vLLM's `min_tokens` and `ignore_eos`, and structured output: `response_format` (JSON) and vLLM's
+`structured_outputs` (JSON, regex, choice, grammar), through llguidance, and a tool call `tool_choice` names. Known
+parameters it cannot honour (a tool the model picks, penalties, ...) are refused naming the parameter; unknown ones are
 ignored, as OpenAI does. Errors use OpenAI's body `{"error": {"message", "type", "param", "code"}}`: 400 for bad input, 404 for another model,
 429 when the live lane's queue is full, 503 while the model loads. A stream is server-sent events, one
 `data: {chunk}` per event and `data: [DONE]` last; its first chunk (chat's role) leaves with the first token, as
@@ -127,12 +128,9 @@ def _open(prompts_ids: list[tuple[list[int], str]], params: Params, param: str) 
     _gateway().room(count)
     if params.logprobs is not None and _gateway().lane.vocab_size() is None:
         raise BadParam("logprobs", "logprobs need a model's logits; this server runs the simulator")
-    grammar = None
-    if params.json_schema is not None:
-        try:
-            grammar = _gateway().lane.compile_json(params.json_schema)
-        except ValueError as e:
-            raise BadParam("response_format", str(e)) from None
+    if params.grammar is not None and _gateway().lane.vocab_size() is None:
+        raise BadParam(params.grammar_param, f"{params.grammar_param} needs a model's logits to mask; this server runs "
+                                             "the simulator")
     choices = Choices(params.n)
     echo_logprobs = params.logprobs if params.echo else None
     base = _gateway().request_id(requestlog.given_id())   # the client's X-Request-Id, or L<n>: the lane's ids
@@ -145,7 +143,7 @@ def _open(prompts_ids: list[tuple[list[int], str]], params: Params, param: str) 
                 choices.streams.append(_gateway().open(
                     ids, prompt, max(1, params.max_tokens), params.temperature, params.top_p,
                     sibling_seed(params.seed, j + 1), params.stop, params.ignore_eos, min_tokens=params.min_tokens,
-                    logprobs=params.logprobs, prompt_logprobs=echo_logprobs, grammar=grammar, index=p * params.n + j,
+                    logprobs=params.logprobs, prompt_logprobs=echo_logprobs, grammar=params.grammar, index=p * params.n + j,
                     events=choices.events, group=group, sample=j + 1 if group else 0,
                     echo_only=params.echo and params.max_tokens == 0, request_id=None if group else rid))
     except Unavailable:

@@ -5,11 +5,14 @@ read through one queue.
 Shapes (as OpenAI and vLLM spell them): completions `logprobs` = {tokens, token_logprobs, top_logprobs (a dict per
 token: its top alternatives and the chosen token itself, as vLLM returns it), text_offset}, with `echo` the
 prompt's tokens first (the first one's logprob and alternatives None); chat `logprobs` = {content: [{token,
-logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}. Usage counts each prompt once whatever its n (as
+logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}; a named tool_choice's text is its one tool call's
+arguments (content "", tool_calls [{id, type, function: {name, arguments}}], streamed as arguments deltas, the
+first with the id and name, as vLLM streams them). Usage counts each prompt once whatever its n (as
 vLLM does) and every choice's tokens. This module knows the OpenAI format and app.live's stream events, nothing
 of HTTP or validation.
 """
 import queue
+import secrets
 
 from ..live.stream import DoneEvent, PromptEvent, StreamEvent, TextEvent, next_event
 from .openai_params import Params
@@ -46,6 +49,8 @@ class ChoiceBody:
         self.usage: dict | None = None
         self.offset = 0                   # text_offset of the next token shown (completions)
         self.echo_only = params.max_tokens == 0                # echo with max_tokens 0: the one token is dropped
+        self.tool_id = f"chatcmpl-tool-{secrets.token_hex(16)}" if params.tool else None  # a named tool_choice's call
+        self.tool_opened = False                               # stream: its first delta (id, name) has gone
 
     def add(self, event: StreamEvent) -> None:
         if isinstance(event, PromptEvent):
@@ -87,12 +92,27 @@ class ChoiceBody:
                 "top_logprobs": [{"token": s, "logprob": v, "bytes": list(s.encode())}
                                  for s, (_, v) in zip(names[1:], top)]}
 
+    def chat_delta(self, text: str) -> dict:
+        """A streamed chat chunk's delta of `text`: content, or a named tool call's arguments (its id and name with
+        the first, as vLLM streams them)."""
+        if self.tool_id is None:
+            return {"content": text}
+        call = {"index": 0, "function": {"arguments": text}}
+        if not self.tool_opened:
+            self.tool_opened = True
+            call = self.tool_call(text) | {"index": 0}
+        return {"tool_calls": [call]}
+
+    def tool_call(self, arguments: str) -> dict:
+        return {"id": self.tool_id, "type": "function", "function": {"name": self.params.tool, "arguments": arguments}}
+
     def whole(self) -> dict:
         """The choice of a whole (non-streamed) response."""
         choice = {"index": self.index, "finish_reason": self.finish}
         self.offset = 0
         if self.kind == "chat":
-            choice["message"] = {"role": "assistant", "content": "".join(self.text)}
+            choice["message"] = {"role": "assistant", "content": "".join(self.text)} if self.tool_id is None else \
+                {"role": "assistant", "content": "", "tool_calls": [self.tool_call("".join(self.text))]}
             choice["logprobs"] = self.logprobs(self.entries)
         else:
             choice["text"] = "".join(self.text)

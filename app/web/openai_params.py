@@ -1,24 +1,27 @@
 """The OpenAI endpoint's parameters, checked: what both endpoints share, the completions prompt in its four forms,
 logprobs, echo and n. Every refusal is a `BadParam` naming the parameter (a 400 unless it says otherwise).
 
-What is refused and why (docs/live-api.md has the table): `response_format` json_object / json_schema is taken
-where xgrammar is installed (engine.worker.grammar masks every step's logits) and refused where it is not; `tools` need
-constrained decoding *and* parsing the output into tool calls, which this server does not do; the penalties, `logit_bias` and `suffix` change the logits in ways the engine does not implement;
+Structured output (`response_format` json_object / json_schema, vLLM's `structured_outputs` json / regex / choice /
+grammar / json_object) becomes one llguidance grammar here, checked (engine.structured): a bad schema is a 400
+naming the parameter before any engine sees it. What is refused and why (docs/live-api.md has the table): `tools` need
+the output parsed into tool calls, which this server does not do; the penalties, `logit_bias` and `suffix` change the logits in ways the engine does not implement;
 `best_of` > n would sample candidates the client never sees. Unknown parameters are ignored, as OpenAI does.
 This module knows the OpenAI request format and the server's limits, nothing of the live lane or HTTP responses.
 """
-import json
 from dataclasses import dataclass
+
+from engine import structured
 
 MAX_LOGPROBS = 20   # top alternatives per token, as OpenAI and vLLM allow
 MAX_CHOICES = 32    # prompts x n in one request
 INT64 = (-2 ** 63, 2 ** 63 - 1)
 
-REFUSED = {"tool_choice": (None, "none", "auto"), "functions": (None, []), "function_call": (None, "none"),
+REFUSED = {"functions": (None, []), "function_call": (None, "none"),
            "logit_bias": (None, {}), "presence_penalty": (None, 0, 0.0), "frequency_penalty": (None, 0, 0.0),
            "repetition_penalty": (None, 1, 1.0), "suffix": (None, "")}
-WHY_NO_GRAMMAR = ("needs constrained decoding (a grammar's token mask at every step) and parsing the output into "
-                  "tool calls, which this server does not do; ask for plain text and parse it")
+WHY_NO_GRAMMAR = ("needs the output parsed into tool calls in the model's own format, which this server does not do; "
+                  "constrained decoding gives a named function's arguments: send tool_choice "
+                  '{"type": "function", "function": {"name": ...}}')
 
 
 class BadParam(Exception):
@@ -59,7 +62,9 @@ class Params:
     stream: bool
     include_usage: bool           # stream: a usage chunk before [DONE]
     continuous_usage: bool        # stream: usage on every chunk too (vLLM's continuous_usage_stats, with include_usage)
-    json_schema: str | None = None  # response_format: "{}" any JSON object, else a JSON Schema's text (None: free text)
+    grammar: str | None = None    # structured output: the llguidance grammar the text keeps to (None: free text)
+    grammar_param: str | None = None  # the parameter that asked for it (response_format, structured_outputs, tool_choice)
+    tool: str | None = None       # chat: the function tool_choice names; the text is its arguments, sent as a tool call
 
 
 def check(body: dict, kind: str, limits, default_max: int) -> Params:
@@ -67,9 +72,15 @@ def check(body: dict, kind: str, limits, default_max: int) -> Params:
     for name, allowed in REFUSED.items():
         if name in body and body[name] not in allowed:
             raise BadParam(name, f"{name} is not supported by this server")
-    if body.get("tools") not in (None, []):
-        raise BadParam("tools", f"tools are not supported: calling a tool {WHY_NO_GRAMMAR}")
-    schema = response_format(body.get("response_format"))
+    tool = named_tool(body, kind)
+    grammar, grammar_param = structured_output(body)
+    if tool is not None:
+        if grammar is not None:
+            raise BadParam("tool_choice", f"a named tool_choice constrains the text to its arguments: no {grammar_param}")
+        try:
+            grammar, grammar_param = structured.grammar("json", tool[1]), "tool_choice"
+        except ValueError as e:
+            raise BadParam("tools", f"the parameters of {tool[0]!r}: {e}") from None
     echo = flag(body, "echo") if kind == "text" else False
     if kind == "chat" and body.get("echo") not in (None, False):
         raise BadParam("echo", "echo is a completions parameter (POST /v1/completions)")
@@ -92,9 +103,9 @@ def check(body: dict, kind: str, limits, default_max: int) -> Params:
                                                     for k in ("include_usage", "continuous_usage_stats")):
             raise BadParam("stream_options", 'stream_options must be an object like {"include_usage": true}')
     options = options or {}
-    if schema is not None and (flag(body, "ignore_eos") or body.get("min_tokens")):
+    if grammar is not None and (flag(body, "ignore_eos") or body.get("min_tokens")):
         raise BadParam("ignore_eos" if body.get("ignore_eos") else "min_tokens",
-                       "a JSON response_format ends at the end of its JSON: ignore_eos and min_tokens cannot apply")
+                       f"{grammar_param} ends the text where its grammar ends: ignore_eos and min_tokens cannot apply")
     return Params(max_tokens=max_tokens, temperature=number(body, "temperature", 0, 2, 1.0),
                   top_p=number(body, "top_p", 1e-6, 1, 1.0), seed=number(body, "seed", *INT64, None, True),
                   stop=tuple(stop), ignore_eos=flag(body, "ignore_eos"),
@@ -102,20 +113,76 @@ def check(body: dict, kind: str, limits, default_max: int) -> Params:
                   logprobs=logprobs(body, kind), echo=echo, stream=stream,
                   include_usage=bool(options.get("include_usage")),
                   continuous_usage=bool(options.get("include_usage") and options.get("continuous_usage_stats")),
-                  json_schema=schema)
+                  grammar=grammar, grammar_param=grammar_param, tool=tool[0] if tool else None)
 
 
-def response_format(fmt) -> str | None:
-    """`{"type": "text"}` (None), `{"type": "json_object"}` ("{}": any JSON object) or `{"type": "json_schema",
-    "json_schema": {"name", "schema", ...}}` (the schema's text)."""
+def named_tool(body: dict, kind: str) -> tuple[str, dict] | None:
+    """The function that `tool_choice` names among chat's `tools`, and its parameters' JSON Schema (None: no tool
+    is called: no tools, or tool_choice "none"). A tool the model would pick itself (tool_choice "auto", the default
+    with tools, or "required") is refused: its call would have to be parsed out of free text."""
+    tools, choice = body.get("tools"), body.get("tool_choice")
+    if tools in (None, []) or choice == "none":
+        if isinstance(choice, dict) or choice == "required":
+            raise BadParam("tool_choice", "tool_choice asks for a tool call, but no tools are given")
+        if choice not in (None, "none", "auto"):
+            raise BadParam("tool_choice", 'tool_choice must be "none", "auto", "required" or {"type": "function", ...}')
+        return None
+    if kind != "chat" or not isinstance(tools, list) or not all(
+            isinstance(t, dict) and isinstance(t.get("function"), dict) and isinstance(t["function"].get("name"), str)
+            for t in tools):
+        raise BadParam("tools", 'tools must be a list of {"type": "function", "function": {"name": ..., "parameters": '
+                                '{...}}} (POST /v1/chat/completions)')
+    name = choice.get("function", {}).get("name") if isinstance(choice, dict) and isinstance(choice.get("function"), dict) \
+        else None
+    if name is None:
+        raise BadParam("tool_choice" if choice is not None else "tools",
+                       f"tool_choice {choice or 'auto'!r} is not supported: a tool the model picks {WHY_NO_GRAMMAR}")
+    function = next((t["function"] for t in tools if t["function"]["name"] == name), None)
+    if function is None:
+        raise BadParam("tool_choice", f"tool_choice names {name!r}, which is not among the tools")
+    return name, function.get("parameters") or {"type": "object"}
+
+
+def structured_output(body: dict) -> tuple[str | None, str | None]:
+    """The llguidance grammar that `response_format` or `structured_outputs` asks for, and which of them asked
+    ((None, None): free text). One constraint a request, as vLLM allows."""
+    for old in ("guided_json", "guided_regex", "guided_choice", "guided_grammar"):
+        if body.get(old) is not None:   # removed from vLLM: refused, so that a client never gets free text unawares
+            raise BadParam(old, f'{old} is vLLM\'s older spelling: send structured_outputs: {{"{old[7:]}": ...}}')
+    fmt = response_format(body.get("response_format"))
+    outputs = body.get("structured_outputs")
+    if outputs is not None:
+        if not isinstance(outputs, dict):
+            raise BadParam("structured_outputs", "structured_outputs must be an object like {\"regex\": \"[0-9]+\"}")
+        if outputs.get("structural_tag") is not None:
+            raise BadParam("structured_outputs", "structured_outputs.structural_tag is not supported by this server")
+        asked = [k for k in structured.KINDS if outputs.get(k) not in (None, False)]
+        if len(asked) != 1 or fmt is not None:
+            given = asked + (["response_format"] if fmt is not None else [])
+            raise BadParam("structured_outputs", f"structured_outputs takes exactly one of {', '.join(structured.KINDS)}"
+                                                 f" (and no response_format); got {', '.join(given) or 'none'}")
+        fmt, param = (asked[0], outputs[asked[0]]), "structured_outputs"
+    elif fmt is None:
+        return None, None
+    else:
+        param = "response_format"
+    try:
+        return structured.grammar(*fmt), param
+    except ValueError as e:
+        raise BadParam(param, f"{param}: {e}") from None
+
+
+def response_format(fmt) -> tuple[str, object] | None:
+    """`{"type": "text"}` (None), `{"type": "json_object"}` (any JSON object) or `{"type": "json_schema",
+    "json_schema": {"name", "schema", ...}}` (JSON that keeps to the schema), as an engine.structured constraint."""
     if fmt is None or fmt == {"type": "text"}:
         return None
     kind = fmt.get("type") if isinstance(fmt, dict) else None
     if kind == "json_object":
-        return "{}"
+        return "json_object", None
     spec = fmt.get("json_schema") if kind == "json_schema" else None
     if kind == "json_schema" and isinstance(spec, dict) and isinstance(spec.get("schema", {}), dict):
-        return json.dumps(spec.get("schema", {}))
+        return "json", spec.get("schema", {})
     raise BadParam("response_format", 'response_format must be {"type": "text"}, {"type": "json_object"} or '
                                       '{"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}}')
 

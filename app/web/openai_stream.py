@@ -71,7 +71,7 @@ def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], inclu
               logprobs: dict | None = None) -> bytes:
         choice = {"index": body.index, "finish_reason": finish, "logprobs": logprobs}
         if kind == "chat":
-            choice["delta"] = {"role": "assistant", "content": ""} if role else {} if delta is None else {"content": delta}
+            choice["delta"] = {"role": "assistant", "content": ""} if role else {} if delta is None else body.chat_delta(delta)
         else:
             choice["text"] = delta or ""
         more = {"usage": usage(bodies, streams.n)} if continuous_usage else extra

@@ -10,7 +10,7 @@ generate(). The K/V written for rejected proposals stays in the row beyond its l
 query's mask stops at its own position) until later tokens overwrite it.
 
 This module knows token lists and nothing else: no tensors, no slots, no policies. Only greedy requests
-(temperature 0) without stop strings get proposals; the others decode one token a step as before.
+(temperature 0) without stop strings or a grammar get proposals; the others decode one token a step as before.
 """
 from engine.config import SpeculativeConfig
 
@@ -48,15 +48,15 @@ def num_accepted(proposals: list[int], written: list[int]) -> int:
 
 def proposals_for(request, config: SpeculativeConfig, blocks, others: list, token_budget: int | None) -> list[int]:
     """What `request` proposes this step: prompt lookup over its prompt + output, for greedy requests without stop
-    strings only (a sampled token cannot be verified by argmax; a stop string needs the text after every
-    token). At most: what it may still write less one (max_new_tokens), what the step's token budget leaves
+    strings or a grammar only (a sampled token cannot be verified by argmax; a stop string needs the text after
+    every token; a grammar masks each column by the tokens before it). At most: what it may still write less one (max_new_tokens), what the step's token budget leaves
     once each of `others` (running requests whose rows are not built yet) has its one token, and what the KV
     blocks (`block_manager.BlockManager`) hold once each of `others` may write one more token."""
     spec = request.spec
     limit = min(config.k, spec.max_new_tokens - request.num_tokens - 1)
     if token_budget is not None:
         limit = min(limit, token_budget - 1 - len(others))
-    if spec.temperature != 0 or spec.stop or limit <= 0:
+    if spec.temperature != 0 or spec.stop or spec.grammar is not None or limit <= 0:
         return []
     proposals = propose(list(spec.prompt_ids) + request.output_ids, limit, config.max_ngram, config.min_ngram)
     reserved = sum(blocks.extra_blocks(o, o.num_cached + 1) for o in others)

@@ -181,7 +181,7 @@ class ModelRunner:
         """The next token of each wanted row from its logits (W, V): greedy, or sampled as its request asks."""
         if not wanted:
             return {}
-        raw, logits = logits, grammar.mask(self.hold_eos(logits, wanted), wanted)
+        raw, logits = logits, grammar.mask(self.hold_eos(logits, wanted), wanted, self.lm)
         chosen = cpu_kernels.argmax(logits).tolist()
         sampled = [i for i, w in enumerate(wanted) if w[3].spec.temperature != 0]
         if sampled:

@@ -3,13 +3,12 @@ logprobs equal to transformers' own scores (completions and chat, whole and stre
 logprobs as lm-eval-harness asks for them, token-id and batched prompts with n samples each, min_tokens,
 cached_tokens from the live lane's prefix cache, continuous usage, and every refusal a 400 naming its parameter."""
 import json
+import re
 import urllib.request
 
 import openai
 import pytest
 import torch
-
-from engine.worker import grammar
 
 TOL = 2e-3   # logprobs: the live lane's kernels against transformers' forward, float32
 FRANCE = "The capital of France is"
@@ -200,20 +199,7 @@ SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}, "country"
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("fmt", [{"type": "json_object"},
-                                 {"type": "json_schema", "json_schema": {"name": "place", "schema": SCHEMA}}])
-def test_json_response_formats_are_refused_where_xgrammar_is_missing(server, model, fmt):
-    if grammar.missing() is None:
-        pytest.skip("xgrammar is installed here: the formats are served (the test below)")
-    status, error = post(server, "/v1/chat/completions", {"model": model, "messages": [{"role": "user", "content": "hi"}],
-                                                          "response_format": fmt})
-    assert status == 400 and error["error"]["param"] == "response_format"
-    assert "constrained decoding" in error["error"]["message"] and "xgrammar" in error["error"]["message"]
-
-
-@pytest.mark.model
 def test_a_json_schema_response_keeps_to_the_schema_and_ends_at_its_end(client, model, server):
-    pytest.importorskip("xgrammar")
     messages = [{"role": "user", "content": "Give the capital of France as JSON."}]
     fmt = {"type": "json_schema", "json_schema": {"name": "place", "schema": SCHEMA}}
     r = client.chat.completions.create(model=model, messages=messages, max_tokens=60, temperature=0, response_format=fmt)
@@ -228,6 +214,35 @@ def test_a_json_schema_response_keeps_to_the_schema_and_ends_at_its_end(client, 
     status, error = post(server, "/v1/chat/completions", {"model": model, "messages": messages, "response_format": {
         "type": "json_schema", "json_schema": {"name": "bad", "schema": {"type": "nonsense"}}}})
     assert status == 400 and error["error"]["param"] == "response_format"
+
+
+PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+          "required": ["name", "age"]}
+
+
+@pytest.mark.model
+def test_a_person_schema_a_choice_a_regex_and_a_named_tool_come_back_as_asked_from_the_default_install(client, model):
+    messages = [{"role": "user", "content": "Describe a person as JSON with their name and age."}]
+    fmt = {"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON}}
+    r = client.chat.completions.create(model=model, messages=messages, max_tokens=40, temperature=0, response_format=fmt)
+    person = json.loads(r.choices[0].message.content)
+    assert isinstance(person["name"], str) and isinstance(person["age"], int) and r.choices[0].finish_reason == "stop"
+    again = client.chat.completions.create(model=model, messages=messages, max_tokens=40, temperature=0, response_format=fmt)
+    assert again.choices[0].message.content == r.choices[0].message.content   # greedy: the same JSON every time
+    pick = [{"role": "user", "content": "Is Paris in France? Answer yes or no."}]
+    r = client.chat.completions.create(model=model, messages=pick, max_tokens=5, temperature=0,
+                                       extra_body={"structured_outputs": {"choice": ["yes", "no"]}})
+    assert r.choices[0].message.content in ("yes", "no")
+    r = client.completions.create(model=model, prompt="The year the Eiffel Tower opened:", max_tokens=8, temperature=0,
+                                  extra_body={"structured_outputs": {"regex": "1[0-9]{3}"}})
+    assert re.fullmatch("1[0-9]{3}", r.choices[0].text)
+    weather = {"type": "function", "function": {"name": "weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+    r = client.chat.completions.create(model=model, max_tokens=20, temperature=0, tools=[weather], messages=[
+        {"role": "user", "content": "What is the weather in Paris?"}],
+        tool_choice={"type": "function", "function": {"name": "weather"}})
+    (call,) = r.choices[0].message.tool_calls
+    assert call.function.name == "weather" and isinstance(json.loads(call.function.arguments)["city"], str)
 
 
 # --- the fast tier: the same parsing and choice building on the simulator (no model) ---

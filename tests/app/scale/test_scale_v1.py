@@ -207,6 +207,14 @@ def test_the_real_model_answers_through_a_web_process_with_text_and_logprobs(tmp
         assert all(p <= 0 for p in lp.token_logprobs) and all(len(t) >= 1 for t in lp.top_logprobs)
         echoed = client.completions.create(**{**ask, "max_tokens": 1}, echo=True)
         assert echoed.choices[0].logprobs.token_logprobs[0] is None   # the first prompt token has no logprob
+        schema = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+                  "required": ["name", "age"]}
+        fmt = {"type": "json_schema", "json_schema": {"name": "person", "schema": schema}}
+        person = client.chat.completions.create(model=model, max_tokens=40, temperature=0, response_format=fmt, messages=[
+            {"role": "user", "content": "Describe a person as JSON."}]).choices[0].message.content
+        assert set(json.loads(person)) >= {"name", "age"}   # the schema's text crossed Redis; the worker compiled it
+        bad = requests.post(d.webs[0][0] + "/v1/completions", json={"prompt": "hi", "structured_outputs": {"regex": "("}})
+        assert bad.status_code == 400 and bad.json()["error"]["param"] == "structured_outputs"
 
 
 @pytest.mark.browser
