@@ -14,7 +14,6 @@ import functools
 import llguidance
 import llguidance.hf
 import torch
-from llguidance.torch import fill_next_token_bitmask
 
 from engine.request import Request
 
@@ -49,6 +48,9 @@ def mask(logits: torch.Tensor, wanted: list[tuple[int, int, int, Request]], lm) 
     rows = [i for i, w in enumerate(wanted) if w[3].spec.grammar is not None]
     if not rows:
         return logits
+    # here, not at the top: llguidance.torch decorates a function with torch.compile, which imports inductor
+    # (~1.9 s a process, every server and test worker, constrained requests or not)
+    from llguidance.torch import fill_next_token_bitmask
     vocab = logits.shape[-1]
     bitmask = torch.zeros((len(rows), (vocab + 31) // 32), dtype=torch.int32)   # (R, ceil(V / 32))
     broken = []

@@ -48,6 +48,7 @@ def test_every_eviction_cell_counts_once_in_the_lane_and_once_for_its_request(ru
         assert m["swaps"] == sum(c.state is SlotState.SWAPPED for c in cells), name
 
 
+@pytest.mark.slow   # the CLI in a subprocess: ~6 s
 def test_the_cli_table_prints_the_swap_lanes_swap_out_under_evict_and_swaps():
     p = subprocess.run([sys.executable, "-m", "engine", "run", str(DEMO), "--backend", "sim"], cwd=ROOT,
                        capture_output=True, text=True, timeout=300)
