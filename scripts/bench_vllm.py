@@ -82,6 +82,17 @@ def vllm_race(lm, size: dict, records: Records) -> dict:
     return out
 
 
+def vllm_serve(lm, size: dict, records: Records) -> dict:
+    """The serve race alone (`--sections vllm_serve`): our endpoint and vLLM's server under vLLM's client."""
+    if not size.get("vllm_serve", True):   # --quick: two servers and vLLM's client are minutes, not a smoke test
+        return {"skipped": "not in --quick"}
+    problem = vllm_lane_problem(lm)
+    if problem is not None:
+        log(f"  vllm_serve skipped: a vLLM server {problem}")
+        return {"skipped": f"a vLLM server {problem}"}
+    return serve_race(lm, size)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -122,39 +133,62 @@ def vllm_server(folder: str):
         log_file.close()
 
 
-SHAPES = {"single_stream": dict(rates=[1000] * 3, requests=1, max_tokens=128),  # one request alone, three times
-          "burst_8": dict(rates=[1000], requests=8, max_tokens=32)}                 # eight at once
+# the issue's shapes, each on both endpoints: one stream of 128 tokens (three requests, one at a time), Poisson 4 req/s
+# (24 x 64 prompt tokens / 32 out), a burst of 8 x 32
+SHAPES = {"one_stream": dict(input=64, output=128, prompts=3, rate="inf", concurrency=1),
+          "poisson_4": dict(input=64, output=32, prompts=24, rate=4),
+          "burst_8": dict(input=64, output=32, prompts=8, rate="inf")}
+ENDPOINTS = ("completions", "chat")
+
+
+def peer_client(url: str, folder: str) -> dict:
+    """Every shape on both endpoints against the server at `url`, by vLLM's own client in .venv-vllm
+    (scripts/vllm_client.py), after one small warm-up burst; the load average before and after."""
+    with urllib.request.urlopen(f"{url}/v1/models", timeout=10) as r:
+        model = json.load(r)["data"][0]["id"]
+    shapes = {"warm_up": dict(endpoint="completions", input=64, output=16, prompts=4, rate="inf")}
+    shapes.update({f"{endpoint}/{name}": {**shape, "endpoint": endpoint}
+                   for endpoint in ENDPOINTS for name, shape in SHAPES.items()})
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"HF_HUB_OFFLINE": "1"}
+    load = os.getloadavg()[0]
+    p = subprocess.run([str(vllm_python()), str(ROOT / "scripts" / "vllm_client.py"), url, model, folder,
+                        json.dumps(shapes)], capture_output=True, text=True, env=env, timeout=1800)
+    if p.returncode != 0:
+        raise RuntimeError(f"vLLM's client failed: {p.stderr.strip().splitlines()[-1:]}")
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    out.pop("warm_up")
+    return {"shapes": out, "load_avg": [round(load, 2), round(os.getloadavg()[0], 2)]}
 
 
 def serve_race(lm, size: dict) -> dict:
-    """Our live endpoint, then vLLM's server, one at a time, each started once for the same rates and shapes (one
-    stream alone; a burst of 8), so both carry their caches from shape to shape alike; the issue's four ratios
-    (Batch Lanes / vLLM) under `targets`."""
-    from scripts.serve_bench import serve_bench, server
-    rates, n = list(size.get("vllm_rates", RATES)), size["sweep_requests"]
-    shapes = {"poisson": dict(rates=rates, requests=n, max_tokens=32), **SHAPES}
-    with server() as url:
-        ours = {name: serve_bench(url, **shape) for name, shape in shapes.items()}
-    log("  serve: Batch Lanes done; starting vLLM's server")
-    with vllm_server(str(lm.folder)) as url:
-        theirs = {name: serve_bench(url, **shape) for name, shape in shapes.items()}
-    keep = ("output_throughput", "median_ttft_ms", "p95_ttft_ms", "median_tpot_ms", "p95_tpot_ms")
-    out = {"requests": n, "max_tokens": 32, "cpu": cpu_model()}
-    for name in shapes:
-        out[name] = [{"rate": a["rate"], "batch_lanes": {k: a.get(k) for k in keep}, "vllm": {k: b.get(k) for k in keep},
-                      "output_throughput_ratio": a["output_throughput"] / b["output_throughput"]
-                      if b.get("output_throughput") else None}
-                     for a, b in zip(ours[name]["points"], theirs[name]["points"])]
-    median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-    tpot = {side: median([p[side]["median_tpot_ms"] for p in out["single_stream"]]) for side in ("batch_lanes", "vllm")}
-    top = next(p for p in out["poisson"] if p["rate"] == max(rates))
-    ratio = lambda k: top["batch_lanes"][k] / top["vllm"][k] if top["vllm"][k] else None  # noqa: E731
-    out["targets"] = {  # issue 25: >= 1.0, <= 1.0, <= 1.0, >= 1.0
-        "single_stream_decode_tok_s": tpot["vllm"] / tpot["batch_lanes"],
-        f"poisson_{max(rates):g}_ttft_p50": ratio("median_ttft_ms"),
-        f"poisson_{max(rates):g}_tpot_p50": ratio("median_tpot_ms"),
-        "burst_8_output_tok_s": out["burst_8"][0]["output_throughput_ratio"]}
-    log("  serve targets (Batch Lanes / vLLM): " + ", ".join(f"{k} {v:.2f}" for k, v in out["targets"].items() if v))
+    """Our live endpoint and vLLM's server, one at a time, each driven by vLLM's own client (`vllm bench serve`) on
+    the same shapes; two rounds in opposite orders (ours first, then vLLM first), each server started afresh per
+    round. Per round and shape, Batch Lanes / vLLM: output tok/s, TTFT p50, TPOT p50; the issue's four ratios
+    (issue 40) under `targets`, one value per round."""
+    from scripts.serve_bench import server
+    folder = str(lm.folder)
+    rounds = []
+    for order in (("batch_lanes", "vllm"), ("vllm", "batch_lanes")):
+        got = {}
+        for side in order:
+            log(f"  serve: {side} under vLLM's client")
+            with (server() if side == "batch_lanes" else vllm_server(folder)) as url:
+                got[side] = peer_client(url, folder)
+        rounds.append({"order": list(order), **got})
+    out = {"client": "vllm bench serve (vLLM 0.32, random dataset, --ignore-eos, seed 0)", "cpu": cpu_model(),
+           "shapes": {name: {k: v for k, v in shape.items()} for name, shape in SHAPES.items()}, "rounds": rounds}
+    def ratio(r: dict, shape: str, key: str) -> float | None:
+        a, b = r["batch_lanes"]["shapes"][shape].get(key), r["vllm"]["shapes"][shape].get(key)
+        return round(a / b, 3) if a and b else None
+    out["ratios"] = [{shape: {k: ratio(r, shape, k) for k in ("output_throughput", "median_ttft_ms", "median_tpot_ms")}
+                      for shape in r["batch_lanes"]["shapes"]} for r in rounds]
+    out["targets"] = {  # issue 40: >= 1.0, <= 1.0, <= 1.0, >= 1.0 (completions, as the issue measured)
+        "one_stream_output_tok_s": [x["completions/one_stream"]["output_throughput"] for x in out["ratios"]],
+        "poisson_4_ttft_p50": [x["completions/poisson_4"]["median_ttft_ms"] for x in out["ratios"]],
+        "poisson_4_tpot_p50": [x["completions/poisson_4"]["median_tpot_ms"] for x in out["ratios"]],
+        "burst_8_output_tok_s": [x["completions/burst_8"]["output_throughput"] for x in out["ratios"]]}
+    log("  serve targets (Batch Lanes / vLLM, round 1 / round 2): " + ", ".join(
+        f"{k} {' / '.join(f'{v:.2f}' if v else '-' for v in vs)}" for k, vs in out["targets"].items()))
     return out
 
 

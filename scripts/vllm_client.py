@@ -1,0 +1,48 @@
+"""vLLM's own benchmark client (`vllm bench serve`) against one OpenAI server, for several shapes in one process:
+run by .venv-vllm's Python (scripts/bench_vllm.py's serve race), never by ours. Prints one JSON line: per shape
+what `vllm bench serve` reports (a benchmark, not a test: it asserts nothing).
+
+    .venv-vllm/bin/python scripts/vllm_client.py URL MODEL TOKENIZER_FOLDER SHAPES_JSON
+
+SHAPES_JSON maps a name to {"endpoint": "completions" | "chat", "input": tokens, "output": tokens, "prompts": n,
+"rate": req/s or "inf", "concurrency": n or null}. Every shape uses the random dataset, `--ignore-eos` and seed 0,
+and the client's defaults otherwise (vLLM 0.32's client sends no temperature: both servers sample at 1.0).
+(The `vllm` command fails here on a package-name lookup, so this calls `vllm.benchmarks.serve.main` itself.)
+"""
+import contextlib
+import io
+import json
+import sys
+
+KEEP = ("completed", "failed", "duration", "output_throughput", "request_throughput", "median_ttft_ms",
+        "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "median_itl_ms", "p99_itl_ms", "total_output_tokens")
+ENDPOINTS = {"completions": ("openai", "/v1/completions"), "chat": ("openai-chat", "/v1/chat/completions")}
+
+
+def arguments(url: str, model: str, tokenizer: str, shape: dict) -> list[str]:
+    backend, endpoint = ENDPOINTS[shape["endpoint"]]
+    args = ["--backend", backend, "--base-url", url, "--endpoint", endpoint, "--model", model, "--tokenizer", tokenizer,
+            "--dataset-name", "random", "--random-input-len", str(shape["input"]),
+            "--random-output-len", str(shape["output"]), "--num-prompts", str(shape["prompts"]),
+            "--request-rate", str(shape["rate"]), "--ignore-eos", "--seed", "0", "--disable-tqdm"]
+    if shape.get("concurrency"):
+        args += ["--max-concurrency", str(shape["concurrency"])]
+    return args
+
+
+def main(argv: list[str]) -> None:
+    from vllm.benchmarks.serve import add_cli_args, main as bench
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    url, model, tokenizer, shapes = argv[0], argv[1], argv[2], json.loads(argv[3])
+    out = {}
+    for name, shape in shapes.items():
+        parser = FlexibleArgumentParser()
+        add_cli_args(parser)
+        with contextlib.redirect_stdout(io.StringIO()):   # its own report: the JSON line below carries it
+            result = bench(parser.parse_args(arguments(url, model, tokenizer, shape)))
+        out[name] = {k: result.get(k) for k in KEEP}
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
