@@ -4,11 +4,11 @@ the class. The rules in the memory classes and in the Redis classes (a real redi
 import pytest
 
 from app.protocol import Rejected
-from app.runs.classes import Classes
 from app.runs.job import RUN, TEACHER, Job
 from app.runs.polls import CHOICE, NUMBER, Poll, check_answer, new_poll, tally
 from engine import Engine
 from tests.app.test_app_class import wait_until
+from tests.kit.class_store import class_store
 
 LANES = ["static", "continuous"]
 FIRST = {"metric": "steps"}                                    # which lane finishes first: the fewest steps
@@ -77,19 +77,7 @@ def test_an_answer_that_cannot_be_one_is_refused_with_a_message(poll_id, value, 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
 def classes(request, tmp_path):
-    if request.param == "memory":
-        yield Classes(grace_s=60, max_classes=4, max_students=50)
-        return
-    from app.runs.redis_classes import RedisClasses
-    from app.runs.redis_link import connect_redis
-    from tests.kit.scale import Deployment
-
-    d = Deployment(tmp_path)
-    d.start_redis()
-    try:
-        yield RedisClasses(connect_redis(d.url), grace_s=60, max_classes=4, max_students=50)
-    finally:
-        d.stop()
+    yield from class_store(request.param, tmp_path, max_students=50)
 
 
 def polls_sent(sends) -> dict:

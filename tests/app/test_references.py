@@ -6,10 +6,10 @@ from datetime import datetime, timezone
 import pytest
 
 from app.protocol import Rejected
-from app.runs.classes import Classes
 from app.runs.references import ReferenceBook
 from engine.engine import Engine
 from tests.kit import ROOT
+from tests.kit.class_store import class_store
 
 
 
@@ -96,19 +96,7 @@ def test_while_a_class_is_open_only_its_teacher_may_record_and_a_student_is_told
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
 def classes(request, tmp_path):
-    if request.param == "memory":
-        yield Classes(grace_s=60, max_classes=4, max_students=8)
-        return
-    from app.runs.redis_classes import RedisClasses
-    from app.runs.redis_link import connect_redis
-    from tests.kit.scale import Deployment
-
-    d = Deployment(tmp_path)
-    d.start_redis()
-    try:
-        yield RedisClasses(connect_redis(d.url), grace_s=60, max_classes=4, max_students=8)
-    finally:
-        d.stop()
+    yield from class_store(request.param, tmp_path, max_students=8)
 
 
 def test_the_record_rule_of_classes_in_memory_and_in_redis(classes):
