@@ -1,16 +1,20 @@
 """The step-clock simulator: the same schedulers and lanes, no model, step times from a cost model.
 
 `SimRunner` stands in for `runner.ModelRunner`: every token it writes is a placeholder and every step lasts what
-`sim_call_ms` says. `sim_prompt_ids` and `estimate_prompt_tokens` stand in for the tokenizer. No torch, so a web
+`sim_call_ms` says. Each placeholder reads as one word of a fixed vocabulary of 64 (`sim_word`: the CRC-32 of the
+prompt's ids and the token's position picks it), so the same prompt always gets the same text, and stop strings,
+streams and the page have text to show: SIMULATED words, never the model's. `sim_prompt_ids` and `estimate_prompt_tokens` stand in for the tokenizer. No torch, so a web
 process can estimate prompt tokens with it.
 
 `SimNoise` (off unless given) makes the cost model noisy, as a busy machine's measured steps are: seeded, so a test
 can replay the same noise, and with single calls forced longer or shorter, so it can push a lesson's claim either way.
 
-What it does not know: real tokens or text (`text_delta` is None), real time (the lane clock adds up the cost
+What it does not know: real tokens or text (its words mean nothing), real time (the lane clock adds up the cost
 model), policies (it computes the rows it is given).
 """
 import random
+import zlib
+from array import array
 from dataclasses import dataclass, field
 
 from engine.sched.batch import ForwardResult, Row, call_kind
@@ -28,6 +32,14 @@ SIM_TOKEN_MS = 1.5
 # 30 layers x K and V x 3 heads x 16 x 64 x 4 bytes = 737 kB, at a few GB/s of memory bandwidth ~0.15 ms.
 SIM_COPY_MS_PER_BLOCK = 0.15
 SIM_KV_BYTES_PER_TOKEN = 30 * 2 * 3 * 64 * 4  # the default model's K/V of one token in float32: what kv_bytes reports
+# The simulator's words: what its placeholder tokens read as (64, so a CRC picks one evenly; no word inside another)
+SIM_WORDS = (
+    "amber", "basil", "cedar", "delta", "ember", "fjord", "grove", "harbor", "indigo", "juniper", "kelp", "lagoon",
+    "meadow", "nectar", "orchid", "pebble", "quartz", "raven", "saffron", "tundra", "umber", "violet", "willow",
+    "xenon", "yarrow", "zephyr", "anchor", "bramble", "cobalt", "dune", "falcon", "glacier", "hazel", "iris",
+    "jasper", "kestrel", "lichen", "maple", "nimbus", "oasis", "prairie", "quill", "ridge", "sequoia", "thistle",
+    "upland", "vapor", "wren", "yonder", "zinnia", "aspen", "beacon", "canyon", "drift", "estuary", "flint",
+    "garnet", "heron", "inlet", "jade", "knoll", "lumen", "mesa", "north")
 
 
 def sim_call_ms(rows: list[Row]) -> float:
@@ -96,8 +108,21 @@ class SimRunner:
     def is_special(self, token_id: int) -> bool:
         return False
 
-    def text_delta(self, request: Request, upto: int | None = None, final: bool = False) -> str | None:
-        return None
+    def text_delta(self, request: Request, upto: int | None = None, final: bool = False) -> str:
+        """The words `request`'s newest tokens (those before `upto`) add: one word per token, space-separated."""
+        end = len(request.output_ids) if upto is None else upto
+        if end <= request.text_read:
+            return ""
+        seed = zlib.crc32(array("q", request.spec.prompt_ids).tobytes())
+        delta = "".join((" " if i else "") + sim_word(seed, i) for i in range(request.text_read, end))
+        request.text_prefix = request.text_read = end
+        request.text += delta
+        return delta
+
+
+def sim_word(seed: int, position: int) -> str:
+    """The word the simulator's token at `position` of an answer reads as (`seed`: the CRC-32 of its prompt's ids)."""
+    return SIM_WORDS[zlib.crc32(position.to_bytes(4, "little"), seed) % len(SIM_WORDS)]
 
 
 def estimate_prompt_tokens(prompt: str) -> int:

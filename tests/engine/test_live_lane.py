@@ -48,6 +48,29 @@ def test_greedy_live_requests_equal_solo_generate_and_join_a_running_lane(tiny):
     assert steps, "L2 joined while L1 was running"
 
 
+def sim_text(specs: list[RequestSpec]) -> dict[str, str]:
+    """Each request's text on a simulator lane (its cells' words)."""
+    lane, text = LiveLane(Engine(None), slots=4), {}
+    for s in specs:
+        lane.submit(s, lambda rec, cell, s=s: text.__setitem__(s.id, text.get(s.id, "") + (cell and cell.token or "")))
+    while lane.has_work():
+        lane.step()
+        lane.notify()
+    return text
+
+
+def test_the_simulator_writes_the_same_words_for_the_same_prompt_and_stops_at_a_stop_string():
+    same = RequestSpec(id="S1", prompt="a", max_new_tokens=6, prompt_ids=tuple(range(1, 41)), ignore_eos=True)
+    other = RequestSpec(id="S2", prompt="b", max_new_tokens=6, prompt_ids=tuple(range(2, 42)), ignore_eos=True)
+    first, again = sim_text([same, other]), sim_text([same])
+    words = first["S1"].split(" ")
+    assert first["S1"] == again["S1"] and len(words) == 6 and all(w.isalpha() for w in words)
+    assert first["S2"] != first["S1"]
+    cut = sim_text([RequestSpec(id="S3", prompt="a", max_new_tokens=6, prompt_ids=same.prompt_ids, ignore_eos=True,
+                                stop=(words[2],))])["S3"]
+    assert cut == " ".join(words[:words.index(words[2]) + 1])   # no word is inside another: it stops at the word
+
+
 def test_a_seeded_sampled_request_writes_the_same_tokens_alone_or_in_a_crowd(tiny):
     sampled = spec(tiny, 1, "Tell a story.", 16, temperature=1.0, top_p=0.95, seed=42)
     alone = drive(LiveLane(Engine(tiny), slots=4), [sampled])["L1"]
@@ -118,6 +141,6 @@ def test_a_failed_live_step_ends_its_requests_with_an_error_and_the_lane_serves_
     assert isinstance(event, ErrorEvent) and "a broken kernel" in event.message
     second = gateway.open([0] * 40, "second", 5, 0.0, 1.0, None, (), True)
     events = [second.read(timeout=30)]
-    while isinstance(events[-1], TextEvent):      # (the simulator writes no text: one empty event says its first token)
+    while isinstance(events[-1], TextEvent):      # (the simulator's words, one a token)
         events.append(second.read(timeout=30))
     assert isinstance(events[-1], DoneEvent) and events[-1].usage["completion_tokens"] == 5
