@@ -194,12 +194,11 @@ for port in $PORTS; do
   start "web$port"
 done
 
-ready() {  # ready PORT: /healthz on that web process says ready
-  "$PY" - "$1" <<'EOF' 2>/dev/null
-import json, sys, urllib.request
-with urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/healthz", timeout=3) as r:
-    sys.exit(0 if json.loads(r.read()).get("ready") else 1)
-EOF
+ready() {  # ready PORT: /healthz on that web process says ready (read with bash's /dev/tcp: no process a poll)
+  local reply
+  reply=$( (exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3 &&
+            timeout 3 cat <&3) 2>/dev/null) || return 1
+  [[ $reply == *'"ready":true'* ]]
 }
 
 echo "waiting for the web processes and an engine worker to be ready (up to ${READY_TIMEOUT_S} s)..."
