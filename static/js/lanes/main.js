@@ -32,7 +32,7 @@ import { hovered, placeZoomBand, presenterBudget, sizeCanvas } from "../canvas/s
 import { Action, applyEvent, createState, isLive, nextSend } from "./state.js";
 import { ConnectionEvent, RunStatus, ServerEvent } from "../core/vocab.js";
 import { presetProblem, renderPresets, renderStatus } from "./status.js";
-import { renderNoise } from "./noise.js";
+import { renderNoise, renderTagline } from "./noise.js";
 import { createReferences } from "./reference.js";
 import { applyTeach, syncTeach } from "./teach.js";
 import { bindGlossary } from "../ui/tips.js";
@@ -411,6 +411,7 @@ function render() {
   renderStatus(dom, state, { presetName: ui.preset, presets, mix: editor.meta, derived, intro: ui.intro, missingRun,
     hide: !revealed, short: ui.present, viewOnly: klass.role === "student" && !klass.info.allow_submit });
   renderNoise($("noise"), derived.metrics, state.model.step_noise);  // how noisy the ms figures are (noise.js)
+  renderTagline($("tagline"), derived.metrics);  // no "real model" on a simulated run
   references.update({ presetName: ui.preset, run: state.run, ready: state.connected && state.model.ready });
   klass.sync(state.run, state.mine, { metrics: derived.metrics, seen: revealed && shown >= limit - 1e-9 });  // poll.js
   share.update(state.run && state.run.workload ? state.run.id : null);

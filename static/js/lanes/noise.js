@@ -27,6 +27,14 @@ export function runSimulated(metrics) {
   return lanes.length > 0 && lanes.every((m) => m && m.simulated);
 }
 
+/** The page's tagline: its own words, or on a simulated run (every lane simulated) its `data-simulated` ones. */
+export function renderTagline(node, metrics) {
+  if (!node) return;
+  if (node.dataset.real === undefined) node.dataset.real = node.textContent;
+  const text = runSimulated(metrics) ? node.dataset.simulated : node.dataset.real;
+  if (node.textContent !== text) node.textContent = text;
+}
+
 /**
  * The step of `records` that took longest against the median of the steps of its shape (the same forward kind,
  * rows and tokens): {step, ms, median, ratio}, or null when no shape repeats.

@@ -135,8 +135,9 @@ function renderPanels(shown, following) {
   const figureText = renderFigures(dom.figures, figures);
   const optionText = renderOptions(dom.options, state.lane && state.lane.options);
   const requests = shownRequests(s.requests);
-  renderRequests(dom.rows, requests, rows);
-  renderEmpty(dom, state.requests.length === 0 && !state.error, (state.lane && state.lane.model) || state.model.model);
+  const model = (state.lane && state.lane.model) || state.model.model;
+  renderRequests(dom.rows, requests, rows, model === "simulator");
+  renderEmpty(dom, state.requests.length === 0 && !state.error, model);
   const finished = finishedCount(state);
   const note = renderCapture(dom, ui.capture, finished, ui.message && ui.message.finished === finished ? ui.message : null);
   shownPanels = { figures, figureText, optionText, requests, empty: !dom.empty.hidden,

@@ -92,8 +92,13 @@ function newRow(id) {
   return el("tr", { dataset: { id } }, cells);
 }
 
-/** Rows of the requests table for `shown` (shownRequests); `rows` caches each id's <tr> between frames. */
-export function renderRequests(tbody, shown, rows) {
+const SIM_WORDS = "SIMULATED words: the simulator's placeholder tokens read as words; no model ran";
+
+/**
+ * Rows of the requests table for `shown` (shownRequests); `rows` caches each id's <tr> between frames; `simulated`:
+ * the lane is the simulator's, so its text is marked SIMULATED (its words are placeholders, not a model's).
+ */
+export function renderRequests(tbody, shown, rows, simulated = false) {
   for (const id of [...rows.keys()]) if (!shown.some((q) => q.id === id)) rows.delete(id);
   const ordered = shown.map((q) => {
     const tr = rows.get(q.id) || newRow(q.id);
@@ -107,6 +112,8 @@ export function renderRequests(tbody, shown, rows) {
     setText(ttft, ms(q.ttft_ms));
     setText(tpot, ms(q.tpot_ms));
     setText(written, q.text || "");
+    written.classList.toggle("simulated", simulated && Boolean(q.text));
+    written.title = simulated ? SIM_WORDS : "";
     written.classList.toggle("writing", q.status === LiveStatus.RUNNING);
     return tr;
   });

@@ -6,7 +6,7 @@
  */
 import { el } from "./dom.js";
 import { cellText, columnsOf } from "../core/columns.js";
-import { writtenText } from "../core/metrics.js";
+import { isSimulated, writtenText } from "../core/metrics.js";
 import { watchOverflow } from "./scrollcue.js";
 import { sampleLine, siblingOf } from "../core/siblings.js";
 import { termNode } from "./tips.js";
@@ -92,6 +92,12 @@ function cellsUpTo(records, id, step) {
   return records.slice(0, step).flatMap((r) => r.slots.filter((c) => c.request === id));
 }
 
+/** "SIMULATED words:" before a simulated request's text (its words are the simulator's placeholders), or nothing. */
+function simulatedNote(records, id, step) {
+  if (!records.length || !isSimulated(records[0]) || !written(cellsUpTo(records, id, step)).length) return [];
+  return [el("span", { className: "sim-words", text: "SIMULATED words: ", title: "the simulator's placeholder tokens read as words; no model ran" })];
+}
+
 function writtenUpTo(records, id, step) {
   return written(cellsUpTo(records, id, step));
 }
@@ -144,7 +150,8 @@ export function renderRequests(tbody, workload, records, metrics, step, reveal =
       el("th", { text: id, scope: "row", title: sib ? `sample ${sib.sample} of ${sib.samples} of ${sib.parent}` : id }),
       el("td", { className: "prompt" }, [el("div", { text: prompt, className: "clamp", title: spec.prompt })]),
       el("td", { className: "arrival", text: arrivalText(spec, q, reveal ? step : Infinity) }),
-      el("td", { className: writing ? "written writing" : "written" }, [...writtenUpTo(records, id, step),
+      el("td", { className: writing ? "written writing" : "written" }, [...simulatedNote(records, id, step),
+        ...writtenUpTo(records, id, step),
         ...waitNode(records, id, step, workload),
         el("span", { className: "past-eos", text: pastEosNote(spec, cellsUpTo(records, id, step)) })]),
       el("td", { text: back ? (eos ? `EOS after ${q.tokens}` : `length ${q.tokens}`) : dash,
@@ -157,7 +164,8 @@ export function renderRequests(tbody, workload, records, metrics, step, reveal =
 }
 
 /** What a token line says: ordinary text quoted, a special token as a chip and what it meant for this request. */
-function tokenLines(cell, spec) {
+function tokenLines(cell, spec, simulated) {
+  if (simulated) return [`token: ${JSON.stringify(cell.token)} (id ${cell.token_id}), a SIMULATED word: no model ran`];
   const lookup = cell.proposed === undefined || cell.proposed === null ? []
     : [`prompt lookup: proposed ${cell.proposed}, the model agreed with ${cell.accepted}`];
   if (cell.tokens) return [`${cell.tokens.length} tokens in one step: ${JSON.stringify(cell.token)} (ids ${cell.tokens.join(", ")})`, ...lookup];
@@ -203,7 +211,7 @@ function cellLines(lane, step, what, view, workload) {
     lines.push(`from the prefix cache: ${cell.cached} of ${cell.prefill ? cell.prefill[1] : "?"} tokens (copied, not computed)`);
   }
   const spec = workload && what.request && workload.requests.find((q) => String(q.id) === what.request);
-  if (cell && cell.token !== null && cell.token !== undefined) lines.push(...tokenLines(cell, spec));
+  if (cell && cell.token !== null && cell.token !== undefined) lines.push(...tokenLines(cell, spec, isSimulated(rec)));
   if (cell && cell.stop) lines.push(stopLine(cell, spec));
   const start = lane.timeline.starts[step - 1];
   lines.push(`step ran ${seconds(start)} \u2192 ${seconds(lane.timeline.ends[step - 1])}: ${rec.ms.toFixed(1)} ms`);

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { NOISY, noiseLine, outlierClause, worstStep } from "../../../static/js/lanes/noise.js";
+import { NOISY, noiseLine, outlierClause, renderTagline, worstStep } from "../../../static/js/lanes/noise.js";
 
 const lane = (spread, simulated = false) => ({ step_time_spread: spread, simulated });
 
@@ -44,4 +44,14 @@ test("the warning says what the noise means for the lesson: time claims may fail
   const { text } = noiseLine({ a: lane(0.49) }, null);
   assert.match(text, /For the lesson: a claim about time \(which lane finishes first, how long a wait or a first token takes\) may fail/);
   assert.match(text, /step counts and tokens still hold\. Run it again, or play the reference run\.$/);
+});
+
+test("the tagline claims the real model only where a lane of the run is not simulated", () => {
+  const node = { textContent: "Every filled cell below is a row the real model computed.", dataset: { simulated: "SIMULATED run." } };
+  renderTagline(node, { a: lane(null, true), b: lane(null, true) });
+  assert.equal(node.textContent, "SIMULATED run.");
+  renderTagline(node, { a: lane(0.1, false) });
+  assert.equal(node.textContent, "Every filled cell below is a row the real model computed.");
+  renderTagline(node, {});   // no run yet: the page's own words
+  assert.equal(node.textContent, "Every filled cell below is a row the real model computed.");
 });
