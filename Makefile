@@ -98,7 +98,8 @@ browser:
 redis:
 	@scripts/need_redis.sh
 
-# scale-out on loopback: Redis, 2 engine workers and 3 web processes (ports 5001-5003); BACKEND=sim for no model
+# scale-out on loopback: Redis, 2 engine workers and 3 web processes (ports 5001-5003); BACKEND=sim for no model,
+# RESTART=yes to restart a process that exits (scripts/scale.sh lists every setting)
 scale: setup redis
 	PY=$(PY) scripts/scale.sh
 
