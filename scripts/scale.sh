@@ -143,7 +143,7 @@ exited() {  # exited I: process I is no longer running: say so, and plan its res
   fi
 }
 
-watch() {  # until Ctrl-C: report each process that exits, restart it when due; end when nothing is left to serve
+supervise() {  # until Ctrl-C: report each process that exits, restart it when due; end when nothing is left to serve
   local i
   while true; do
     for i in "${!NAMES[@]}"; do
@@ -159,7 +159,7 @@ watch() {  # until Ctrl-C: report each process that exits, restart it when due; 
       echo "error: every process has exited and none is to be restarted; logs in $LOG_DIR" >&2
       exit 1
     fi
-    sleep 0.2
+    sleep 0.5
   done
 }
 
@@ -224,4 +224,4 @@ done
 echo "Processes (pids in $LOG_DIR/NAME.pid):"
 for i in "${!NAMES[@]}"; do echo "    ${NAMES[i]} pid ${PIDS[i]}"; done
 echo "One that exits is reported (RESTART=$RESTART). Ctrl-C stops them all."
-watch
+supervise
