@@ -28,7 +28,7 @@ from engine.workload.siblings import sibling_seed
 
 from ..asyncmode import client_socket
 from ..live.gateway import Unavailable
-from . import requestlog
+from . import requestlog, tracing
 from .openai_body import ChoiceBody, Choices
 from .openai_params import MAX_CHOICES, BadParam, Params, check, prompts
 from .bodies import json_body
@@ -194,6 +194,7 @@ def _serve(kind: str):
     facts.update(stream=params.stream, prompt_tokens=sum(len(ids) for ids, _ in asked))
     bodies = [ChoiceBody(p * params.n + j, kind, params, list(ids), prompt, lane.token_texts)
               for p, (ids, prompt) in enumerate(asked) for j in range(params.n)]
+    tracing.describe(_model_id(), params, bodies)
     sock = client_socket(request.environ)
     if params.stream:
         response = Response(sse(streams, kind, head, bodies, params.include_usage, params.continuous_usage, sock, facts),
