@@ -11,6 +11,8 @@
 # eventlet), LOG_DIR (a new temporary folder): each process writes its log there, REDIS_PERSIST (yes: Redis keeps
 # an append-only file in LOG_DIR, fsync on every write, so a Redis restart keeps the queue and every run's state;
 # no: a restarted Redis comes back empty and only the running runs are written back by their engine workers).
+# Every process inherits this environment: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (and the other OTEL_* variables) makes
+# each web process export a trace span per completion request, as --otlp-traces-endpoint would (docs/live-api.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}

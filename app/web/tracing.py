@@ -145,4 +145,4 @@ def lane_seconds(times: list[dict]) -> dict[str, float]:
     phases = {"gen_ai.latency.time_in_queue": (0, queue), "gen_ai.latency.time_in_model_prefill": (queue, first),
               "gen_ai.latency.time_in_model_decode": (first, last),
               "gen_ai.latency.time_in_model_inference": (queue, last)}
-    return {name: (b - a) / 1000 for name, (a, b) in phases.items() if a is not None and b is not None}
+    return {name: round((b - a) / 1000, 6) for name, (a, b) in phases.items() if a is not None and b is not None}
