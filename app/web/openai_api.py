@@ -15,7 +15,8 @@ ignored, as OpenAI does. Errors use OpenAI's body `{"error": {"message", "type",
 `data: {chunk}` per event and `data: [DONE]` last; its first chunk (chat's role) leaves with the first token, as
 vLLM's does, so a client's TTFT is the server's. At most MAX_CHOICES (32) prompts x n a request: more, or more than
 the live lane's queue holds, is a 400 naming `n` (or the prompt); a 429 (with Retry-After) means a full queue only.
-A request's id (app.web.requestlog: its X-Request-Id, else L<n>) is its id on the live lane. A client that goes
+A request's id (app.web.requestlog: its X-Request-Id, else L<n>) is its id on the live lane (and its trace span's,
+app.web.tracing, where an OTLP endpoint is configured). A client that goes
 away mid-stream frees its slot at the next step. This module knows HTTP and the OpenAI format; the live lane is
 app.live's (tokenized through its handle, never the engine).
 """
