@@ -4,6 +4,7 @@
                   [--data DIR] [--limit NAME=N ...] [--live-options JSON]
                   [--message-queue redis://HOST:PORT/DB [--store sqlite|redis]]
                   [--api-key KEY] [--allowed-origins JSON] [--ssl-keyfile F --ssl-certfile F]
+                  [--otlp-traces-endpoint URL]
 
 The page is served at once, by gunicorn's threaded worker (app.server; `--dev`: Werkzeug's development server). In
 one process (the default) the engine worker loads the model in the background and reports its progress as
@@ -45,6 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--served-model-name", nargs="+", default=[], metavar="NAME",
                    help="the names /v1 answers to and reports (the first), e.g. HuggingFaceTB/SmolLM2-135M-Instruct, "
                         "so tools find the tokenizer by it (default: the model's file or folder name)")
+    p.add_argument("--otlp-traces-endpoint", default=None, metavar="URL",
+                   help="export an OpenTelemetry span per completion request to this OTLP collector, e.g. "
+                        "http://127.0.0.1:4317 (gRPC; $OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf: "
+                        "http://HOST:4318/v1/traces) (default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else none)")
     p.add_argument("--ssl-keyfile", default=None, metavar="FILE", help="serve HTTPS: the private key (with --ssl-certfile)")
     p.add_argument("--ssl-certfile", default=None, metavar="FILE", help="serve HTTPS: the certificate (with --ssl-keyfile)")
     return p
@@ -84,7 +89,8 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         config.update(HOST=args.host, PORT=args.port, PUBLIC_URL=args.public_url,
                       API_KEY=args.api_key or os.environ.get("VLLM_API_KEY") or os.environ.get("BATCH_LANES_API_KEY"),
                       ALLOWED_ORIGINS=allowed_origins(args.allowed_origins, parser),
-                      SERVED_MODEL_NAMES=tuple(args.served_model_name))
+                      SERVED_MODEL_NAMES=tuple(args.served_model_name),
+                      OTLP_TRACES_ENDPOINT=tracing_endpoint(args.otlp_traces_endpoint, parser))
         if bool(args.ssl_keyfile) != bool(args.ssl_certfile):
             parser.error("--ssl-keyfile and --ssl-certfile go together")
         if args.threads is not None and args.threads < 4:
@@ -108,6 +114,16 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
     config["LIMITS"] = replace(DEFAULTS["LIMITS"], **changes)
     config["LIVE_OPTIONS"] = live_options(args.live_options, parser)
     return config
+
+
+def tracing_endpoint(flag: str | None, parser: argparse.ArgumentParser) -> str | None:
+    """--otlp-traces-endpoint, else $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (app.web.tracing), checked usable here."""
+    from .web.tracing import endpoint, unusable
+
+    url = endpoint(flag)
+    if url and (why := unusable()):
+        parser.error(f"--otlp-traces-endpoint: {why}")
+    return url
 
 
 def allowed_origins(text: str | None, parser: argparse.ArgumentParser) -> tuple[str, ...]:

@@ -37,6 +37,7 @@ DEFAULTS = {
     "SERVED_MODEL_NAMES": (),       # the names /v1 answers to and reports (the first); () the model's own id
     "STARTED_AT": None,             # when create_app ran (Unix seconds): /v1/models' `created`
     "API_KEY": None,                # clients of /v1, /tokenize, /detokenize send `Authorization: Bearer KEY` (None: open)
+    "OTLP_TRACES_ENDPOINT": None,   # where completion requests' OpenTelemetry spans go (app.web.tracing); None: no tracing
     "ALLOWED_ORIGINS": (),          # origins whose pages may call /v1 from a browser (CORS; "*": any); () none
     "PUBLIC_URL": None,             # the address phones open (QR codes, class links); None: $BATCH_LANES_PUBLIC_URL, else own names
     "MAX_CLASS_QUEUED": 8,          # queued student runs one class may hold (the teacher's never count)

@@ -16,6 +16,8 @@
 # Redis restart keeps the queue and every run's state; no: a restarted Redis comes back empty and only the running
 # runs are written back by their engine workers), RESTART (no; yes: a process that exits after start-up is started
 # again, after 1, 2, 4, 8, then 16 s), RESTART_MAX (5: the most restarts of each process).
+# Every process inherits this environment: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (and the other OTEL_* variables) makes
+# each web process export a trace span per completion request, as --otlp-traces-endpoint would (docs/live-api.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}

@@ -163,22 +163,22 @@ class LiveGateway:
         stream, s = live.stream, live.summary
         written = stream.take(record, cell)
         counted = 0 if live.echo_only else written   # tokens returned to the client
-        if not stream.abandoned:   # its client left: nothing more is handed to it
-            stream.feed(record, cell, self.lane.failure() if record is None else None)
         end_ms = record.start_ms + record.ms if record is not None else self.lane.now_ms()
-        with self.lock:
-            if self.requests.get(s.id) is not live:
-                return
+        with self.lock:   # its moments first: its DoneEvent carries the times they make
             known = {k for k, v in summary_times(s).items() if v is not None}
             if s.admitted_ms is None and record is not None:
                 s.admitted_ms = record.start_ms
             if written > 0 and s.first_token_ms is None:
                 s.first_token_ms = end_ms
-            s.tokens, s.text = stream.tokens, stream.sent_tail
-            s.status = "finished" if stream.finished else "running"
+            s.tokens, s.status = stream.tokens, "finished" if stream.finished else "running"
             if stream.finished and s.finish_ms is None:
                 s.finish_ms, s.stop = end_ms, stream.stop.value
-            if self.metrics is None:
+            times = summary_times(s)
+        if not stream.abandoned:   # its client left: nothing more is handed to it
+            stream.feed(record, cell, self.lane.failure() if record is None else None, times)
+        with self.lock:
+            s.text = stream.sent_tail   # the text handed out, once it is
+            if self.requests.get(s.id) is not live or self.metrics is None:
                 return
             if stream.abandoned or record is None:   # its client left, or the lane dropped it: no more counting
                 if stream.finished and not live.counted:

@@ -34,6 +34,8 @@ class DoneEvent:
     usage: dict       # prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details.cached_tokens
     entries: list     # Entries of the tokens whose text the last TextEvent completed (none past a stop string's cut,
                       # nor of a special token, EOS, that ends the text: logprobs describe exactly the returned text)
+    times: dict       # its times on the lane clock, ms (app.live.gateway.summary_times: queue_ms, ttft_ms, tpot_ms,
+                      # latency_ms; None where it never got that far): its trace span's queue, prefill and decode
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ def event_from_json(item: list) -> StreamEvent:
     if kind == "text":
         return TextEvent(fields[0], entries_in(fields[1]), fields[2])
     if kind == "done":
-        return DoneEvent(fields[0], fields[1], entries_in(fields[2]))
+        return DoneEvent(fields[0], fields[1], entries_in(fields[2]), fields[3])
     return ErrorEvent(*fields)
 
 
@@ -146,8 +148,10 @@ class LiveStream:
             self.stop = cell.stop or self.stop
         return written
 
-    def feed(self, record: StepRecord | None, cell: SlotRecord | None, failure: str | None) -> None:
-        """On the worker's thread, after `take`: the new visible text (with its tokens' logprobs), and the end."""
+    def feed(self, record: StepRecord | None, cell: SlotRecord | None, failure: str | None,
+             times: dict | None = None) -> None:
+        """On the worker's thread, after `take`: the new visible text (with its tokens' logprobs), and the end (with
+        `times`, the request's times on the lane clock so far)."""
         unsent = self.unsent if self.finished else self.unsent.rstrip("\ufffd")
         text, _ = visible_text(unsent, self.spec.stop, self.finished)
         if self.spec.prompt_logprobs is not None and not self.prompt_sent and (self.tokens or self.finished):
@@ -170,7 +174,8 @@ class LiveStream:
             prompt = len(self.spec.prompt_ids)
             usage = {"prompt_tokens": prompt, "completion_tokens": self.tokens, "total_tokens": prompt + self.tokens,
                      "prompt_tokens_details": {"cached_tokens": min(self.cached, prompt)}}
-            self._put(DoneEvent("length" if self.stop is StopReason.LENGTH else "stop", usage, self._take_entries()))
+            self._put(DoneEvent("length" if self.stop is StopReason.LENGTH else "stop", usage, self._take_entries(),
+                                times or {}))
 
     def read(self, timeout: float):
         """The next event, or None after `timeout` seconds."""

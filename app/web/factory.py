@@ -32,7 +32,7 @@ from ..runs.redis_link import CHANNEL, connect_redis, every
 from ..runs.service import Runs
 from ..runs.store import open_store
 from ..settings import DEFAULTS, ROOT
-from . import access, bodies, requestlog, class_events, events, openai_api, references, routes, serving  # noqa: F401  (they register handlers on `socketio`)
+from . import access, bodies, requestlog, class_events, events, openai_api, references, routes, serving, tracing  # noqa: F401  (they register handlers on `socketio`)
 from .extensions import socketio
 from .frames import CheckedPacket
 from .ratelimit import RateLimiter, RedisRateLimiter
@@ -65,6 +65,7 @@ def create_app(config: dict | None = None, engine=None) -> Flask:
     app.register_blueprint(references.bp)  # reference runs (app/web/references.py)
     app.register_blueprint(serving.bp)     # /health, /version, /tokenize, /detokenize, /v1/models/{id}
     requestlog.register(app)   # X-Request-Id, an access log line per request
+    tracing.init_app(app)      # an OpenTelemetry span per completion request, where an OTLP endpoint is configured
     access.register(app)   # --api-key and --allowed-origins on /v1, /tokenize, /detokenize
     bodies.register(app)   # a JSON body too deep or holding a lone surrogate: a 400 naming where
     store = open_store(app.config, url)

@@ -15,7 +15,8 @@ ignored, as OpenAI does. Errors use OpenAI's body `{"error": {"message", "type",
 `data: {chunk}` per event and `data: [DONE]` last; its first chunk (chat's role) leaves with the first token, as
 vLLM's does, so a client's TTFT is the server's. At most MAX_CHOICES (32) prompts x n a request: more, or more than
 the live lane's queue holds, is a 400 naming `n` (or the prompt); a 429 (with Retry-After) means a full queue only.
-A request's id (app.web.requestlog: its X-Request-Id, else L<n>) is its id on the live lane. A client that goes
+A request's id (app.web.requestlog: its X-Request-Id, else L<n>) is its id on the live lane (and its trace span's,
+app.web.tracing, where an OTLP endpoint is configured). A client that goes
 away mid-stream frees its slot at the next step. This module knows HTTP and the OpenAI format; the live lane is
 app.live's (tokenized through its handle, never the engine).
 """
@@ -28,7 +29,7 @@ from engine.workload.siblings import sibling_seed
 
 from ..asyncmode import client_socket
 from ..live.gateway import Unavailable
-from . import requestlog
+from . import requestlog, tracing
 from .openai_body import ChoiceBody, Choices
 from .openai_params import MAX_CHOICES, BadParam, Params, check, prompts
 from .bodies import json_body
@@ -194,6 +195,7 @@ def _serve(kind: str):
     facts.update(stream=params.stream, prompt_tokens=sum(len(ids) for ids, _ in asked))
     bodies = [ChoiceBody(p * params.n + j, kind, params, list(ids), prompt, lane.token_texts)
               for p, (ids, prompt) in enumerate(asked) for j in range(params.n)]
+    tracing.describe(_model_id(), params, bodies)
     sock = client_socket(request.environ)
     if params.stream:
         response = Response(sse(streams, kind, head, bodies, params.include_usage, params.continuous_usage, sock, facts),

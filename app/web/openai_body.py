@@ -47,6 +47,7 @@ class ChoiceBody:
         self.tokens = 0                   # completion tokens so far
         self.finish: str | None = None
         self.usage: dict | None = None
+        self.times: dict = {}             # its times on the lane clock, from its DoneEvent (app.web.tracing reads them)
         self.offset = 0                   # text_offset of the next token shown (completions)
         self.echo_only = params.max_tokens == 0                # echo with max_tokens 0: the one token is dropped
         self.tool_id = f"chatcmpl-tool-{secrets.token_hex(16)}" if params.tool else None  # a named tool_choice's call
@@ -62,7 +63,7 @@ class ChoiceBody:
         elif isinstance(event, DoneEvent):
             self.finish, self.usage = ("length", {**event.usage, "completion_tokens": 0}) if self.echo_only \
                 else (event.finish, event.usage)
-            self.tokens = self.usage["completion_tokens"]
+            self.tokens, self.times = self.usage["completion_tokens"], event.times
             if not self.echo_only:
                 self.entries += event.entries
 

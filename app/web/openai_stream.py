@@ -33,7 +33,7 @@ def error(status: int, message: str, param: str | None = None, code: str | None 
 def whole(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], sock=None, facts: dict | None = None):
     """Every choice's whole text, then one body; an engine error is a 500 naming it. If the client left first, its
     requests are dropped and the (unread) answer is an empty 499, nginx's "client closed request". `facts`
-    (app.web.requestlog) gets the first token's time and the tokens written."""
+    (app.web.requestlog) gets the first token's time, the tokens written and an engine error."""
     facts = {} if facts is None else facts
     left, looked = len(bodies), time.monotonic()
     try:
@@ -47,6 +47,7 @@ def whole(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], soc
                 continue
             index, event = got
             if isinstance(event, ErrorEvent):
+                facts["error"] = "engine_error"
                 return error(500, event.message, None, "engine_error")
             if isinstance(event, (TextEvent, DoneEvent)):
                 facts.setdefault("first_token_at", time.monotonic())
@@ -62,7 +63,8 @@ def whole(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], soc
 def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], include_usage: bool,
         continuous_usage: bool, sock, facts: dict | None = None):
     """The server-sent events of a request's choices, `[DONE]` last. Between events it looks whether the client
-    closed its connection. `facts` (app.web.requestlog) gets the first chunk's time and the tokens written."""
+    closed its connection. `facts` (app.web.requestlog) gets the first chunk's time, the tokens written and an engine
+    error."""
     facts = {} if facts is None else facts
     obj = "chat.completion.chunk" if kind == "chat" else "text_completion"
     extra = {"usage": None} if include_usage else {}
@@ -108,6 +110,7 @@ def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], inclu
             elif isinstance(event, TextEvent) and event.text and not body.echo_only:
                 yield chunk(body, event.text, logprobs=body.logprobs(event.entries))
             elif isinstance(event, ErrorEvent):  # the status line has gone: the error travels as an event, as vLLM does
+                facts["error"] = "engine_error"   # (the access line and the trace span say so)
                 yield data({"error": {"message": event.message, "type": "server_error", "param": None,
                                       "code": "engine_error"}})
                 yield b"data: [DONE]\n\n"

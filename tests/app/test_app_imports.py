@@ -1,4 +1,6 @@
-"""What a web process imports: never torch, transformers, engine.worker.runner or engine.worker.model.
+"""What a web process imports: never torch, transformers, engine.worker.runner or engine.worker.model; nor, without
+an OTLP endpoint (app.web.tracing), OpenTelemetry's tracing SDK or gRPC: tracing off costs no import (redis-py
+itself imports OpenTelemetry's API where it is installed; that stays).
 
 A web process of a scale-out deployment (`python -m app --message-queue redis://...`) serves the page and the
 socket protocol and leaves the model to engine workers. It must run without the model, so the web wing's
@@ -13,7 +15,7 @@ from tests.kit.scale import Deployment
 from tests.kit.server import free_port
 from tests.kit import ROOT
 
-FORBIDDEN = ("torch", "transformers", "engine.worker.runner", "engine.worker.model")
+FORBIDDEN = ("torch", "transformers", "engine.worker.runner", "engine.worker.model", "opentelemetry.sdk.trace", "grpc")
 WEB_WING = sorted(f"app.web.{p.stem}" for p in (ROOT / "app" / "web").glob("*.py") if p.stem != "__init__")
 SHARED = ("app.cli", "app.settings", "app.protocol", "app.asyncmode", "app.runs.service", "app.runs.redis_book",
           "app.runs.fanout", "app.runs.store", "app.runs.redis_link", "app.live.gateway", "app.live.prom")

@@ -71,13 +71,14 @@ def test_events_carry_logprobs_usage_and_the_prompt_from_cells_and_survive_their
     first = SlotRecord(SlotState.PREFILL, "L1", token_id=5, token="Hi", prefill=(3, 3), cached=2, logprobs=(e1,),
                        prompt_logprobs=(None, (2, -3.0, ()), (3, -2.0, ())))
     last = SlotRecord(SlotState.DECODE, "L1", token_id=6, token="!", stop=StopReason.EOS, logprobs=(e2,))
+    times = {"queue_ms": 0.0, "ttft_ms": 12.5, "tpot_ms": 3.0, "latency_ms": 15.5}   # the gateway's, at the end
     for n, cell in enumerate((first, last), 1):
         s.take(step(n, cell, n == 2), cell)
-        s.feed(step(n, cell, n == 2), cell, None)
+        s.feed(step(n, cell, n == 2), cell, None, times)
     got = events(s)
     usage = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5, "prompt_tokens_details": {"cached_tokens": 2}}
     assert got == [PromptEvent([None, (2, -3.0, ()), (3, -2.0, ())]), TextEvent("Hi", [e1], 1), TextEvent("!", [e2], 2),
-                   DoneEvent("stop", usage, [])]
+                   DoneEvent("stop", usage, [], times)]
     assert [event_from_json(json.loads(json.dumps(event_json(e)))) for e in got] == got
     assert event_from_json(json.loads(json.dumps(event_json(ErrorEvent("boom"))))) == ErrorEvent("boom")
 

@@ -1,7 +1,8 @@
 """The OpenAI endpoint in a scale-out deployment over a real Redis: two web processes, two engine workers on the
 simulator (each step taking its simulated time), every request served by a worker's live lane (app.live.remote,
 app.runs.live_link): answered through either web process, routed to the worker with the fewest in flight,
-cancelled on the worker when its client leaves, ended with an error event and [DONE] when its worker dies."""
+cancelled on the worker when its client leaves, ended with an error event and [DONE] when its worker dies; traced with
+the worker's lane times (app.web.tracing)."""
 import json
 import os
 import signal
@@ -14,10 +15,11 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.live.remote import INFLIGHT, WORKERS, alive_key
+from app.live.remote import INFLIGHT, WORKERS, RemoteLane, alive_key
 from app.runs.redis_book import P
 from app.runs.worker_book import WorkerBook
 from app.settings import DEFAULTS
+from tests.kit.otlp import Collector
 from tests.kit.scale import Deployment, deployment
 
 pytestmark = pytest.mark.redis
@@ -81,10 +83,20 @@ class SseReader:
 
 
 @pytest.fixture(scope="module")
-def d(tmp_path_factory):
-    with deployment(tmp_path_factory.mktemp("v1scale"), webs=2, workers=2) as d:
-        wait_until(lambda: sum(b["ready"] for b in beats(d).values()) == 2, what="two live lanes ready")
-        yield d
+def otlp():
+    """A trace collector the module's web processes export their spans to (tests/kit/otlp.py)."""
+    with Collector() as collector:
+        yield collector
+
+
+@pytest.fixture(scope="module")
+def d(tmp_path_factory, otlp):
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")   # spans leave within 50 ms, not 5 s
+        with deployment(tmp_path_factory.mktemp("v1scale"), webs=2, workers=2,
+                        web_args=("--otlp-traces-endpoint", otlp.endpoint)) as d:
+            wait_until(lambda: sum(b["ready"] for b in beats(d).values()) == 2, what="two live lanes ready")
+            yield d
 
 
 def test_both_web_processes_answer_streamed_and_whole_requests(d):
@@ -114,6 +126,21 @@ def test_both_web_processes_answer_streamed_and_whole_requests(d):
         m = scrape(url)
         assert m["batch_lanes:generation_tokens_total{}"] == 2 * (5 + 4)
         assert m["batch_lanes:num_requests_running{}"] == 0 and m["batch_lanes:e2e_request_latency_seconds_count{}"] == 4
+
+
+def test_a_web_process_traces_a_request_with_its_workers_lane_times(d, otlp):
+    url = d.webs[1][0]
+    r = requests.post(url + "/v1/completions", json={"prompt": "Hello", "max_tokens": 6}, timeout=30,
+                      headers={"X-Request-Id": "traced-1", "traceparent": f"00-{'ab' * 16}-{'cd' * 8}-01"})
+    assert r.status_code == 200
+    span = wait_until(lambda: next((s for s in otlp.spans if s["attributes"]["gen_ai.request.id"] == "traced-1"), None),
+                      timeout=10, what="the request's span")
+    a = span["attributes"]
+    assert span["trace_id"] == "ab" * 16 and a["gen_ai.usage.completion_tokens"] == 6
+    lanes = [RemoteLane(d.redis()).call("snapshot", worker=w) for w in beats(d)]   # each worker's Live view
+    m = next(s for lane in lanes for s in lane["requests"] if s["id"] == "traced-1")   # the DoneEvent crossed Redis
+    assert a["gen_ai.latency.time_in_queue"] == pytest.approx((m["admitted_ms"] - m["arrival_ms"]) / 1000)
+    assert a["gen_ai.latency.time_in_model_decode"] == pytest.approx((m["finish_ms"] - m["first_token_ms"]) / 1000)
 
 
 def test_requests_spread_over_both_workers_and_a_disconnect_cancels_on_the_worker(d):
