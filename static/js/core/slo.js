@@ -81,3 +81,30 @@ export function stepPosition(ms, starts, ends) {
   const last = ends[n - 1] - starts[n - 1];
   return n + (last > 0 ? (ms - ends[n - 1]) / last : 0);
 }
+
+/**
+ * Each returned request's SLO verdict on a lane (`requests`: its metrics' requests, keyed by id): id -> {ttft_ms,
+ * tpot_ms, first_token_step, finish_step, misses}. A request not yet returned has none. What the canvas marks and
+ * the tooltip says.
+ */
+export function sloVerdicts(requests, slo) {
+  const out = new Map();
+  if (!slo) return out;
+  for (const [id, q] of Object.entries(requests || {})) {
+    if (meetsSlo(q, slo) === null) continue;
+    out.set(id, { ttft_ms: q.ttft_ms, tpot_ms: q.tpot_ms, first_token_step: q.first_token_step,
+      finish_step: q.finish_step, misses: sloMisses(q, slo) });
+  }
+  return out;
+}
+
+/** A request's verdict in words: "SLO met: TTFT 320 ms ≤ 500 · TPOT 62 ms ≤ 150", or "SLO missed: TTFT 782 ms > 700 …". */
+export function sloLine(v, slo) {
+  const parts = [];
+  for (const [key, name, miss] of [["ttft_ms", "TTFT", "ttft"], ["tpot_ms", "TPOT", "tpot"]]) {
+    if (!has(slo[key])) continue;
+    if (!has(v[key])) parts.push(`${name} none (one token)`);
+    else parts.push(`${name} ${Math.round(v[key])} ms ${v.misses.includes(miss) ? ">" : "\u2264"} ${slo[key]}`);
+  }
+  return `SLO ${v.misses.length ? "missed" : "met"}: ${parts.join(" \u00b7 ")}`;
+}
