@@ -128,7 +128,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
         _c("steps"), _c("tokens"), _c("tokens_per_step"), _c("slot_use"),
         _c("mean_ttft_steps", fmt="exact"), _c("mean_ttft_ms"), _c("p95_ttft_ms"), _c("p95_queue_ms"),
         _c("mean_tpot_ms"), _c("mean_latency_ms"), _c("wall_s"), _c("tokens_per_s"), _c("requests_per_s"),
-        _c("request_goodput"), _c("slo_met"), _c("padding_slot_steps"), _c("preemptions"), _c("swaps")),
+        _c("padding_slot_steps"), _c("preemptions"), _c("swaps")),
     "cli": (
         _c("steps", width=5), _c("tokens", width=6), _c("tokens_per_step", "tok/step", 8), _c("slot_use", width=8),
         _c("mean_ttft_steps", "TTFT st", 8), _c("mean_latency_steps", "lat st", 7), _c("padding_slot_steps", "pad", 4),

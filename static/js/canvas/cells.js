@@ -29,7 +29,7 @@ export const PALETTE = Object.freeze({
   kv: "#b8619a", kvTrack: "#f4ecf1", kvBudget: "#6b3a57",
   playhead: "#1d2330",
   focus: "#1d2330",
-  slo: "#b3261e",  // an SLO's TTFT deadline and the ring of a request that missed it (the sweep's SLO line's red)
+  slo: "#a01c14",  // an SLO's TTFT deadline and the ring where a request missed it: 3:1 on white, decode, prefill, padding, waiting
 });
 
 export const FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
