@@ -195,8 +195,9 @@ function cellLines(lane, step, what, view, workload) {
   lines.push(`${lane.name} lane${lane.name === lane.policy ? "" : ` (${lane.policy})`} \u00b7 ${what.kind}`);
   const arrival = what.request && lane.timeline.arrivals.find((a) => a.id === what.request);
   if (arrival) lines.push(`arrived at ${seconds(arrival.arrival_ms)} on this lane's clock`);
-  if (arrival && lane.slo) {  // the SLO it is held to: its verdict once it was answered, else its targets
-    const verdict = lane.verdicts && lane.verdicts.get(what.request);
+  if (arrival && lane.slo) {  // the SLO it is held to: its verdict once the playhead passed its answer, else its targets
+    const answered = lane.verdicts && lane.verdicts.get(what.request);
+    const verdict = answered && !(lane.revealed < answered.finish_step) ? answered : null;
     lines.push(verdict ? sloLine(verdict, lane.slo) : `SLO: ${sloWords(lane.slo)}${lane.slo.ttft_ms
       ? ` (first token due by ${seconds(arrival.arrival_ms + lane.slo.ttft_ms)})` : ""}`);
   }

@@ -1,12 +1,13 @@
 // static/js/core/slo.js, the twin of engine/workload/slo.py: the same checks refuse the same targets naming the same
 // field, the same verdict on a request, and the same lane figures as the golden fixture (tests/golden/metrics.json,
-// written by the engine) — including a fleet's, pooled over its replicas. `node --test tests/js/`: no browser.
+// written by the engine) — including a fleet's, pooled over its replicas; the tooltip's verdict and the legend's entries.
+// `node --test tests/js/`: no browser.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import { laneMetrics } from "../../../static/js/core/metrics.js";
-import { checkSlo, meetsSlo, sloFigures, sloMisses, sloWords, stepPosition, withSlo } from "../../../static/js/core/slo.js";
+import { checkSlo, meetsSlo, sloFigures, sloMisses, sloVerdicts, sloWords, stepPosition, withSlo } from "../../../static/js/core/slo.js";
 
 const CASES = JSON.parse(readFileSync(new URL("../../golden/metrics.json", import.meta.url), "utf8"));
 const request = (ttft_ms, tpot_ms, returned = true) => ({ ttft_ms, tpot_ms, return_step: returned ? 5 : null });
@@ -71,4 +72,24 @@ test("a TTFT deadline on the step clock falls inside the step whose span holds i
   assert.equal(stepPosition(250, starts, ends), 2);  // in the gap before step 3: at its start
   assert.equal(stepPosition(450, starts, ends), 3.5);  // past the end: at the last step's pace
   assert.equal(stepPosition(10, [], []), 0);
+});
+
+test("the tooltip says a request's verdict once the playhead passed its answer, its targets before", async () => {
+  const { tooltipLines } = await import("../../../static/js/ui/panels.js");
+  const { legendEntries } = await import("../../../static/js/canvas/legend.js");
+  const cell = { state: "decode", request: "R4", token_id: 5, token: "Hi" };
+  const record = { step: 3, slots: [cell], ms: 40, forward_ms: 38, forward: "decode" };
+  const slo = { ttft_ms: 500, tpot_ms: 150 };
+  const verdicts = sloVerdicts({ R4: { ttft_ms: 782, tpot_ms: 63, return_step: 8, first_token_step: 3, finish_step: 8 } }, slo);
+  const lane = (revealed) => ({ name: "fcfs", policy: "continuous", config: { options: {} }, slo, verdicts, revealed,
+    timeline: { arrivals: [{ id: "R4", arrival: 0, arrival_ms: 100 }], starts: [0, 40, 80], ends: [40, 80, 120] } });
+  const at = (revealed) => tooltipLines(lane(revealed), { kind: "cell", step: 3, what: { kind: "decode", request: "R4", cell, record } },
+    "slots", { requests: [{ id: "R4", prompt: "p", max_new_tokens: 4 }] });
+  assert.ok(at(8).includes("SLO missed: TTFT 782 ms > 500 \u00b7 TPOT 63 ms \u2264 150"), at(8).join("\n"));
+  assert.ok(at(3).includes("SLO: TTFT \u2264 500 ms \u00b7 TPOT \u2264 150 ms (first token due by 0.60 s)"), at(3).join("\n"));
+  const labels = (flags) => legendEntries(flags).map((e) => e.label);
+  assert.ok(labels({ view: "requests", slo: true }).includes("TTFT deadline (SLO)"));
+  assert.ok(!labels({ view: "slots", slo: true }).includes("TTFT deadline (SLO)"));  // deadlines sit on request rows
+  assert.ok(labels({ view: "slots", slo: true }).includes("missed the SLO"));
+  assert.ok(!labels({ view: "slots", slo: false }).includes("missed the SLO"));
 });
