@@ -178,6 +178,7 @@ def test_arrivals_preset_on_the_ms_clock_draws_waits_and_arrival_marks(tab, serv
                                      tab.evaluate("() => window.__lanes.layout.axis.w / window.__lanes.layout.domain"), abs=0.5)
     assert share(rgb(palette["slo"]), pixels(tab, {"x": due["x"] - 0.5, "y": due["y"] + 2, "w": 1, "h": due["h"] - 4}),
                  tolerance=30) > 0.5
+    tab.screenshot(path=str(ARTIFACTS / "browser-arrivals-slo-missed.png"), full_page=True)
     tab.fill("#slo-targets input[name=ttft_ms]", "0")
     tab.click("#slo-targets button[type=submit]")
     assert tab.get_attribute("#slo-targets input[name=ttft_ms]", "aria-invalid") == "true"

@@ -32,9 +32,13 @@ const LEGEND = [
   [Phase.DECODE, "last token (\u25cf at EOS)", { label: "", stop: StopReason.EOS }, "last_token", "last token"],
   [ARRIVAL, "request arrives", {}, "arrival", "arrives"],
   [DEADLINE, "TTFT deadline (SLO)", {}, "slo", "deadline"],
-  [MISSED, "missed the SLO", { label: "" }, "slo", "missed SLO"],
+  [MISSED, "missed the SLO", { label: "" }, "slo", "SLO miss"],
   [KV, "KV memory (- - budget)", {}, "kv", "KV memory"],
 ];
+
+// marks narrower than a cell: the arrival triangle, the deadline bar, the missed ring (a row of presenter mode's legend
+// at 1280 px has no room to spare)
+const NARROW = Object.freeze({ [ARRIVAL]: 12, [DEADLINE]: 12, [MISSED]: 18 });
 
 function shown(kind, flags, term) {
   if (kind === Phase.QUEUED) return flags.view === "requests";
@@ -57,7 +61,7 @@ function shown(kind, flags, term) {
 export function legendEntries(flags, px = 12, short = false) {
   const cell = Math.round((26 * px) / 12);
   return LEGEND.filter(([kind, , , term]) => shown(kind, flags, term)).map(([kind, label, info, term, brief]) => ({ kind,
-    label: short ? brief : label, info, term, swatch: kind === ARRIVAL ? 12 : cell }));
+    label: short ? brief : label, info, term, swatch: NARROW[kind] || cell }));
 }
 
 let measuring = null;
@@ -91,11 +95,8 @@ function drawEntry(ctx, entry, x, y, px, h = 18) {
   else if (entry.kind === ARRIVAL) drawMark(ctx, x + 6, { y: y + h / 2 - 5, h: 10 });
   else if (entry.kind === KV) drawKvSwatch(ctx, swatch);
   else if (entry.kind === CACHED) drawCell(ctx, swatch, Phase.PREFILL, info);
-  else if (entry.kind === DEADLINE) drawDeadline(ctx, x + entry.swatch / 2, swatch);
-  else if (entry.kind === MISSED) {
-    drawCell(ctx, swatch, Phase.DECODE, info);
-    drawSloMiss(ctx, swatch);
-  }
+  else if (entry.kind === DEADLINE) drawDeadline(ctx, x + 4, swatch);
+  else if (entry.kind === MISSED) drawSloMiss(ctx, swatch);
   else drawCell(ctx, swatch, entry.kind, info);
   ctx.fillStyle = PALETTE.text;
   ctx.textAlign = "left";
