@@ -2,6 +2,7 @@
 
     python -m engine run demos/mixed.json [--lanes static,continuous,dynamic | --lanes '[{...}, ...]']
         [--backend model|sim] [--slots N] [--max-wait N] [--model PATH] [--json] [--trace FILE]
+        [--slo-ttft-ms N] [--slo-tpot-ms N]   # the SLO good/s counts (default: the workload's "slo")
     python -m engine generate --n 16 --rate 4 [--burstiness 1] [--seed 0] [--output-tokens 8,16,32] > mix.json
     python -m engine sweep demos/poisson.json --rates 1,2,4,8 [--lanes ...] [--slo-ttft-ms N] [--slo-tpot-ms N]
     python -m engine trace FILE --window START:END --time-scale X --length-scale Y [--limit N] [--seed S] > mix.json
@@ -15,6 +16,7 @@ inside a lane (the workload and the scheduler do) and computes no number itself 
 import argparse
 import json
 import sys
+from dataclasses import replace
 
 from engine.admission import ORDERS
 from engine.sched.policies import POLICIES
@@ -24,6 +26,7 @@ from engine.report.metrics import run_metrics
 from engine.worker.model import ModelLoadError
 from engine.cli.trace import add_trace_parser, trace_command
 from engine.report.sweep import at_rate, check_rates, format_sweep, run_sweep
+from engine.workload.slo import meets_slo, parse_slo, slo_misses, slo_words
 from engine.workload.workload import CLI_LIMITS, WorkloadError, load_workload, parse_workload, read_json
 
 LANES_HELP = (f"comma-separated policies from {','.join(POLICIES)}, or a JSON list of lanes such as "
@@ -74,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("workload", help="workload JSON file (see demos/)")
     run.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     run.add_argument("--trace", help="write every step record as JSON lines to this file")
+    run.add_argument("--slo-ttft-ms", type=float, help="the SLO's TTFT target in ms (default: the workload's \"slo\")")
+    run.add_argument("--slo-tpot-ms", type=float, help="the SLO's TPOT target in ms (default: the workload's)")
     gen = sub.add_parser("generate", help="print a workload whose arrivals follow a Poisson or Gamma process")
     gen.add_argument("--n", type=int, default=16, help="requests (default 16)")
     gen.add_argument("--rate", type=float, default=1.0, help="mean requests per second (default 1)")
@@ -130,6 +135,15 @@ def workload_options(args) -> dict:
     return options
 
 
+def with_slo(workload, args):
+    """The workload with the SLO targets --slo-ttft-ms and --slo-tpot-ms give in place of its own."""
+    given = {"ttft_ms": args.slo_ttft_ms, "tpot_ms": args.slo_tpot_ms}
+    if all(v is None for v in given.values()):
+        return workload
+    own = workload.slo.to_dict() if workload.slo else {}
+    return replace(workload, slo=parse_slo({**own, **{k: v for k, v in given.items() if v is not None}}))
+
+
 def make_engine(args, workload) -> Engine:
     """The simulator, or the model loaded and warmed up for `workload`'s widest lane (as the server warms up), so
     that its first steps are not slowed by one-off costs."""
@@ -155,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             from engine.worker.model import model_folder
             print(model_folder(args.model))
             return 0
-        workload = load_workload(args.workload, CLI_LIMITS, **workload_options(args))
+        workload = with_slo(load_workload(args.workload, CLI_LIMITS, **workload_options(args)), args)
         engine = make_engine(args, workload)
         run = engine.start(engine.prepare(workload))
     except (WorkloadError, ModelLoadError) as e:
@@ -205,17 +219,25 @@ def format_tables(workload, metrics: dict, engine: Engine) -> str:
     for name, m in metrics.items():
         lines.append(" ".join([f"{name:<{width}}",
                                *(f"{format_value(m.get(key), fmt):>{w}}" for key, fmt, w, _ in columns)]))
+    slo = workload.slo
+    if slo is not None:  # the SLO the good/s column counts, and what each lane met
+        lines += ["", f"SLO: {slo_words(slo)} - met " + ", ".join(
+            f"{name} {m['slo_met']}/{sum(q['return_step'] is not None for q in m['requests'].values())}"
+            for name, m in metrics.items())]
     f = format_value
     for name, m in metrics.items():
         lines += ["", f"{name}: per request",
                   f"  {'id':<8} {'arr':>4} {'arr ms':>8} {'first':>5} {'fin':>4} {'ret':>4} {'TTFT':>4} {'lat':>4} "
-                  f"{'tok':>4} {'TTFT ms':>8} {'stop':<6} text"]
+                  f"{'tok':>4} {'TTFT ms':>8} {'TPOT ms':>8} {'stop':<6} {'SLO' if slo else '':<9} text"]
         for rid, q in m["requests"].items():
             text = (q["text"] or "").replace("\n", " ")
+            verdict = "" if slo is None or q["return_step"] is None else "met" if meets_slo(q, slo) else \
+                "missed " + "+".join(slo_misses(q, slo))
             lines.append(f"  {rid:<8} {q['arrival']:>4} {q['arrival_ms']:>8.0f} {f(q['first_token_step'], 'd'):>5} "
                          f"{f(q['finish_step'], 'd'):>4} {f(q['return_step'], 'd'):>4} "
                          f"{f(q['ttft_steps'], 'd'):>4} {f(q['latency_steps'], 'd'):>4} {q['tokens']:>4} "
-                         f"{f(q['ttft_ms'], '.0f'):>8} {q['stop'] or '-':<6} {text[:60]!s}")
+                         f"{f(q['ttft_ms'], '.0f'):>8} {f(q['tpot_ms'], '.0f'):>8} {q['stop'] or '-':<6} {verdict:<9} "
+                         f"{text[:60]!s}")
     return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from engine.report.stats import mean, percentile
 from engine.step import SlotState
+from engine.workload.slo import slo_figures
 
 FLEET_METRICS = ("mean_load_imbalance", "max_load_imbalance", "prefix_hit_rate_available", "prefix_hit_rate_achieved")
 FLEET_REQUEST_FIELDS = ("replica", "route")  # per request: the replica it went to, the router's branch
@@ -58,6 +59,7 @@ def fleet_metrics(recs: list[dict], workload, one_lane) -> dict:
         "p95_latency_steps": percentile(stat("latency_steps"), 95),
         "wall_s": wall_s, "tokens_per_s": out["tokens"] / wall_s if wall_s > 0 else None,
         "requests_per_s": returned / wall_s if wall_s > 0 else None,
+        **slo_figures(list(per.values()), wall_s, workload.slo),  # over the fleet's requests, on its wall clock
         "spec_acceptance_rate": accepted / proposed if proposed else None,
         "tokens_per_decode_cell": sum(len(c.get("tokens") or [1]) for c in decode) / len(decode) if decode else None,
     })

@@ -30,7 +30,7 @@ class Column:
     sep: str = " / "
     term: str | None = None         # its glossary term (None: the first metric's)
     when: str | None = None         # shown only for a run with a "speculative" lane / a "prefix_cache" hit /
-                                    # "paged" block tables in its records / a "swap" out
+                                    # "paged" block tables in its records / a "swap" out / an "slo" set
     group: str = ""                 # a heading over neighbouring columns (the sweep table)
     short: str | None = None        # the CLI's heading, where it differs from `label`
     width: int = 0                  # the CLI's column width (0: the heading's)
@@ -62,6 +62,10 @@ METRICS: dict[str, Metric] = {m.key: m for m in [
     Metric("wall_s", "wall time s", "s", "lower", ".2f", "wall_time", "duration"),
     Metric("tokens_per_s", "tokens/s", "1/s", "higher", ".1f", "tokens_per_s", "output_throughput"),
     Metric("requests_per_s", "requests/s", "1/s", "higher", ".2f", "requests_per_s", "request_throughput"),
+    # the workload's SLO (engine/workload/slo.py); none when it sets no targets
+    Metric("slo_met", "met SLO", "requests", "higher", "d", "slo"),
+    Metric("request_goodput", "goodput req/s", "1/s", "higher", ".2f", "goodput"),
+    Metric("slo_attainment", "SLO attainment", "share", "higher", ".0%", "slo"),
     *_ms_metrics(),
     Metric("padding_slot_steps", "padding cells", "cells", "lower", "d", "padding_cells"),
     Metric("idle_slot_steps", "idle cells", "cells", "lower", "d", "idle"),
@@ -109,7 +113,9 @@ TABLES: dict[str, tuple[Column, ...]] = {
         _c("ttft_ms_p50_p95", "TTFT ms p50 / p95", metrics=("p50_ttft_ms", "p95_ttft_ms")),
         _c("mean_tpot_ms"), _c("mean_itl_ms"),
         _c("latency_steps_p50_p95", "latency steps p50 / p95", metrics=("p50_latency_steps", "p95_latency_steps")),
-        _c("p95_queue_ms"), _c("wall_s"), _c("tokens_per_s"), _c("requests_per_s"), _c("padding_slot_steps"),
+        _c("p95_queue_ms"), _c("wall_s"), _c("tokens_per_s"), _c("requests_per_s"),
+        _c("request_goodput", when="slo"), _c("slo_met", "met SLO", metrics=("slo_met", "slo_attainment"), when="slo"),
+        _c("padding_slot_steps"),
         _c("preemptions"), _c("swaps", when="swap"),
         _c("prompt_tokens", "prompt tokens computed / cached", metrics=("prompt_tokens_computed", "prompt_tokens_cached"),
            when="prefix_cache"),
@@ -127,7 +133,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
         _c("steps", width=5), _c("tokens", width=6), _c("tokens_per_step", "tok/step", 8), _c("slot_use", width=8),
         _c("mean_ttft_steps", "TTFT st", 8), _c("mean_latency_steps", "lat st", 7), _c("padding_slot_steps", "pad", 4),
         _c("preemptions", "evict", 5), _c("swaps", "swaps", 5), _c("wall_s", "wall s", 7),
-        _c("tokens_per_s", "tok/s", 7), _c("mean_ttft_ms", "TTFT ms", 8), _c("mean_tpot_ms", "TPOT ms", 8),
+        _c("tokens_per_s", "tok/s", 7), _c("request_goodput", "good/s", 6), _c("mean_ttft_ms", "TTFT ms", 8), _c("mean_tpot_ms", "TPOT ms", 8),
         _c("p95_queue_ms", "queue p95", 9)),
     "sweep": (  # serving_metrics' keys (SERVING), under a group heading on the page
         _sweep("", "completed", "done", 4), _sweep("throughput", "request_throughput", "req/s", 6),
@@ -154,6 +160,8 @@ GLOSSARY: dict[str, dict[str, str]] = {
     "wall_time": {"term": "wall time", "text": "The lane's clock at its last step, in seconds: the measured time of every step plus any time it waited for arrivals."},
     "tokens_per_s": {"term": "tokens/s", "text": "Throughput: tokens written divided by wall time."},
     "requests_per_s": {"term": "requests/s", "text": "Requests answered divided by wall time."},
+    "slo": {"term": "SLO", "text": "A service-level objective: a target for each request's TTFT (how soon its first token comes) and TPOT (how fast the rest follow), set by the preset or the teacher. A request met it when both of its times are at or under their targets (a one-token answer has no TPOT). On the canvas a tick on each request's row marks its TTFT deadline (arrival + target), and a red ring marks the cell where a request missed: the first token, when it came too late; the last, when its tokens came too slowly. In the table: how many requests met it, and their share of those answered."},
+    "goodput": {"term": "goodput", "text": "Requests that met the SLO per second of wall time: the throughput that counts. A lane can answer more requests per second and still have the lower goodput, when it answers them too late; with no SLO set the table shows a dash (the load sweep then counts every request)."},
     "padding_cells": {"term": "padding cells", "text": "Slot-steps spent computing a request that had already finished but stays in its static group: work done for nothing."},
     "preempted": {"term": "preempted", "text": "KV memory ran out, so the scheduler evicted a running request to free its memory: it waits again, and its prompt and tokens so far are recomputed later (or, on a lane with preemption \"swap\", its KV blocks were swapped out to a host pool and come back). In the table: how many times that happened, both kinds counted; \"swapped out\" says how many of them were swaps."},
     "swapped": {"term": "swapped", "text": "KV memory ran out on a lane with preemption \"swap\", so the scheduler copied a running request's KV blocks out to a host pool (pinned host memory on a GPU; on a CPU another buffer in the same DRAM) and freed them: it waits, and when there is room its blocks are copied back and it goes on where it stopped, nothing recomputed. The trade: copy bandwidth against recompute compute."},

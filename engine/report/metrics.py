@@ -17,6 +17,7 @@ from engine.report.fleet_metrics import FLEET_METRICS, FLEET_REQUEST_FIELDS, fle
 from engine.report.metric_table import METRICS, TABLES, Column, Metric, format_value  # noqa: F401 (re-exported)
 from engine.report.stats import mean as _mean, percentile  # noqa: F401 (percentile re-exported)
 from engine.step import SlotState, StepRecord
+from engine.workload.slo import slo_figures
 from engine.workload.workload import Workload
 
 
@@ -248,6 +249,7 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
         "wall_s": wall_s,
         "tokens_per_s": tokens / wall_s if wall_s > 0 else None,
         "requests_per_s": returned / wall_s if wall_s > 0 else None,
+        **slo_figures(list(per.values()), wall_s, workload.slo),  # slo_met, request_goodput, slo_attainment
         "spec_acceptance_rate": accepted / proposed if proposed else None,  # proposals kept / proposals verified
         "tokens_per_decode_cell": decode_tokens / counts[SlotState.DECODE] if counts[SlotState.DECODE] else None,
     }

@@ -17,6 +17,7 @@ from engine.workload.arrivals import retime
 from engine.limits import Limits, WorkloadError, check_number
 from engine.report.metric_table import format_value, text_columns
 from engine.report.metrics import run_metrics
+from engine.workload.slo import SLO, meets_slo
 from engine.workload.trace import trace_at_rate
 from engine.workload.workload import parse_workload
 
@@ -55,11 +56,12 @@ def check_rates(rates, max_rates: int = MAX_RATES) -> list[float]:
 
 def serving_metrics(m: dict, slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None) -> dict:
     """One lane's metrics under `vllm bench serve`'s names; goodput counts the returned requests meeting every SLO
-    given (a one-token answer has no TPOT and meets the TPOT SLO)."""
+    given (engine/workload/slo.py meets_slo: a one-token answer has no TPOT and meets the TPOT SLO), every returned
+    request when none is given."""
     done = [q for q in m["requests"].values() if q["return_step"] is not None]
     duration = m["wall_s"]
-    good = [q for q in done if (slo_ttft_ms is None or q["ttft_ms"] <= slo_ttft_ms)
-            and (slo_tpot_ms is None or q["tpot_ms"] is None or q["tpot_ms"] <= slo_tpot_ms)]
+    slo = None if slo_ttft_ms is None and slo_tpot_ms is None else SLO(slo_ttft_ms, slo_tpot_ms)
+    good = [q for q in done if slo is None or meets_slo(q, slo)]
     out = {"completed": len(done), "duration": duration, "total_output_tokens": m["tokens"],
            "request_throughput": m["requests_per_s"], "output_throughput": m["tokens_per_s"],
            "request_goodput": len(good) / duration if duration else None}

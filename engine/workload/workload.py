@@ -5,7 +5,8 @@
      "requests": [{"id": str, "prompt": str, "max_new_tokens": int, "ignore_eos": bool,
                    "arrival": int (steps) | "arrival_ms": float, "priority": int,
                    "n": int (samples, engine.workload.siblings), "temperature": float, "seed": int}]
-     | "generate": {...an arrival process, see arrivals.py}}
+     | "generate": {...an arrival process, see arrivals.py},
+     "slo": {"ttft_ms": float, "tpot_ms": float} (the targets its requests are held to, engine.workload.slo)}
 
 A lane is a bare policy name or a named configuration: a policy and its own options. Arrivals count
 either steps (`arrival`) or milliseconds on each lane's clock (`arrival_ms`), one or the other in a
@@ -25,6 +26,7 @@ from engine.limits import CLI_LIMITS, Limits, WorkloadError, check_int, check_nu
 from engine.sched.policies import TRAITS, options_only_for
 from engine.spec import RequestSpec
 from engine.workload.siblings import collapse, expand
+from engine.workload.slo import SLO, parse_slo
 from engine.config import SpeculativeConfig
 from engine.workload.trace import expand_trace
 from engine.peers.vllm_options import ENGINES, check_vllm_lane
@@ -37,7 +39,8 @@ INT64 = (-2 ** 63, 2 ** 63 - 1)
 OPTION_KEYS = {f.name for f in fields(EngineConfig)} - {"slots"}
 LANE_KEYS = {"name", "policy", "slots", "engine"} | OPTION_KEYS | FLEET_KEYS
 # "claims": a preset's lesson claims, for the page to check against the run (static/js/lanes/claims.js); the engine ignores them
-WORKLOAD_KEYS = {"name", "description", "claims", "clock", "slots", "lanes", "requests", "generate", "policy", "trace"} | OPTION_KEYS
+WORKLOAD_KEYS = {"name", "description", "claims", "clock", "slots", "lanes", "requests", "generate", "policy", "trace",
+                 "slo"} | OPTION_KEYS
 CLOCKS = ("ms", "steps")  # the clocks a page can show a run on
 DEFAULT_LANES = ("static", "continuous")
 
@@ -51,6 +54,7 @@ class Workload:
     lanes: tuple[LaneSpec, ...] = ()    # the lanes it runs on (a preset's comparison), in the order given
     clock: str | None = None            # the clock its lesson speaks in, which a page opens it on ("ms" | "steps");
                                         # None: the page's choice. The engine runs both clocks alike.
+    slo: SLO | None = None              # the TTFT and TPOT targets its requests are held to (None: none set)
 
     def __post_init__(self):
         if not self.lanes:
@@ -70,6 +74,8 @@ class Workload:
              "lanes": [lane.to_dict(self.config) for lane in self.lanes]}
         if self.clock is not None:
             d["clock"] = self.clock
+        if self.slo is not None:
+            d["slo"] = self.slo.to_dict()
         d.update({k: v for k, v in self.config.changes(EngineConfig()).items() if k != "slots"})
         d["requests"] = [{"id": r.id, "prompt": r.prompt, "max_new_tokens": r.max_new_tokens,
                           "ignore_eos": r.ignore_eos,
@@ -267,7 +273,7 @@ def parse_workload(obj, limits: Limits = Limits(), slots: int | None = None, lan
     options = _options(given, "", limits, timed)
     config = _config(EngineConfig(), options, "")
     lane_specs = parse_lanes(obj.get("lanes", list(DEFAULT_LANES)) if lanes is None else lanes, config, limits, timed)
-    return Workload(name, description, config, requests, lane_specs, clock)
+    return Workload(name, description, config, requests, lane_specs, clock, parse_slo(obj.get("slo")))
 
 
 def load_workload(path: str | Path, limits: Limits = CLI_LIMITS, **overrides) -> Workload:

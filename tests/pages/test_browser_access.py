@@ -50,7 +50,9 @@ def test_palette_text_outlines_and_focus_rings_reach_wcag_aa(tab, server):
                   ("focus", "prefill"), ("focus", "decode"), ("focus", "preempted"), ("focus", "padding"),
                   ("focus", "swapped"), ("swapped", "background"),
                   ("text", "decode"), ("text", "prefill"),  # the last-token bar
-                  ("prefillCachedLine", "prefillCached")]  # the prefix cache's stripes
+                  ("prefillCachedLine", "prefillCached"),  # the prefix cache's stripes
+                  # an SLO's deadline bar and missed ring, on the cells and waits they cross
+                  ("slo", "background"), ("slo", "decode"), ("slo", "prefill"), ("slo", "padding"), ("slo", "waiting")]
     low = [(a, b, round(contrast(p[a], p[b]), 2)) for a, b in text_pairs if contrast(p[a], p[b]) < 4.5]
     low += [(a, b, round(contrast(p[a], p[b]), 2)) for a, b in line_pairs if contrast(p[a], p[b]) < 3]
     assert low == []

@@ -150,6 +150,48 @@ def test_arrivals_preset_on_the_ms_clock_draws_waits_and_arrival_marks(tab, serv
     assert "static: idle, waits for arrivals until" in lanes(tab, "narration")
     ARTIFACTS.mkdir(exist_ok=True)
     tab.screenshot(path=str(ARTIFACTS / "browser-arrivals-ms.png"), full_page=True)
+
+    # 4) the preset's SLO (TTFT <= 500 ms, TPOT <= 150 ms): met counts and goodput beside throughput, a red ring where a
+    # request missed, each request's TTFT deadline on its row in the request view; the teacher's targets recount them
+    tab.keyboard.press("End")
+    tab.wait_for_function("() => window.__lanes.shown === window.__lanes.limit")
+    assert lanes(tab, "slo") == {"ttft_ms": 500, "tpot_ms": 150}
+    met = lambda lane: tab.text_content(f'#metrics-table td[data-lane="{lane}"][data-metric="slo_met"]')  # noqa: E731
+    assert [met(lane) for lane in ("static", "dynamic", "continuous")] == ["2 / 25%", "4 / 50%", "8 / 100%"]
+    goodput = float(tab.text_content('#metrics-table td[data-lane="static"][data-metric="request_goodput"]'))
+    assert goodput == pytest.approx(lanes(tab, "lanes.static.metrics.request_goodput"), abs=0.005)
+    assert goodput < float(tab.text_content('#metrics-table td[data-lane="static"][data-metric="requests_per_s"]'))
+    misses = tab.evaluate("() => window.__lanes.sloMarks('static').misses")
+    assert len({m["id"] for m in misses}) == 6 and {m["miss"] for m in misses} == {"ttft"}
+    ring = misses[0]
+    seen = pixels(tab, {"x": ring["x"] + 1.5, "y": ring["y"] + ring["h"] / 2 - 2, "w": 2, "h": 4})
+    assert share(rgb(palette["slo"]), seen, tolerance=30) > 0.5
+    assert "missed the SLO" in [item["label"] for item in lanes(tab, "legend")]
+    tab.hover("#lanes", position={"x": ring["x"] + ring["w"] / 2, "y": ring["y"] + ring["h"] / 2})
+    tab.wait_for_function("(id) => document.getElementById('tooltip').textContent.includes('SLO missed: TTFT')",
+                          arg=ring["id"])
+    tab.mouse.move(0, 0)
+    tab.click("label:has(input[name=view][value=requests])")
+    tab.wait_for_function("() => window.__lanes.view === 'requests' && window.__lanes.sloMarks('continuous').deadlines.length === 8")
+    due = next(d for d in tab.evaluate("() => window.__lanes.sloMarks('continuous').deadlines") if d["id"] == "R1")
+    assert due["x"] == pytest.approx(tab.evaluate("() => window.__lanes.layout.axis.x") + 500 *
+                                     tab.evaluate("() => window.__lanes.layout.axis.w / window.__lanes.layout.domain"), abs=0.5)
+    assert share(rgb(palette["slo"]), pixels(tab, {"x": due["x"] - 0.5, "y": due["y"] + 2, "w": 1, "h": due["h"] - 4}),
+                 tolerance=30) > 0.5
+    tab.screenshot(path=str(ARTIFACTS / "browser-arrivals-slo-missed.png"), full_page=True)
+    tab.fill("#slo-targets input[name=ttft_ms]", "0")
+    tab.click("#slo-targets button[type=submit]")
+    assert tab.get_attribute("#slo-targets input[name=ttft_ms]", "aria-invalid") == "true"
+    assert "more than 0" in tab.text_content("#slo-targets .field-error")
+    tab.fill("#slo-targets input[name=ttft_ms]", "2000")
+    tab.click("#slo-targets button[type=submit]")
+    tab.wait_for_function("() => window.__lanes.slo && window.__lanes.slo.ttft_ms === 2000")
+    assert met("static") == "8 / 100%" and tab.evaluate("() => window.__lanes.sloMarks('static').misses") == []
+    assert lanes(tab, "metricsCheck") == "ok"  # the server's numbers are the run's own SLO's, and still agree
+    tab.screenshot(path=str(ARTIFACTS / "browser-arrivals-slo.png"), full_page=True)
+    tab.click("#slo-targets button:has-text(\"the run's\")")
+    tab.wait_for_function("() => window.__lanes.slo.ttft_ms === 500")
+    assert met("static") == "2 / 25%"
     assert tab.problems == []
 
 

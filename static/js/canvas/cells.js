@@ -29,6 +29,7 @@ export const PALETTE = Object.freeze({
   kv: "#b8619a", kvTrack: "#f4ecf1", kvBudget: "#6b3a57",
   playhead: "#1d2330",
   focus: "#1d2330",
+  slo: "#a01c14",  // an SLO's TTFT deadline and the ring where a request missed it: 3:1 on white, decode, prefill, padding, waiting
 });
 
 export const FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
@@ -246,3 +247,33 @@ export function drawFocus(ctx, rect, kind) {
   ctx.lineWidth = 1;
 }
 
+
+/**
+ * A request's TTFT deadline on its row (arrival + the SLO's TTFT target): a red bar across the row with a small
+ * flag at its top, so a first token to its right came too late. `x`: the deadline; `row`: the row's rectangle.
+ */
+export function drawDeadline(ctx, x, row) {
+  ctx.fillStyle = PALETTE.slo;
+  ctx.fillRect(Math.round(x) - 1, row.y + 1, 2, row.h - 2);
+  ctx.beginPath();
+  ctx.moveTo(x + 1, row.y + 1);
+  ctx.lineTo(x + 6, row.y + 3.5);
+  ctx.lineTo(x + 1, row.y + 6);
+  ctx.fill();
+}
+
+/** The cell where a request missed its SLO (its first token too late, or its last after too slow a pace): a red ring
+ * with a white line inside it, which shows on every cell colour. */
+export function drawSloMiss(ctx, rect) {
+  const r = { x: rect.x + 1.5, y: rect.y + 1.5, w: Math.max(2, rect.w - 3), h: Math.max(2, rect.h - 3) };
+  ctx.lineWidth = 3;
+  ctx.strokeStyle = PALETTE.slo;
+  ctx.beginPath();
+  ctx.roundRect(r.x, r.y, r.w, r.h, Math.min(6, r.h / 3));
+  ctx.stroke();
+  ctx.lineWidth = 1;
+  ctx.strokeStyle = PALETTE.background;
+  ctx.beginPath();
+  ctx.roundRect(r.x + 2, r.y + 2, Math.max(1, r.w - 4), Math.max(1, r.h - 4), Math.min(4, r.h / 4));
+  ctx.stroke();
+}

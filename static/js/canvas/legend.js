@@ -1,18 +1,21 @@
 /**
  * The canvas legend: which entries a scene needs (an idle slot in the slot view, queued in the request
- * view, preempted, waiting and arrival marks only when the run shows them, and always the KV memory
+ * view, preempted, waiting and arrival marks only when the run shows them, an SLO's deadline and missed
+ * mark when targets are set, and always the KV memory
  * strip), how wide a label is, and drawing the entries where layout.js placed them (wrapped onto as
  * many rows as the width needs). Each entry names its glossary term (glossary.js), which the page's
  * focusable legend keys over the canvas explain. A layout without placed items (one made without a
  * legend spec) gets the entries laid out here, as before. Reads the scene and the layout; changes neither.
  */
-import { FONT, PALETTE, drawCell, drawMark, drawWaiting } from "./cells.js";
+import { FONT, PALETTE, drawCell, drawDeadline, drawMark, drawSloMiss, drawWaiting } from "./cells.js";
 import { PRESENT_MIN } from "./layout.js";
 import { Phase, SlotState, StopReason } from "../core/vocab.js";
 
 const ARRIVAL = "arrival";  // the legend's arrival mark (not a cell kind)
 const KV = "kv";            // the KV memory strip under each lane
 const CACHED = "cached";    // a prefill cell whose prompt came partly from the prefix cache
+const DEADLINE = "deadline";  // an SLO's TTFT deadline on a request's row (the request view)
+const MISSED = "missed";    // the ring on the cell where a request missed its SLO
 
 // [kind, label, cell info, glossary term, short label (presenter mode: one row; the glossary says the rest)]
 const LEGEND = [
@@ -28,8 +31,14 @@ const LEGEND = [
   [Phase.DECODE, "several tokens: proposals kept", { label: "", written: 3 }, "several_tokens", "several tokens"],
   [Phase.DECODE, "last token (\u25cf at EOS)", { label: "", stop: StopReason.EOS }, "last_token", "last token"],
   [ARRIVAL, "request arrives", {}, "arrival", "arrives"],
+  [DEADLINE, "TTFT deadline (SLO)", {}, "slo", "deadline"],
+  [MISSED, "missed the SLO", { label: "" }, "slo", "SLO miss"],
   [KV, "KV memory (- - budget)", {}, "kv", "KV memory"],
 ];
+
+// marks narrower than a cell: the arrival triangle, the deadline bar, the missed ring (a row of presenter mode's legend
+// at 1280 px has no room to spare)
+const NARROW = Object.freeze({ [ARRIVAL]: 12, [DEADLINE]: 12, [MISSED]: 18 });
 
 function shown(kind, flags, term) {
   if (kind === Phase.QUEUED) return flags.view === "requests";
@@ -39,6 +48,8 @@ function shown(kind, flags, term) {
   if (kind === Phase.WAITING) return flags.waiting;
   if (kind === ARRIVAL) return flags.marks;
   if (kind === CACHED) return Boolean(flags.prefixCache);
+  if (kind === DEADLINE) return Boolean(flags.slo) && flags.view === "requests";
+  if (kind === MISSED) return Boolean(flags.slo);
   if (term === "several_tokens") return Boolean(flags.speculative);
   return true;
 }
@@ -50,7 +61,7 @@ function shown(kind, flags, term) {
 export function legendEntries(flags, px = 12, short = false) {
   const cell = Math.round((26 * px) / 12);
   return LEGEND.filter(([kind, , , term]) => shown(kind, flags, term)).map(([kind, label, info, term, brief]) => ({ kind,
-    label: short ? brief : label, info, term, swatch: kind === ARRIVAL ? 12 : cell }));
+    label: short ? brief : label, info, term, swatch: NARROW[kind] || cell }));
 }
 
 let measuring = null;
@@ -84,6 +95,8 @@ function drawEntry(ctx, entry, x, y, px, h = 18) {
   else if (entry.kind === ARRIVAL) drawMark(ctx, x + 6, { y: y + h / 2 - 5, h: 10 });
   else if (entry.kind === KV) drawKvSwatch(ctx, swatch);
   else if (entry.kind === CACHED) drawCell(ctx, swatch, Phase.PREFILL, info);
+  else if (entry.kind === DEADLINE) drawDeadline(ctx, x + 4, swatch);
+  else if (entry.kind === MISSED) drawSloMiss(ctx, swatch);
   else drawCell(ctx, swatch, entry.kind, info);
   ctx.fillStyle = PALETTE.text;
   ctx.textAlign = "left";

@@ -7,10 +7,11 @@
  * neither; it returns the text it wrote, each with its font size (ink.js), for the probe. How one cell looks and the palette live in
  * cells.js, the legend in legend.js.
  */
-import { FONT, PALETTE, drawCell, drawFlag, drawFocus, drawMark, drawWaiting, fitText } from "./cells.js";
+import { FONT, PALETTE, drawCell, drawDeadline, drawFlag, drawFocus, drawMark, drawSloMiss, drawWaiting, fitText } from "./cells.js";
 import { noting } from "./ink.js";
 import { PRESENT_MIN, TYPE, axisTicks, cellRect, columnRect, flagRects, flagText, gapRect, markX, stepSpan, timeX } from "./layout.js";
 import { drawLegend } from "./legend.js";
+import { stepPosition } from "../core/slo.js";
 import { Phase } from "../core/vocab.js";
 
 export { PALETTE };
@@ -72,6 +73,42 @@ function drawStep(ctx, layout, lane, data, scene, s) {
   const [x0, x1] = stepSpan(layout, lane, s);
   ctx.fillStyle = PALETTE.kv;
   ctx.fillRect(x0, lane.kv.y + lane.kv.h * (1 - frac), Math.max(1, x1 - x0 - 1), lane.kv.h * frac);
+}
+
+/**
+ * A lane's SLO marks as the canvas draws them, up to step `steps`: `deadlines` [{id, x, y, h}], each request's TTFT
+ * deadline on its row in the request view (arrival + the TTFT target; on the step clock inside the step whose span
+ * holds it), and `misses` [{id, miss ("ttft" | "tpot"), step, x, y, w, h}], the cell where a request missed a target:
+ * its first token for TTFT, its last for TPOT (either view). `lane`: the layout's; `data`: the scene's.
+ */
+export function sloMarks(layout, lane, data, view, steps) {
+  const { slo, timeline } = data;
+  const deadlines = [];
+  const misses = [];
+  if (!slo) return { deadlines, misses };
+  if (view === "requests" && slo.ttft_ms) {
+    for (const a of timeline.arrivals) {
+      const row = lane.rows.indexOf(a.id);
+      const due = a.arrival_ms + slo.ttft_ms;
+      const x = timeX(layout, layout.clock === "steps" ? stepPosition(due, timeline.starts, timeline.ends) : due);
+      if (row >= 0) deadlines.push({ id: a.id, x, y: lane.grid.y + row * lane.rowH, h: lane.rowH });
+    }
+  }
+  for (const [id, v] of data.verdicts) {
+    for (const miss of v.misses) {
+      const step = miss === "ttft" ? v.first_token_step : v.finish_step;
+      if (step === null || step > steps) continue;
+      const row = view === "requests" ? lane.rows.indexOf(id) : data.records[step - 1].slots.findIndex((c) => c.request === id);
+      if (row >= 0) misses.push({ id, miss, step, ...cellRect(layout, lane, step, row) });
+    }
+  }
+  return { deadlines, misses };
+}
+
+function drawSlo(ctx, layout, lane, data, view, steps) {
+  const { deadlines, misses } = sloMarks(layout, lane, data, view, steps);
+  for (const d of deadlines) drawDeadline(ctx, d.x, d);
+  for (const m of misses) drawSloMiss(ctx, m);
 }
 
 /**
@@ -140,6 +177,7 @@ function drawLane(ink, layout, lane, scene) {
     }
   }
   for (let s = 1; s <= steps; s += 1) drawStep(ctx, layout, lane, data, scene, s);
+  if (data.slo) drawSlo(ctx, layout, lane, data, scene.view, steps);
   if (marks.h) for (const a of data.timeline.arrivals) drawMark(ctx, markX(layout, a), marks, a.branch ? PALETTE.route : undefined);
   if (lane.flags && lane.flags.h) {
     for (const p of data.timeline.preemptions) {

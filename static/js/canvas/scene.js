@@ -8,6 +8,7 @@
 import { laneTitle, orderLanes, resolvedConfig } from "../core/laneconfig.js";
 import { isTimed, laneMetrics, mismatches } from "../core/metrics.js";
 import { traitsOf } from "../core/policies.js";
+import { sloVerdicts, withSlo } from "../core/slo.js";
 import { estimateSteps, gapAt, laneTimeline, perRecords, stepAt, stepCount } from "../core/timeline.js";
 import { RunStatus, SlotState } from "../core/vocab.js";
 import { count } from "../core/words.js";
@@ -150,9 +151,14 @@ function kvLabel(point) {
   return `KV ${point.used}/${point.total} ${point.unit === "blocks" ? "blk" : "tok"}`;
 }
 
+/** The SLO a frame holds the run to: the teacher's targets (`override`), else the workload's own, else null. */
+export function sloOf(derived, override = null) {
+  return override || (derived.run && derived.run.workload && derived.run.workload.slo) || null;
+}
+
 /** What the legend explains for a run on a clock and view: {view, preemption, waiting, marks, prefixCache,
- * speculative}. */
-export function legendFlags(derived, { view, clock }) {
+ * speculative, swap, swapOnly, slo (targets set: the TTFT deadline, in the request view, and the missed mark)}. */
+export function legendFlags(derived, { view, clock, slo = null }) {
   const preemption = Boolean(derived.run && derived.run.workload && derived.run.workload.kv_budget)
     || derived.lanes.some((l) => l.config.options.kv_budget) || Object.values(derived.metrics).some((m) => m.preemptions > 0);
   // The legend explains waiting when some lane shows it on this clock.
@@ -165,28 +171,44 @@ export function legendFlags(derived, { view, clock }) {
     || l.records.some((r) => r.slots.some((c) => c.state === SlotState.SWAPPED)));
   const swap = swapping.some(Boolean);
   const swapOnly = swap && swapping.every(Boolean);
-  return { view, preemption, waiting, marks: derived.marks, prefixCache, speculative, swap, swapOnly };
+  return { view, preemption, waiting, marks: derived.marks, prefixCache, speculative, swap, swapOnly,
+    slo: Boolean(sloOf(derived, slo)) };
+}
+
+const verdictMemo = new WeakMap();  // a lane's whole metrics -> {slo, value}: its requests' SLO verdicts
+
+function verdictsOf(whole, slo) {
+  const memo = verdictMemo.get(whole);
+  if (memo && memo.slo === slo) return memo.value;
+  const value = sloVerdicts(whole.requests, slo);
+  verdictMemo.set(whole, { slo, value });
+  return value;
 }
 
 /**
- * What the renderer draws this frame; each lane carries `metrics`, its numbers up to its step at the playhead,
- * and `kvAt`, its KV use there.
+ * What the renderer draws this frame; each lane carries `metrics`, its numbers up to its step at the playhead (their
+ * SLO figures under `slo`, the teacher's targets, when given), `kvAt`, its KV use there, and `slo` with `verdicts`:
+ * the targets the frame holds it to and each returned request's verdict (core/slo.js sloVerdicts) over the whole run.
  */
-export function buildScene(derived, { view, clock, t, focus }) {
+export function buildScene(derived, { view, clock, t, focus, slo: override = null }) {
+  const slo = sloOf(derived, override);
   const atPlayhead = (lane) => {
     const step = laneStep(lane, clock, t);
     const gap = clock === "ms" && step <= lane.records.length ? gapAt(lane.timeline, t) : null;
     const shown = Math.min(step, lane.records.length);
-    const metrics = metricsUpTo(lane, shown, lane.workload || derived.run.workload, lane.whole || derived.metrics[lane.name]);
+    const whole = lane.whole || derived.metrics[lane.name];
+    let metrics = metricsUpTo(lane, shown, lane.workload || derived.run.workload, whole);
+    if (override) metrics = withSlo(metrics, override);  // the teacher's targets: the figures the table shows
     const kv = kvAt(lane, gap ? step - 1 : step);
     // ended: done, and the playhead at its end or past it (the longest lane's end is where the playhead stops)
     const ended = Boolean(lane.done) && t >= laneEnd(lane, clock) - 1e-9;
     return { ...lane, step, gap, ended, revealed: shown, metrics, caption: caption(lane, shown, metrics, clock), kvAt: kv,
-      kvLabel: kvLabel(kv) };
+      kvLabel: kvLabel(kv), slo, verdicts: whole ? verdictsOf(whole, slo) : new Map() };
   };
   // `rows`: the run's lanes (the metrics table's rows: a fleet is one); `lanes`: what the canvas draws (a fleet's replicas)
   const rows = derived.lanes.map(atPlayhead);
   const lanes = (derived.drawn || derived.lanes).map((lane) => (lane.fleet === undefined ? rows.find((r) => r.name === lane.name)
     : atPlayhead(lane)));
-  return { lanes, rows, clock, t, focus, ...legendFlags(derived, { view, clock }), timed: derived.timed };
+  return { lanes, rows, clock, t, focus, ...legendFlags(derived, { view, clock, slo }), sloTargets: slo,
+    timed: derived.timed };
 }

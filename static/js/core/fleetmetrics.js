@@ -4,6 +4,7 @@
  * available and achieved read from the records' routes. DOM-free.
  */
 import { SlotState } from "./catalog.js";
+import { sloFigures } from "./slo.js";
 import { mean, percentile } from "./stats.js";
 
 export const FLEET_METRICS = Object.freeze(["mean_load_imbalance", "max_load_imbalance", "prefix_hit_rate_available",
@@ -63,6 +64,7 @@ export function fleetMetrics(records, workload, laneMetrics) {
     mean_ttft_steps: mean(stat("ttft_steps")), mean_latency_steps: mean(stat("latency_steps")),
     p50_latency_steps: percentile(stat("latency_steps"), 50), p95_latency_steps: percentile(stat("latency_steps"), 95),
     wall_s: wallS, tokens_per_s: wallS > 0 ? out.tokens / wallS : null, requests_per_s: wallS > 0 ? returned / wallS : null,
+    ...sloFigures(per, wallS, workload.slo),  // over the fleet's requests, on its wall clock
     spec_acceptance_rate: proposed ? accepted / proposed : null,
     tokens_per_decode_cell: decode.length ? decode.reduce((n, c) => n + (c.tokens || [1]).length, 0) / decode.length : null,
   });

@@ -9,6 +9,7 @@ import { METRICS, SlotState, StopReason } from "./catalog.js";
 import { configOf } from "./laneconfig.js";
 import { FLEET_METRICS, fleetMetrics } from "./fleetmetrics.js";
 import { tokenUtilization } from "./memmap.js";
+import { sloFigures } from "./slo.js";
 import { mean, percentile } from "./stats.js";
 
 export { percentile };  // noise.js and live/figures.js read it here
@@ -272,6 +273,7 @@ export function laneMetrics(records, workload) {
     wall_s: wallS,
     tokens_per_s: wallS > 0 ? tokens / wallS : null,
     requests_per_s: wallS > 0 ? returned / wallS : null,
+    ...sloFigures(all, wallS, workload.slo),  // slo_met, request_goodput, slo_attainment (slo.js)
     spec_acceptance_rate: proposed ? accepted / proposed : null,
     tokens_per_decode_cell: counts[SlotState.DECODE] ? decodeTokens / counts[SlotState.DECODE] : null,
   };

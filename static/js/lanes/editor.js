@@ -20,7 +20,8 @@ const DEFAULT_LIMITS = { max_requests: 32, max_n: 8, max_slots: 16, max_new_toke
   max_arrival: 500, max_arrival_ms: 600000, max_id_chars: 32, max_name_chars: 80, max_description_chars: 600, max_wait: 100, max_kv_budget: 65536,
   min_kv_budget: 16 };  // until /api/limits answers: the server's kv_block_size default
 const OPTIONS = ["kv_budget", "chunk_size", "max_batch_tokens"];
-const KEPT = ["kv_block_size", "fused", "prefix_cache", "speculative", "kv_allocation", "preemption"];  // engine options without a field here: carried through unchanged
+// engine options without a field here, and the SLO (the metrics panel's targets: slotargets.js): carried through unchanged
+const KEPT = ["kv_block_size", "fused", "prefix_cache", "speculative", "kv_allocation", "preemption", "slo"];
 
 export function createEditor(root, { onChange, onRun, onGenerate }) {
   let limits = DEFAULT_LIMITS;

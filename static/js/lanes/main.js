@@ -39,6 +39,7 @@ import { bindGlossary } from "../ui/tips.js";
 import { createTokenCount } from "./tokencount.js";
 import { MEMORY, bindMemory, showMemory } from "./memmap-view.js";
 import { followZoom, viewOf } from "./zoom.js";
+import { SLO, createSloTargets } from "./slotargets.js";
 
 const $ = (id) => document.getElementById(id);
 const dom = {
@@ -70,7 +71,7 @@ let pb = playback.createPlayback();
 // present, reveal, zoom, drag: teach.js
 let ui = { view: "slots", hover: null, help: false, requestLane: null, preset: null, intro: true, link: null,
   present: false, reveal: false, zoom: null, drag: null, laneFrom: 0,  // laneFrom: presenter mode's first lane shown
-  memory: false };  // memory: the memory map shows in place of the lanes (memmap-view.js)
+  memory: false, slo: null };  // memory: the memory map in place of the lanes (memmap-view.js); slo: the teacher's targets
 let presets = [];
 let promptLimit = Infinity;  // the server's max_prompt_chars once /api/limits answers
 let domain = null;
@@ -88,6 +89,7 @@ const editor = createEditor($("editor"), { onChange: () => push({ type: "mix-cha
   onGenerate: (spec) => push({ type: "generate", spec }) });
 dom.runMix = $("run-mix");
 const panels = createPanelView(dom);  // the tables and the tooltip, rebuilt when what they show changed
+const sloTargets = createSloTargets($("slo-targets"), push);  // the SLO's targets, the run's or the teacher's
 bindControls(dom, push);
 bindPresent(dom, push);  // presenter mode's lane pager
 bindMemory($("btn-memory"), push);
@@ -203,7 +205,7 @@ function onServer(event) {
     // a preset's run (clicked, linked, replayed or watched) opens on the clock its lesson speaks in
     const named = run.workload.clock || (presets.find((p) => p.name === run.workload.name) || {}).clock;
     pb = { ...pb, t: 0, playing: true, clock: isTimed(run.workload) ? "ms" : named || pb.clock };
-    ui = { ...ui, requestLane: null, link: null, intro: false };
+    ui = { ...ui, requestLane: null, link: null, intro: false, slo: null };  // a new run: its own SLO
     if (!run.own) {  // a shared link, a replay or the teacher's run: its mix in the editor, its preset's lesson and button
       editor.load(run.workload);
       ui = { ...ui, preset: presets.some((p) => p.name === run.workload.name) ? run.workload.name : null };
@@ -336,6 +338,7 @@ function onInput(a, derived) {
       break;
     }
     case MEMORY: ui = { ...ui, memory: !ui.memory }; break;
+    case SLO: ui = { ...ui, slo: a.slo }; break;
     case Input.VIEW: ui = { ...ui, view: a.view || (ui.view === "slots" ? "requests" : "slots") }; break;
     case Input.HELP: ui = { ...ui, help: a.close ? false : !ui.help }; break;
     case Input.HOVER: ui = { ...ui, hover: a.x === null ? null : { x: a.x, y: a.y } }; break;
@@ -351,14 +354,14 @@ let layoutMemo = { key: [], value: null };
  * under which lanes never shrink below what the back of the room reads: those that do not fit take turns. */
 function layoutOf(derived, axis, maxHeight) {
   const width = dom.wrap.clientWidth;
-  const key = [derived, width, ui.view, pb.clock, axis.from, axis.span, maxHeight, ui.present, ui.reveal, ui.laneFrom];
+  const key = [derived, width, ui.view, pb.clock, axis.from, axis.span, maxHeight, ui.present, ui.reveal, ui.laneFrom, ui.slo];
   if (key.every((k, i) => k === layoutMemo.key[i])) return layoutMemo.value;
   const workload = derived.run && derived.run.workload;
   const lanes = derived.drawn.map((l) => ({ name: l.name, title: l.title, rows: laneRows(l, ui.view, l.workload || workload),
     starts: l.timeline.starts, ends: l.timeline.ends, gaps: l.timeline.gaps, arrivals: derived.marks ? l.timeline.arrivals : null,
     kvBudget: l.kvBudget, preemptions: l.mayPreempt ? l.timeline.preemptions : null }));
   const px = ui.present ? 16 : 12;  // layout.js TYPE.legend
-  const flags = legendFlags(derived, { view: ui.view, clock: pb.clock });  // predict-then-reveal: waits are possible, not seen
+  const flags = legendFlags(derived, { view: ui.view, clock: pb.clock, slo: ui.slo });  // reveal: waits are possible, not seen
   const legend = { entries: legendEntries(ui.reveal ? { ...flags, waiting: derived.marks } : flags, px, ui.present),
     measure: (text) => legendTextWidth(text, px) };
   const opts = { view: ui.view, clock: pb.clock, domain: axis.span, from: axis.from, legend, maxHeight, present: ui.present };
@@ -375,7 +378,8 @@ function render() {
   if (syncTeach(dom, ui, { zoomed: Boolean(ui.zoom), hasRun: derived.lanes.length > 0, live: streaming && pb.t < limit - 1e-6 })) {
     window.scrollTo(0, 0);  // presenter mode: the stage fills the screen from the top
   }
-  let scene = buildScene(derived, { view: ui.view, clock: pb.clock, t: shown, focus: null });
+  let scene = buildScene(derived, { view: ui.view, clock: pb.clock, t: shown, focus: null, slo: ui.slo });
+  sloTargets.sync(state.run && state.run.workload ? state.run.workload.slo || null : null, ui.slo);
   const revealed = !ui.reveal || allRevealed(scene);  // predict-then-reveal holds back what the playhead has not reached
   if (ui.reveal) scene = maskScene(scene);
   const whole = pb.clock === "steps" ? domain.steps : domain.ms;

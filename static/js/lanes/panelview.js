@@ -23,7 +23,8 @@ export function createPanelView(dom) {
     const atEnd = rows.every((l) => l.step >= l.records.length) && shown >= limit - 1e-9;
     const at = atEnd ? null : clock === "steps" ? `step ${Math.ceil(shown - 1e-9)}` : `${(shown / 1000).toFixed(2)} s`;
     const hidden = Object.fromEntries(rows.map((l) => [l.name, Boolean(reveal && !laneRevealed(l))]));
-    const key = [derived.run, derived.check, lane, rows.map((l) => l.step).join(), at, Object.values(hidden).join()];
+    const key = [derived.run, derived.check, lane, rows.map((l) => l.step).join(), at, Object.values(hidden).join(),
+      JSON.stringify(scene.sloTargets)];  // the teacher's SLO targets change the goodput and met columns
     if (key.every((k, i) => k === panelKey[i])) return;
     panelKey = key;
     const metrics = Object.fromEntries(rows.map((l) => [l.name, l.metrics]));
@@ -42,7 +43,7 @@ export function createPanelView(dom) {
   function tooltip(hover, point, layout, derived, view) {
     const { hit } = hover;
     const key = [hover.lane.name, hit.kind, hit.step, hit.row, hit.gap && hit.gap.step, (hit.marks || []).map((m) => m.id).join(),
-      view, derived.run && derived.run.id, point.x, point.y, layout.width, layout.height].join("|");
+      view, derived.run && derived.run.id, point.x, point.y, layout.width, layout.height, JSON.stringify(hover.lane.slo)].join("|");
     if (key === tooltipKey) return;
     tooltipKey = key;
     renderTooltip(dom.tooltip, tooltipParts(hover.lane, hit, view, derived.run.workload));

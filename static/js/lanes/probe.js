@@ -6,10 +6,11 @@
  * and legend item sits, in CSS pixels relative to the canvas, with the type scale it draws in, the
  * part of the run the x-axis shows, and each preemption's flag), and the teaching modes (presenter,
  * predict-then-reveal, zoom), and every text the canvas drew with the font size it drew it in (`labels`:
- * renderer.js returns them). Tests wait on it, never on a sleep.
+ * renderer.js returns them), and the SLO the frame holds the run to with its marks as drawn. Tests wait on it, never on
+ * a sleep.
  */
 import { cellRect, columnRect, flagRects, gapRect, markX } from "../canvas/layout.js";
-import { PALETTE } from "../canvas/renderer.js";
+import { PALETTE, sloMarks } from "../canvas/renderer.js";
 
 function withoutRequests(m) {
   const { requests, ...rest } = m;
@@ -74,6 +75,14 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
       canvas: { left: rect.left + window.scrollX, top: rect.top + window.scrollY },
       lanes: layout.lanes.map((l) => ({ name: l.name, title: l.title, marks: l.marks, flags: l.flags, grid: l.grid, kv: l.kv,
         rowH: l.rowH, rows: l.rows.length })),
+    },
+    /** The SLO's targets in force ({ttft_ms, tpot_ms}: the teacher's, else the run's), or null. */
+    slo: scene.sloTargets || null,
+    /** A lane's SLO marks as drawn (renderer.js sloMarks): {deadlines: [{id, x, y, h}], misses: [{id, miss, step, x, y, w, h}]}. */
+    sloMarks(lane) {
+      const l = laneLayout(lane);
+      const data = scene.lanes.find((d) => d.name === lane);
+      return l && data ? sloMarks(layout, l, data, scene.view, Math.min(data.records.length, data.revealed)) : { deadlines: [], misses: [] };
     },
     /** A lane's preemption flags as drawn: [{id, step, pill: {x, y, w, h}, pole: {...}}] (empty: it cannot preempt). */
     preemptions(lane) {

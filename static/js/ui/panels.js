@@ -9,6 +9,7 @@ import { cellText, columnsOf } from "../core/columns.js";
 import { isSimulated, writtenText } from "../core/metrics.js";
 import { watchOverflow } from "./scrollcue.js";
 import { sampleLine, siblingOf } from "../core/siblings.js";
+import { sloLine, sloWords } from "../core/slo.js";
 import { termNode } from "./tips.js";
 import { Forward, Phase, StopReason } from "../core/vocab.js";
 import { waitTerm, waitText } from "../core/waits.js";
@@ -18,8 +19,8 @@ const dash = "\u2013";
 const ms = (v) => (v === null || v === undefined ? dash : `${Math.round(v)}`);
 
 /** The metrics table's columns, as the metric table's "page" table declares them (a `when` column shows only for
- * a run with a speculative lane, with a prefix cache hit, with block tables, with a swap-out, or with a fleet: the table is full
- * enough without them). */
+ * a run with a speculative lane, with a prefix cache hit, with block tables, with a swap-out, with a fleet, or with an
+ * SLO set: the table is full enough without them). */
 const METRIC_COLUMNS = columnsOf("page");
 
 /**
@@ -33,6 +34,7 @@ const METRIC_COLUMNS = columnsOf("page");
 export function renderMetrics(table, caption, metrics, rowNote, check, at = null, hidden = {}, speculative = false) {
   if (!table.parentElement.dataset.overflow) watchOverflow(table.parentElement);  // a column past the edge is cued
   const shows = { speculative, prefix_cache: Object.values(metrics).some((m) => m.prompt_tokens_cached > 0),
+    slo: Object.values(metrics).some((m) => m.slo_met !== null && m.slo_met !== undefined),
     paged: Object.values(metrics).some((m) => m.token_utilization !== null && m.token_utilization !== undefined),
     swap: Object.values(metrics).some((m) => m.swaps > 0),
     fleet: Object.values(metrics).some((m) => m.max_load_imbalance !== null && m.max_load_imbalance !== undefined) };
@@ -201,6 +203,12 @@ function cellLines(lane, step, what, view, workload) {
   lines.push(`${lane.name} lane${lane.name === lane.policy ? "" : ` (${lane.policy})`} \u00b7 ${what.kind}`);
   const arrival = what.request && lane.timeline.arrivals.find((a) => a.id === what.request);
   if (arrival) lines.push(`arrived at ${seconds(arrival.arrival_ms)} on this lane's clock`);
+  if (arrival && lane.slo) {  // the SLO it is held to: its verdict once the playhead passed its answer, else its targets
+    const answered = lane.verdicts && lane.verdicts.get(what.request);
+    const verdict = answered && !(lane.revealed < answered.finish_step) ? answered : null;
+    lines.push(verdict ? sloLine(verdict, lane.slo) : `SLO: ${sloWords(lane.slo)}${lane.slo.ttft_ms
+      ? ` (first token due by ${seconds(arrival.arrival_ms + lane.slo.ttft_ms)})` : ""}`);
+  }
   if (what.kind === Phase.QUEUED && waitLine(rec, what.request, workload)) lines.push(waitLine(rec, what.request, workload));
   const cell = what.cell;
   // two facts, two words: how much of the prompt's K/V exists after this step; and, on a lane with a prefix cache,
