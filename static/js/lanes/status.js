@@ -97,10 +97,10 @@ function runLine(state, hide, short) {
         : "Joining the run\u2026", "warn"];
     case RunStatus.RUNNING:
       if (!run.t && startsVllm(run.workload)) return [`Running${on}: starting vLLM\u2026 (its engine loads and compiles the model, about a minute on a CPU), then step 1.`, "warn"];
-      return [`Running${on}: ${hide ? "" : `step ${run.t} computed, `}streaming in.`
-      + (run.own ? " Another preset or Run stops it and starts that mix." : ""), ""];
-    case RunStatus.FINISHED: return [`Finished${on}: ${hide ? "predict, then reveal (the totals show at the end)"
-      : count(run.t, "shared step")}.`, "ok"];
+      return [`Running${on}: ${hide ? "" : `step ${run.t} computed, `}streaming in.`  // Present: one line, so two lanes fit
+      + (run.own && !short ? " Another preset or Run stops it and starts that mix." : ""), ""];
+    case RunStatus.FINISHED: return [`Finished${on}: ${hide ? (short ? "the totals show at the end"
+      : "predict, then reveal (the totals show at the end)") : count(run.t, "shared step")}.`, "ok"];
     case RunStatus.CANCELLED: return ["You stopped this run to start another.", ""];
     default: return ["", ""];
   }
