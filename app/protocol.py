@@ -45,6 +45,7 @@ class Event(StrEnum):
     LIVE_STEP = "live_step"        # one step of the live lane (the OpenAI API's traffic), to the `live` room
     CLASS_STATE = "class_state"    # a class as its member sees it: code, role, submits allowed, the teacher's run
     CLASS_CLOSED = "class_closed"  # the class ended (closed by its teacher, or the teacher left): {code, message}
+    RUN_PAUSED = "run_paused"      # a class's teacher paused or resumed the run: {run_id, paused, reason}, logged
 
 
 class RunStatus(StrEnum):

@@ -43,6 +43,7 @@ DEFAULTS = {
     "MAX_CLASS_QUEUED": 8,          # queued student runs one class may hold (the teacher's never count)
     "MAX_CLASS_STUDENTS": 200,      # students one class may hold
     "MAX_CLASSES": 50,              # classes open at once on one web process
+    "PAUSE_CAP_S": 120.0,           # a run its class's teacher paused goes on by itself after this long
     "CLASS_GRACE_S": 60.0,          # a class whose teacher's page is gone this long ends (a reload rejoins)
 }
 # The server's own limits, by the name `GET /api/limits` and `--limit NAME=N` give them -> their config key.

@@ -9,8 +9,8 @@ process of a deployment, in Redis). This module knows jobs and payloads, nothing
 """
 from typing import Protocol
 
-from ..protocol import Event, RunStatus, Send, as_backlog
-from .job import STUDENT, Job
+from ..protocol import Event, Rejected, RunStatus, Send, as_backlog
+from .job import STUDENT, TEACHER, Job
 
 
 class Book(Protocol):
@@ -27,6 +27,9 @@ class Book(Protocol):
     def cancel(self, sid: str, run_id: str, class_code: str | None = None) -> list[Send]:
         """`sid` cancels its own queued or running job, or (`class_code`, its teacher checked by the caller) a
         student's job of that class; `Rejected` if there is no such live job."""
+    def pause(self, run_id: str, class_code: str, paused: bool) -> None:
+        """A class's teacher (checked by the caller) pauses or resumes a running job of the class, its own or a
+        student's; `Rejected` if there is no such running job."""
     def forget(self, sid: str) -> list[Send]:
         """`sid` disconnected: it watches nothing any more."""
     def queue_length(self) -> int: ...
@@ -50,6 +53,8 @@ class Book(Protocol):
     def set_progress(self, job: Job, fraction: float) -> None: ...
     def stop_reason(self, job: Job) -> str | None:
         """Why a running job must stop now (its submitter cancelled it, nobody watched it), or None."""
+    def paused_since(self, job: Job) -> float | None:
+        """When (time.time()) its class's teacher paused `job`, or None: it runs."""
     def housekeeping(self) -> list[Send]:
         """Cancel queued jobs nobody watched for the grace period (and, in Redis, end dead workers' runs)."""
     def end(self, job: Job, status: RunStatus, reason: str) -> list[Send]:
@@ -63,6 +68,21 @@ def may_cancel(job: Job, sid: str, class_code: str | None) -> bool:
     if class_code is not None:
         return job.class_code == class_code and job.role == STUDENT
     return job.sid == sid
+
+
+PAUSE_CAP_S = 120.0   # a paused run goes on by itself after this long: nothing waits on a teacher who forgot it
+NEXT_RUN = "the teacher started another run while this one was paused"
+
+
+def check_pause(job: Job | None, status: RunStatus | None, class_code: str) -> None:
+    """A class's teacher may pause a running job of that class (its own, a student's): else `Rejected`."""
+    if not job or status is not RunStatus.RUNNING or job.class_code != class_code:
+        raise Rejected("not_found", "the class has no running run to pause or resume", field="run_id")
+
+
+def teacher_waits(job: Job, queued: list[Job]) -> bool:
+    """Whether a run of `job`'s class by its teacher waits in the queue (it ends a paused `job`: NEXT_RUN)."""
+    return job.class_code is not None and any(q.class_code == job.class_code and q.role == TEACHER for q in queued)
 
 
 def cancel_reason(class_code: str | None) -> str:

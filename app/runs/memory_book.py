@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from ..protocol import Event, Rejected, RunStatus, Send, ended_payload
-from .book import backlog, cancel_reason, may_cancel
+from .book import backlog, cancel_reason, check_pause, may_cancel
 from .job import Job
 from .queue_order import check_class_cap, insert_index, position_payload
 
@@ -23,6 +23,7 @@ class Entry:
     watchers: set[str] = field(default_factory=set)   # socket ids in its room (the submitter included)
     orphaned_at: float | None = None   # monotonic time the last watcher left (None: watched)
     cancel_requested: str | None = None  # why it must stop: its submitter (or its class's teacher) asked
+    paused_at: float | None = None     # when (time.time()) its class's teacher paused it; None: it runs
     log: list[tuple[str, dict]] = field(default_factory=list)  # every event sent to its room, seq = index + 1
     progress: float = 0.0              # a sweep's fraction done (sweep_progress is not logged)
     error: str | None = None           # why it failed or was cancelled
@@ -100,6 +101,17 @@ class MemoryBook:
                 return []
             self.queue.remove(entry)
             return self._end(entry, RunStatus.CANCELLED, entry.cancel_requested) + self._positions()
+
+    def pause(self, run_id: str, class_code: str, paused: bool) -> None:
+        """A class's teacher (checked by the caller) pauses or resumes a running job of the class."""
+        with self.wakeup:
+            entry = self.runs.get(run_id)
+            check_pause(entry and entry.job, entry and entry.status, class_code)
+            entry.paused_at = (entry.paused_at or time.time()) if paused else None
+
+    def paused_since(self, job: Job) -> float | None:
+        with self.lock:
+            return self.runs[job.run_id].paused_at
 
     def forget(self, sid: str) -> list[Send]:
         """`sid` disconnected: it watches nothing any more; a job nobody watches starts its grace period."""

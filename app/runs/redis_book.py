@@ -4,7 +4,7 @@ Same questions and answers as `app.runs.memory_book.MemoryBook` (app.runs.book.B
 
     batch-lanes:queue            list of queued run ids, next first (engine workers BLMOVE from it)
     batch-lanes:taken:<worker>   the runs a worker took and has not ended (re-read if it dies)
-    batch-lanes:job:<id>         hash: job (JSON), status, error, cancel, worker, orphaned_at, progress
+    batch-lanes:job:<id>         hash: job (JSON), status, error, cancel, paused (since), worker, orphaned_at, progress
     batch-lanes:log:<id>         list: every event of the run's room, as JSON [event, payload]; seq = index + 1
     batch-lanes:watchers:<id>    hash: web process id -> how many of its sockets watch the run
     batch-lanes:active           hash: socket id -> its queued or running run
@@ -14,8 +14,8 @@ Same questions and answers as `app.runs.memory_book.MemoryBook` (app.runs.book.B
 A web process whose heartbeat lapsed (kill -9) no longer counts as watching; a dead engine worker's taken runs
 end with `run_error` at the next housekeeping. Neither verdict is given for a while after Redis restarted or was
 unreachable (`quiet`): heartbeats and watcher counts need a beat or two to come back, and a run watched all along
-must not be cancelled because Redis forgot who watched it (docs/scale-out.md). Web-side calls turn a Redis failure into `Rejected("unavailable")`.
-This module knows Redis and jobs, nothing of sockets or torch.
+must not be cancelled because Redis forgot who watched it (docs/scale-out.md). Web-side calls turn a Redis failure
+into `Rejected("unavailable")`. This module knows Redis and jobs, nothing of sockets or torch.
 """
 import functools
 import json
@@ -25,7 +25,7 @@ import time
 import redis
 
 from ..protocol import Event, Rejected, RunStatus, Send, ended_payload, new_run_id, queued_payload
-from .book import backlog, cancel_reason, may_cancel
+from .book import backlog, cancel_reason, check_pause, may_cancel
 from .job import Job
 from .queue_order import check_class_cap, position_payload
 from .redis_queue import enqueue, jobs_of, running_jobs
@@ -159,6 +159,12 @@ class RedisBook:
         return self._end(self._job(run_id), RunStatus.CANCELLED, reason) + self._positions()
 
     @web_side
+    def pause(self, run_id: str, class_code: str, paused: bool) -> None:
+        fields = self.r.hgetall(key := P + "job:" + run_id)   # `paused`: since when (its worker's paused_since)
+        check_pause(fields and Job.from_dict(json.loads(fields["job"])), fields and RunStatus(fields["status"]), class_code)
+        self.r.hset(key, "paused", fields.get("paused", repr(time.time()))) if paused else self.r.hdel(key, "paused")
+
+    @web_side
     def forget(self, sid: str) -> list[Send]:
         self.r.hdel(P + "active", sid)
         for run_id in self.watching.pop(sid, ()):
@@ -246,14 +252,6 @@ class RedisBook:
         self._retire(job, RunStatus.FINISHED)
         self.r.expire(P + "log:" + job.run_id, 60 if stored else RECENT_S)  # a late watcher on another process
         self.r.lrem(P + "taken:" + self.me, 1, job.run_id)
-
-    def serve_token_counts(self, count) -> None:
-        """Answer one token-count question if one comes within a second (an engine worker's helper thread)."""
-        ask = self.r.blpop([P + "rpc"], timeout=1)
-        if ask is not None:
-            ask = json.loads(ask[1])
-            self.r.lpush(P + "reply:" + ask["id"], json.dumps(count(ask["prompts"])))
-            self.r.expire(P + "reply:" + ask["id"], 30)
 
     # -- rules ----------------------------------------------------------------------------------------
     def _count_watcher(self, sid: str, run_id: str) -> None:

@@ -105,6 +105,11 @@ class Runs:
         """A class's teacher (checked by the caller) stops a student run of the class, queued or executing."""
         deliver(self.server, self.book.cancel(None, run_id, class_code=class_code))
 
+    def pause_for_class(self, class_code: str, run_id: str, paused: bool) -> None:
+        """A class's teacher (checked by the caller) pauses or resumes a running run of the class: its engine worker
+        holds it between two steps and tells its room (app.runs.worker)."""
+        self.book.pause(run_id, class_code, paused)
+
     def forget(self, sid: str) -> None:
         self.server.manager.forget(sid)
         try:

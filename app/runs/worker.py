@@ -23,7 +23,7 @@ from engine.workload.workload import WorkloadError
 
 from ..asyncmode import make_offload
 from ..protocol import Event, Rejected, RunStatus, Send
-from .book import Book
+from .book import NEXT_RUN, PAUSE_CAP_S, Book, teacher_waits
 from .job import RUN, SWEEP, Job, prepare_job
 from .live_driver import LiveDriver
 from .loader import ModelLoad
@@ -33,6 +33,7 @@ from .sweeps import SweepSteps
 from .tokens import count_prompt_tokens
 
 log = logging.getLogger("batch_lanes.worker")
+PAUSE_POLL_S = 0.05   # how often a paused run's loop looks whether it may go on (a live request still gets its step)
 
 
 def vllm_status(lm) -> dict:
@@ -64,6 +65,7 @@ class EngineWorker:
         self.start_task = start_task or (lambda fn: _thread(fn))
         self.sleep = sleep
         self.pace = config.get("PACE", 0.0)        # the simulator's steps take this many times their simulated ms
+        self.pause_cap_s = config.get("PAUSE_CAP_S", PAUSE_CAP_S)  # a paused run goes on by itself after this long
         self.engine = engine
         if engine is not None:
             engine.limits = self.limits           # the app's limits are the only limits
@@ -182,8 +184,17 @@ class EngineWorker:
         return load.lm is not None
 
     def stop_reason(self, job: Job) -> str | None:
-        """Why a running job must stop now: the server stopping, its submitter cancelling, nobody watching."""
-        return "the server is stopping" if self._stopping.is_set() else self.book.stop_reason(job)
+        """Why a running job must stop now: the server stopping, its submitter cancelling, nobody watching, or its
+        class's teacher queueing another run while it is paused."""
+        if self._stopping.is_set():
+            return "the server is stopping"
+        if reason := self.book.stop_reason(job):
+            return reason
+        try:
+            paused = job.class_code is not None and self.book.paused_since(job) is not None
+            return NEXT_RUN if paused and teacher_waits(job, self.book.queued_jobs()) else None
+        except Rejected:                      # its book unreachable: it goes on
+            return None
 
     def publish(self, job: Job, event: str, payload: dict) -> None:
         send = self.book.publish(job, event, payload)
@@ -198,19 +209,41 @@ class EngineWorker:
             if job.prepared is None:          # submitted on a web process of several: tokenized here
                 self.offload(prepare_job, job, self.engine, self.limits)
             steps.start()
+            held = {"paused": False}
             while not steps.done:
                 reason = self.stop_reason(job)
                 if reason:
                     self.emit(self.book.end(job, RunStatus.CANCELLED, reason))
                     return
                 self.step_live()              # a live step between two steps: neither kind of work starves
-                steps.step()
+                if not self._held(job, held):
+                    steps.step()
             steps.finish()
         except WorkloadError as e:
             self.emit(self.book.end(job, RunStatus.FAILED, f"its workload was refused: {e.field}: {e}"))
         except Exception as e:  # one broken job must not stop the worker: end it with run_error, take the next
             log.exception("run %s failed", job.run_id)
             self.emit(self.book.end(job, RunStatus.FAILED, f"the engine failed during this run: {type(e).__name__}: {e}"))
+
+    def _held(self, job: Job, held: dict) -> bool:
+        """Whether `job` waits this turn, paused by its class's teacher (then after a short sleep). Its room is told
+        (`run_paused`, logged) when it pauses and when it goes on: resumed by the teacher, or after `pause_cap_s`,
+        when the pause is dropped, so that nothing waits on a teacher who forgot it."""
+        since = self.book.paused_since(job) if job.class_code is not None else None
+        reason = "resumed by the teacher"
+        if since is not None and time.time() - since >= self.pause_cap_s:
+            try:
+                self.book.pause(job.run_id, job.class_code, False)
+            except Rejected:                  # its book unreachable: it goes on all the same, and says so
+                pass
+            since, reason = None, f"resumed by itself after {self.pause_cap_s:g} s paused"
+        if (since is not None) != held["paused"]:
+            held["paused"] = since is not None
+            self.publish(job, Event.RUN_PAUSED, {"run_id": job.run_id, "paused": held["paused"],
+                                                 "reason": "paused by the teacher" if held["paused"] else reason})
+        if since is not None:
+            self.sleep(PAUSE_POLL_S)
+        return since is not None
 
     def _context(self, job: Job) -> JobContext:
         """What `job`'s kind may use: this worker's engine, offload and store, and the book's answers for `job`."""

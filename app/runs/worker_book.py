@@ -73,6 +73,21 @@ class WorkerBook(RedisBook):
         except redis.RedisError:
             return None                   # Redis away: nobody can have cancelled it, nobody can be counted
 
+    def paused_since(self, job: Job) -> float | None:
+        """When its class's teacher paused `job` (RedisBook.pause keeps it in the job's hash), or None."""
+        try:
+            return float(since) if (since := self.r.hget(P + "job:" + job.run_id, "paused")) else None
+        except redis.RedisError:
+            return None                   # Redis away: the run goes on; a pause still set is read when it is back
+
+    def serve_token_counts(self, count) -> None:
+        """Answer one token-count question if one comes within a second (an engine worker's helper thread)."""
+        ask = self.r.blpop([P + "rpc"], timeout=1)
+        if ask is not None:
+            ask = json.loads(ask[1])
+            self.r.lpush(P + "reply:" + ask["id"], json.dumps(count(ask["prompts"])))
+            self.r.expire(P + "reply:" + ask["id"], 30)
+
     def set_progress(self, job: Job, fraction: float) -> None:
         try:
             super().set_progress(job, fraction)

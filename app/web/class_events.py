@@ -8,6 +8,9 @@ run, show a stored run, close.
         (refused with a message) or unlocked, whatever `allow` says
     class_cancel {code, token, run_id} -> the student run of the class (queued or executing) ends with run_error
         (code "cancelled", "cancelled by the teacher"), or run_error
+    class_pause {code, token, run_id, paused} -> the running run of the class (the teacher's or a student's) waits
+        between two steps, or goes on; its room gets run_paused. It goes on by itself after PAUSE_CAP_S, and the
+        teacher's next run ends it (app.runs.book); a refusal is a run_error
     class_show {code, token, run_id} -> class_state to every student: the run the teacher's page shows (a stored
         run: a reference run, a replay), which students' pages then watch too
     poll_open {code, token, question, kind, choices?, figure?} -> class_state (its `poll`) to the teacher and every
@@ -56,7 +59,7 @@ def _check(args: tuple, event: str, keys: set[str], optional: set[str] = frozens
     for key in ("code", "token"):
         if key in data and not (isinstance(data[key], str) and 1 <= len(data[key]) <= 64):
             raise Rejected("invalid", f"{key} must be a string of 1 to 64 characters", field=key)
-    for key in ("allow", "locked"):
+    for key in ("allow", "locked", "paused"):
         if key in data and not isinstance(data[key], bool):
             raise Rejected("invalid", f"{key} must be true or false", field=key)
     return data
@@ -140,6 +143,16 @@ def on_class_cancel(*args):
         current_app.extensions["runs"].cancel_for_class(code, _run_id(data))
         return classes.refresh(code, current_app.extensions["runs"].book.queued_jobs())
     _answer(cancel)
+
+
+@socketio.on("class_pause")
+def on_class_pause(*args):
+    def pause(classes, queued):
+        data = _check(args, "class_pause", {"code", "token", "run_id", "paused"})
+        code = classes.check_teacher(request.sid, data["code"], data["token"])
+        current_app.extensions["runs"].pause_for_class(code, _run_id(data), data["paused"])
+        return []
+    _answer(pause)
 
 
 @socketio.on("class_show")

@@ -7,7 +7,8 @@
  * part of the run); `maxHeight` shrinks rows (then KV bars) until the whole canvas fits a height
  * budget; `present` picks the larger type scale, under which rows and KV bars never shrink below what
  * the back of a room reads (PRESENT_MIN): `lanesInTurn` then shows as many lanes as fit, in turn
- * (presenter mode on a projector), except that two lanes, a comparison, stay together with rows down to PRESENT_PAIR. The legend's items
+ * (presenter mode on a projector), except that two lanes, a comparison, stay together with rows down to PRESENT_PAIR
+ * (and, where even that is too tall, in the tighter frame of SIZE.pair). The legend's items
  * are placed here too, wrapped onto as many rows as the width needs (given a function that measures a
  * label). Knows nothing of colours.
  */
@@ -22,24 +23,32 @@ const MIN_KV = 8;
 /** Presenter mode's floor: a row whose cell label is at least 14 px (drawCell: row - 10) and a KV bar whose label is
  * at least 12 px; below it the page shows fewer lanes at a time rather than smaller ones. */
 export const PRESENT_MIN = Object.freeze({ row: 24, kv: 14, kvBudget: 24, cellPx: 14, kvPx: 12 });  // kvBudget: two lines
-/** Presenter mode's floor for a two-lane comparison, which is never split into turns: rows down to 18 px (a 14 px
- * cell label still fits a cell's 16 px; a row that short keeps its 14 px label or none) and KV bars whose label stays
- * at 14 px. */
-export const PRESENT_PAIR = Object.freeze({ row: 18, kv: 14, kvBudget: 28 });
+/** Presenter mode's floor for a two-lane comparison, which is never split into turns (issue 38: paged-vs-reserve's two
+ * lanes of eight slots at 1280x720): rows down to 14 px, the readable least (a row's label at 14 px; a cell keeps its
+ * 14 px label or none), and KV bars whose two labels stay at 14 px. */
+export const PRESENT_PAIR = Object.freeze({ row: 14, kv: 14, kvBudget: 28 });
 
 /** Font sizes (px) the renderer draws with: the page's, and presenter mode's for the back of the room. */
 export const TYPE = Object.freeze({
   normal: Object.freeze({ axis: 11, label: 11, title: 14, caption: 12, legend: 12, cell: 12, flag: 12 }),
   present: Object.freeze({ axis: 15, label: 15, title: 21, caption: 16, legend: 16, cell: 16, flag: 16 }),
+  pair: Object.freeze({ axis: 15, label: 15, title: 21, caption: 16, legend: 16, cell: 16, flag: 14 }),
 });
 
-/** Sizes (px) that follow the type: the label gutter, the axis, titles, KV bars (taller where a budget binds), flags. */
-const SIZE = Object.freeze({
+/** Sizes (px) that follow the type: the label gutter, the axis, titles, KV bars (taller where a budget binds), flags;
+ * `endGap` (optional): the gap below the last lane, else a lane gap. */
+const SIZE = {
   normal: { gutter: 116, axisH: 26, titleH: 28, compactTitleH: 24, laneGap: 22, compactGap: 14, kvBudget: 22,
     kvPlain: 16, flagH: 20, legendRow: 24, legendItem: 18, legendPad: 12, rows: [360, 240, 30, 12], reqRows: [480, 300, 22, 10] },
   present: { gutter: 158, axisH: 30, titleH: 34, compactTitleH: 29, laneGap: 16, compactGap: 10, kvBudget: 28,
     kvPlain: 18, flagH: 24, legendRow: 30, legendItem: 22, legendPad: 6, rows: [560, 400, 48, 12], reqRows: [620, 420, 34, 10] },
-});
+};
+/** A two-lane comparison in Present that fits no other way: the same type in a tighter frame (a shorter axis band and
+ * titles, flags of 14 px, KV bars of one 15 px line, "KV 6/28 blk", the legend right under the last KV bar and from
+ * the canvas's left edge, so that it keeps to one row). */
+SIZE.pair = { ...SIZE.present, axisH: 26, compactTitleH: 26, compactGap: 8, endGap: 2, flagH: 22, legendPad: 2,
+  kvBudget: 18, legendAtEdge: true };
+Object.freeze(SIZE);
 
 /** A phone's canvas (narrower than PHONE.width): a narrow label gutter, so the cells get the width (issue 38: row
  * labels took ~45% of a 308 px canvas); the renderer fits the row and KV labels into it. */
@@ -55,7 +64,7 @@ export function gutterFor(width, present = false) {
  * the label's width. Returns {items: [{...entry, x, y, w, h}] (y from the legend's top), h}.
  */
 export function placeLegend(entries, measure, width, gridX = SIZE.normal.gutter, size = SIZE.normal) {
-  const x0 = width < NARROW ? 4 : gridX;
+  const x0 = width < NARROW || size.legendAtEdge ? 4 : gridX;
   const items = [];
   let x = x0;
   let y = 8;
@@ -91,7 +100,7 @@ function stack(lanes, rowHs, kvHs, { size, gridX, gridW, compact }) {
     const flags = { x: gridX, y: marks.y + markH, w: gridW, h: lane.preemptions ? size.flagH : 0 };
     const grid = { x: gridX, y: flags.y + flags.h, w: gridW, h: rowH * lane.rows.length };
     const kv = { x: gridX, y: grid.y + grid.h + KV_GAP, w: gridW, h: kvHs[i] };
-    y = kv.y + kv.h + laneGap;
+    y = kv.y + kv.h + (i === lanes.length - 1 && size.endGap !== undefined ? size.endGap : laneGap);
     return { ...lane, rowH, title, marks, flags, grid, kv };
   });
   return { placed, y };
@@ -104,11 +113,12 @@ function stack(lanes, rowHs, kvHs, { size, gridX, gridW, compact }) {
  * clock: "steps" | "ms"; domain: steps or ms the x axis spans, from `from` (default 0); legend (optional):
  * {entries, measure} to place the legend's items (see placeLegend), else a fixed band; maxHeight (optional): the
  * canvas height to fit; present: presenter mode's larger type; compact: the tighter titles and gaps of three or
- * more lanes (default: when there are).
+ * more lanes (default: when there are); least: the floor rows and KV bars shrink to (default: PRESENT_MIN in
+ * presenter mode); pair: presenter mode's tighter frame for two lanes (SIZE.pair).
  */
 export function computeLayout(width, lanes, { view, clock, domain, from = 0, legend: legendSpec = null,
-  maxHeight = null, present = false, compact = lanes.length > 2, least: floor = null }) {
-  const size = present ? SIZE.present : SIZE.normal;
+  maxHeight = null, present = false, compact = lanes.length > 2, least: floor = null, pair = false }) {
+  const size = pair ? SIZE.pair : present ? SIZE.present : SIZE.normal;
   const gridX = gutterFor(width, present);
   const gridW = Math.max(60, width - gridX - RIGHT);
   const pxPerUnit = gridW / Math.max(domain, 1e-9);
@@ -141,7 +151,7 @@ export function computeLayout(width, lanes, { view, clock, domain, from = 0, leg
   const legend = { x: 0, y, w: width, h: key.h, items: key.items };
   return {
     width, height: Math.ceil(y + legend.h), view, clock, domain, origin: from, pxPerUnit,
-    type: present ? TYPE.present : TYPE.normal, present, fits: !maxHeight || Math.ceil(y + legend.h) <= maxHeight,
+    type: pair ? TYPE.pair : present ? TYPE.present : TYPE.normal, present: present || pair, fits: !maxHeight || Math.ceil(y + legend.h) <= maxHeight,
     axis: { x: gridX, y: 0, w: gridW, h: size.axisH },
     lanes: placed, legend,
   };
@@ -156,9 +166,12 @@ export function lanesInTurn(width, lanes, opts, from = 0) {
   let count = lanes.length;
   const turnOpts = { ...opts, compact: lanes.length > 2 };  // lanes in turn keep the compact titles of the many
   let layout = computeLayout(width, lanes, turnOpts);
-  if (!layout.fits && lanes.length === 2) {  // two lanes are a comparison: both on the screen, rows down to the pair's floor
-    const pair = computeLayout(width, lanes, { ...turnOpts, compact: true, least: PRESENT_PAIR });
-    if (pair.fits) return { ...pair, turn: { from: 0, count: 2, total: 2 } };
+  if (!layout.fits && lanes.length === 2) {  // two lanes are a comparison: both on the screen, rows down to the pair's
+    for (const pair of [false, true]) {       // floor, in the tighter frame if need be
+      const least = pair ? { ...PRESENT_PAIR, kvBudget: SIZE.pair.kvBudget } : PRESENT_PAIR;
+      const both = computeLayout(width, lanes, { ...turnOpts, compact: true, least, pair });
+      if (both.fits) return { ...both, turn: { from: 0, count: 2, total: 2 } };
+    }
   }
   while (!layout.fits && count > 1) {
     count -= 1;

@@ -47,6 +47,7 @@ export const ServerEvent = Object.freeze({
   LIVE_STEP: "live_step",          // one step of the live lane, with the requests it touched (to the `live` room)
   CLASS_STATE: "class_state",      // a class as this page takes part in it (class.js)
   CLASS_CLOSED: "class_closed",    // the class ended: its teacher closed it, or stayed away past the grace
+  RUN_PAUSED: "run_paused",        // the class's teacher paused the run (or it went on): {run_id, paused, reason}
 });
 
 /** Socket events the page sends. */
@@ -60,6 +61,7 @@ export const ClientEvent = Object.freeze({
   CLASS_CLOSE: "class_close",  // the teacher ends the class
   CLASS_LOCK: "class_lock",    // the teacher locks (or unlocks) students' submits for a while
   CLASS_CANCEL: "class_cancel",  // the teacher stops a student run of the class, queued or executing
+  CLASS_PAUSE: "class_pause",  // the teacher pauses (or resumes) the class's running run: its lanes wait
   CLASS_SHOW: "class_show",    // the teacher's page shows a stored run (a reference run): its students watch it too
   POLL_OPEN: "poll_open",      // the teacher asks the class a question before a run (lanes/poll.js)
   POLL_ANSWER: "poll_answer",  // a student answers it (again: the answer replaces theirs)

@@ -6,7 +6,7 @@
  * replaced by what happened, with the run's own numbers and its measured noise (noise.js). While a lane it
  * names still runs, the phrase stays as written (what usually happens). Pure functions of a derived run (scene.js).
  */
-import { copyCheaper, fillsMoreOfItsBlocks, losesLessToPreemption, runsMoreAtOnce } from "./memlesson.js";
+import { bothEvict, copyCheaper, fillsMoreOfItsBlocks, losesLessToPreemption, runsMoreAtOnce } from "./memlesson.js";
 import { laneBlockSize } from "../core/metrics.js";
 import { noiseClause, outlierClause } from "./noise.js";
 
@@ -112,6 +112,7 @@ export const CHECKS = Object.freeze({
   first_token_later: firstTokenLater,
   runs_more_at_once: (derived, c) => runsMoreAtOnce(derived, c, laneOf),           // memlesson.js: the memory lessons
   fills_more_of_its_blocks: (derived, c) => fillsMoreOfItsBlocks(derived, c, laneOf),
+  both_evict: (derived, c) => bothEvict(derived, c, laneOf),
   copy_cheaper: (derived, c) => copyCheaper(derived, c, laneOf, (l) => laneBlockSize(l.records, derived.run.workload)),
   loses_less_to_preemption: (derived, c) => losesLessToPreemption(derived, c, laneOf,
     (l) => laneBlockSize(l.records, derived.run.workload)),

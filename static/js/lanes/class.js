@@ -1,7 +1,8 @@
 /**
  * A class (app/runs/classes.py) as the page takes part in it. The teacher's page opens one (a short code, the
  * link /c/<code>, its QR code), may allow students to submit, sees how many students joined and the class's
- * queued and executing runs (each with a Stop button), may lock students' submits for a demo, shows the code
+ * queued and executing runs (each with a Stop button), may lock students' submits for a demo and pause the run on
+ * its screen (every page watching it says so: status.js), shows the code
  * large (beside the class QR) and closes it; its token stays in sessionStorage, so a reload rejoins as the teacher.
  * A student's page (/c/<code>) joins it and follows every run the teacher starts: `onEvent` answers which run to
  * watch, and main.js watches it even while the student's own run is live (state.js keeps that one in `mine`); the
@@ -13,7 +14,7 @@
 import { el } from "../ui/dom.js";
 import { createPoll } from "./poll.js";
 import { publicLink, shareInfo, showWarning } from "./publicurl.js";
-import { ClientEvent, ServerEvent } from "../core/vocab.js";
+import { ClientEvent, RunStatus, ServerEvent } from "../core/vocab.js";
 
 const KEY = "batch-lanes-class";  // sessionStorage: {code, token} of the class this tab teaches
 const POLL_FIELDS = new Set(["poll", "answer", "question", "kind", "choices", "figure", "figure.metric", "figure.lane",
@@ -61,6 +62,14 @@ export function mineText(mine) {
   return `your run ${name}${name ? ": " : ""}${where}`;
 }
 
+/** The teacher's Pause button for the run on its screen (issue 38): shown while that run runs, "Pause run", or
+ * "Resume run" while it is paused; `paused`: what a click asks the server for (class_pause). Pure. */
+export function pauseControl(role, run) {
+  const live = Boolean(role === "teacher" && run && run.id && run.status === RunStatus.RUNNING);
+  const paused = Boolean(run && run.paused);
+  return { hidden: !live, text: paused ? "Resume run" : "Pause run", paused: !paused, runId: live ? run.id : null };
+}
+
 export function createClass(root, { send, code: pageCode = "", missing = "", poll: pollPanel = null, onShowMine = () => {},
   onShowTeacher = () => {} }) {
   let info = { role: pageCode ? "student" : null, code: pageCode || null, students: 0, allow_submit: false, locked: false,
@@ -77,6 +86,9 @@ export function createClass(root, { send, code: pageCode = "", missing = "", pol
     title: "Lock students' submits for now (a demo): a submit is refused with a message; queued runs stay queued" },
   [lock, " lock submits"]);
   const runs = el("span", { id: "class-runs", className: "class-runs", hidden: true });  // students' runs, each with Stop
+  const pause = el("button", { type: "button", id: "class-pause", hidden: true,
+    title: "Pause the run on screen (its lanes wait; it goes on by itself after 2 minutes), or resume it" });
+  let pauseAsk = pauseControl(null, null);
   const codeBadge = el("span", { id: "class-code", className: "class-code", hidden: true, title: "The class code: students type it at /c/CODE" });
   const view = el("span", { id: "class-view", className: "class-view", hidden: true });   // a student's: whose run is shown
   const viewMine = el("button", { type: "button", id: "class-show-mine", hidden: true });
@@ -91,7 +103,7 @@ export function createClass(root, { send, code: pageCode = "", missing = "", pol
   const popover = el("div", { className: "qr-popover", id: "class-qr-popover", role: "dialog", ariaLabel: "class QR code", hidden: true },
     [el("h2", { text: "Join the class on your phone" }), bigCode, frame, url, warning, shut]);
   const poll = pollPanel && createPoll(pollPanel, { send, credentials: () => ({ code: info.code, token: token() }) });
-  root.replaceChildren(open, codeBadge, text, view, viewMine, viewTeacher, allowLabel, lockLabel, runs, ...(poll ? poll.controls : []),
+  root.replaceChildren(open, codeBadge, text, view, viewMine, viewTeacher, allowLabel, lockLabel, pause, runs, ...(poll ? poll.controls : []),
     qr, close, popover);
 
   const token = () => (stored() || {}).token;
@@ -102,6 +114,9 @@ export function createClass(root, { send, code: pageCode = "", missing = "", pol
   runs.addEventListener("click", (e) => {
     const stop = e.target.closest("button[data-run]");
     if (stop) send(ClientEvent.CLASS_CANCEL, { code: info.code, token: token(), run_id: stop.dataset.run });
+  });
+  pause.addEventListener("click", () => {
+    if (pauseAsk.runId) send(ClientEvent.CLASS_PAUSE, { code: info.code, token: token(), run_id: pauseAsk.runId, paused: pauseAsk.paused });
   });
   viewMine.addEventListener("click", () => onShowMine());
   viewTeacher.addEventListener("click", () => { if (info.run_id) onShowTeacher(info.run_id); });
@@ -232,6 +247,9 @@ export function createClass(root, { send, code: pageCode = "", missing = "", pol
      * that run's metrics and whether its reveal came, for the poll (poll.js). */
     sync(run, mine, view) {
       renderView(run, mine);
+      pauseAsk = pauseControl(info.role, run);
+      if (pause.hidden !== pauseAsk.hidden) pause.hidden = pauseAsk.hidden;
+      if (pause.textContent !== pauseAsk.text) pause.textContent = pauseAsk.text;
       if (poll) poll.sync(run, view);
     },
     /** A submit the page should not send: the class's submits are locked (the server would refuse it too). */

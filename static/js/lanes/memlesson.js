@@ -2,7 +2,8 @@
  * The memory lessons' numbers (demos/paged-vs-reserve.json, demos/swap-vs-recompute.json), measured from a lane's
  * step records: its batch size, its token utilization as a percentage, and the cost of a preempted block each way,
  * swapped (the records' copy_ms over the blocks copied) or recomputed (the prefill time its re-read took). lesson.js
- * fills `{lane.key}` with `memoryValue`; claims.js checks the memory claims with `batchMean` and `copyCosts`. Pure.
+ * fills `{lane.key}` with `memoryValue`; claims.js checks the memory claims with `batchSizes`, `copyCosts` and the
+ * lanes' eviction counts. Pure.
  */
 import { SlotState } from "../core/vocab.js";
 
@@ -108,6 +109,19 @@ export function fillsMoreOfItsBlocks(derived, { lane, others }, laneOf) {
   if (!beaten.length) return { holds: true };
   return { holds: false, text: `yet on this run ${lane}'s token utilization (${pct(mine)}) was no higher than `
     + beaten.map((o) => `${o}'s (${pct(m[o].token_utilization)})`).join(" and ") };
+}
+
+/** Claim: both kinds of eviction happened, as the flags and the captions show them (issue 38: the swap lane's table once
+ * said 0): `lane` swapped a request out (its metrics' `swaps`) and each of `others` evicted one to read it again
+ * (`preemptions`, every eviction, less `swaps`). */
+export function bothEvict(derived, { lane, others }, laneOf) {
+  const m = derived.metrics;
+  if (!laneOf(derived, lane) || others.some((o) => !laneOf(derived, o))) return null;
+  const none = [];
+  if (!((m[lane].swaps || 0) > 0)) none.push(`${lane} swapped none out`);
+  for (const o of others) if (!(m[o].preemptions - (m[o].swaps || 0) > 0)) none.push(`${o} evicted none to recompute`);
+  if (!none.length) return { holds: true };
+  return { holds: false, text: `yet on this run ${none.join(" and ")}: its KV memory sufficed` };
 }
 
 /** Claim: a block `lane` swapped cost less time than a block `others[0]` recomputed. */

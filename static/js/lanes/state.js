@@ -103,7 +103,7 @@ function dropped(state, p) {
 }
 
 const RUN_EVENTS = new Set([ServerEvent.RUN_QUEUED, ServerEvent.RUN_STARTED, ServerEvent.TICK, ServerEvent.RUN_FINISHED,
-  ServerEvent.RUN_ERROR]);
+  ServerEvent.RUN_ERROR, ServerEvent.RUN_PAUSED]);
 
 /** Fold one queued event `{type, payload}` into the state; an event of our own run kept in `mine` folds into it. */
 export function applyEvent(state, event) {
@@ -168,6 +168,9 @@ function fold(state, event) {
     }
     case ServerEvent.TICK:
       return sameRun(state, p.run_id) ? { ...state, run: applyStep(state.run, p) } : state;
+    case ServerEvent.RUN_PAUSED:  // its class's teacher paused it (its lanes wait), or it went on: `paused` says why
+      return sameRun(state, p.run_id) ? { ...state, run: { ...state.run, paused: p.paused ? String(p.reason || "paused") : null } }
+        : state;
     case ServerEvent.RUN_FINISHED: {
       if (!sameRun(state, p.run_id)) return state;
       const done = Object.fromEntries(state.run.lanes.map((lane) => [lane, true]));

@@ -78,7 +78,8 @@ function startsVllm(workload) {
   return Boolean(workload && Array.isArray(workload.lanes) && workload.lanes.some((l) => l && l.engine === "vllm"));
 }
 
-function runLine(state, hide, short) {
+/** The run line: [text, tone] ("ok", "warn", "error" or ""); `short`: presenter mode's. */
+export function runLine(state, hide, short) {
   if (!state.connected) return [state.run ? "Reconnecting to the server\u2026" : "Connecting to the server\u2026", "warn"];
   if (state.error && (state.error.run_id === null || (state.run && state.error.run_id === state.run.id))) {
     return [refusalText(state) || state.error.message, "error"];
@@ -96,11 +97,12 @@ function runLine(state, hide, short) {
       return [run.position ? `Queued: position ${run.position} in the engine's queue (1 = next); it starts when the runs ahead finish.`
         : "Joining the run\u2026", "warn"];
     case RunStatus.RUNNING:
+      if (run.paused) return [short ? "Paused by the teacher." : "Paused by the teacher: the lanes wait until the run is resumed.", "warn"];
       if (!run.t && startsVllm(run.workload)) return [`Running${on}: starting vLLM\u2026 (its engine loads and compiles the model, about a minute on a CPU), then step 1.`, "warn"];
-      return [`Running${on}: ${hide ? "" : `step ${run.t} computed, `}streaming in.`
-      + (run.own ? " Another preset or Run stops it and starts that mix." : ""), ""];
-    case RunStatus.FINISHED: return [`Finished${on}: ${hide ? "predict, then reveal (the totals show at the end)"
-      : count(run.t, "shared step")}.`, "ok"];
+      return [`Running${on}: ${hide ? "" : `step ${run.t} computed, `}streaming in.`  // Present: one line, so two lanes fit
+      + (run.own && !short ? " Another preset or Run stops it and starts that mix." : ""), ""];
+    case RunStatus.FINISHED: return [`Finished${on}: ${hide ? (short ? "the totals show at the end"
+      : "predict, then reveal (the totals show at the end)") : count(run.t, "shared step")}.`, "ok"];
     case RunStatus.CANCELLED: return ["You stopped this run to start another.", ""];
     default: return ["", ""];
   }

@@ -36,9 +36,18 @@ test("two lanes are a comparison: kept together with rows down to the pair's flo
   assert.deepEqual(shown.turn, { from: 0, count: 2, total: 2 });
   assert.ok(shown.fits && shown.height <= 470);
   assert.ok(shown.lanes.every((l) => l.rowH >= PRESENT_PAIR.row && l.rowH < PRESENT_MIN.row && l.kv.h >= PRESENT_PAIR.kvBudget));
-  // a pair that cannot fit even at the pair's floor (eight slots each) still takes turns, never below PRESENT_MIN
+  // paged-vs-reserve's eight slots each (issue 38): both lanes, rows at the readable least of 14 px, in the pair's
+  // tighter frame (flags of 14 px), under the budget the page gives at 1280x720 (482 px, measured in Chromium)
   const eight = pair.map((l) => ({ ...l, rows: lane(l.name, 8).rows }));
-  const turns = lanesInTurn(1250, eight, { ...OPTS, maxHeight: 470 }, 0);
+  const legend = { entries: ["prefill", "decode", "padding", "idle slot", "preempted", "last token", "arrives", "KV memory"]
+    .map((label) => ({ label, swatch: 34 })), measure: (text) => text.length * 9 };  // the page's legend, one row
+  const both = lanesInTurn(1250, eight, { ...OPTS, legend, maxHeight: 480 }, 0);
+  assert.deepEqual(both.turn, { from: 0, count: 2, total: 2 });
+  assert.ok(both.fits && both.lanes.every((l) => l.rowH >= PRESENT_PAIR.row && l.kv.h >= 18));  // one 15 px KV line
+  assert.ok(both.type.flag >= PRESENT_MIN.cellPx && both.type.label >= PRESENT_MIN.cellPx);
+  // a pair that cannot fit even so (twelve slots each) takes turns, never below PRESENT_MIN
+  const twelve = pair.map((l) => ({ ...l, rows: lane(l.name, 12).rows }));
+  const turns = lanesInTurn(1250, twelve, { ...OPTS, legend, maxHeight: 480 }, 0);
   assert.equal(turns.turn.count, 1);
   assert.ok(turns.lanes.every((l) => l.rowH >= PRESENT_MIN.row));
 });
