@@ -32,8 +32,9 @@ def _needs_vllm():
 
 
 def access_ttfts(log: str, route: str) -> list[float]:
-    """ttft_ms of every streamed 200 on `route` in the server's access lines."""
-    line = re.compile(rf"POST {re.escape(route)} 200 .*ttft_ms=([0-9.]+).* stream")
+    """ttft_ms of every streamed 200 on `route` in the server's access lines of vLLM's client: it sends an
+    X-Request-Id of its own (`bench-<hex>-<i>`), which the line names."""
+    line = re.compile(rf"request bench-\S+ POST {re.escape(route)} 200 .*ttft_ms=([0-9.]+).* stream")
     return [float(m.group(1)) for m in line.finditer(log)]
 
 
