@@ -6,12 +6,12 @@ not a test: it asserts nothing about time).
     .venv/bin/python scripts/bench_http.py --requests 16 --max-tokens 32 --repeats 2 [--url http://...]
 
 (a) api:  all N requests sent at once (one thread each) as streaming chat completions with the official `openai`
-          client (temperature 0, ignore_eos, usage chunk) to a server's live lane (8 slots); tokens are the usage
+          client (temperature 0, ignore_eos, usage chunk) to a server's live lane (16 slots); tokens are the usage
           chunks' completion_tokens; seconds from the first send to the last content chunk (`api_s`; to the last
           stream's end: `api_end_s`).
 (b) lane: the same prompts (one user message through the chat template, as the endpoint does: checked below,
           prompt token counts must agree) and output lengths as a workload on `engine.Engine`'s continuous lane
-          with 8 slots in this process: tokens over the lane's wall time (lane_metrics' `wall_s`, from its first
+          with 16 slots in this process: tokens over the lane's wall time (lane_metrics' `wall_s`, from its first
           step's start to its last step's end), and over start() to run_to_end()'s return (`lane_call_s`, KV cache
           allocation included).
 
@@ -91,7 +91,7 @@ def api_side(client, model: str, mix: list[dict], base: str) -> dict:
             "prompt_tokens": [r["prompt_tokens"] for r in results], "texts": [r["text"] for r in results]}
 
 
-def bench_http(url: str | None = None, requests: int = 16, max_tokens: int = 32, slots: int = 8, repeats: int = 3,
+def bench_http(url: str | None = None, requests: int = 16, max_tokens: int = 32, slots: int = 16, repeats: int = 3,
                model_path: str | None = None, lm=None) -> dict:
     from engine.worker.model import load_model
     prompts = [PROMPTS[i % len(PROMPTS)] for i in range(requests)]
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--url", help="a running server (default: start `python -m app` here and stop it after)")
     p.add_argument("--requests", type=int, default=16)
     p.add_argument("--max-tokens", type=int, default=32)
-    p.add_argument("--slots", type=int, default=8, help="the lane's slots (the server's live lane has 8)")
+    p.add_argument("--slots", type=int, default=16, help="the lane's slots (the server's live lane has 16)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--model", help="a local model folder or .gguf, for both sides (default: the engine's default)")
     args = p.parse_args(argv)

@@ -14,7 +14,7 @@ import io
 import json
 import sys
 
-KEEP = ("completed", "failed", "duration", "output_throughput", "request_throughput", "median_ttft_ms",
+KEEP = ("completed", "failed", "duration", "output_throughput", "request_throughput", "mean_ttft_ms", "median_ttft_ms",
         "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "median_itl_ms", "p99_itl_ms", "total_output_tokens")
 ENDPOINTS = {"completions": ("openai", "/v1/completions"), "chat": ("openai-chat", "/v1/chat/completions")}
 

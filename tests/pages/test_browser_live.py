@@ -85,6 +85,26 @@ def colour_share(page, rect: dict, colour: str, inset: float = 3) -> float:
     return share(rgb(colour), pixels(page, r))
 
 
+# Each figure's text (a range over its <dd>) and box, per figures panel; and whether the page scrolls sideways.
+FIGURE_BOXES = """() => ({sideways: document.documentElement.scrollWidth > window.innerWidth,
+  panels: [...document.querySelectorAll('dl.figures')].map((dl) => [...dl.children].map((d) => {
+    const range = document.createRange(); range.selectNodeContents(d.querySelector('dd'));
+    const b = d.getBoundingClientRect();
+    return {box: [b.left, b.top, b.right, b.bottom], text_right: range.getBoundingClientRect().right}; }))})"""
+
+
+def figures_laid_out(page, width: int) -> bool:
+    """At `width` px, every figure's text stays inside its box, no two boxes overlap, nothing scrolls sideways."""
+    page.set_viewport_size({"width": width, "height": 900})
+    page.wait_for_function("(w) => window.innerWidth === w", arg=width)
+    found = page.evaluate(FIGURE_BOXES)
+    boxes = [f["box"] for panel in found["panels"] for f in panel]
+    inside = all(f["text_right"] <= f["box"][2] + 0.5 for panel in found["panels"] for f in panel)
+    apart = all(a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+                for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    return inside and apart and not found["sideways"]
+
+
 def test_streamed_openai_requests_show_with_their_text_figures_cells_and_waits_and_pause_freezes(context, server):
     page = watched_page(context)
     open_live(page, server)
@@ -129,6 +149,11 @@ def test_streamed_openai_requests_show_with_their_text_figures_cells_and_waits_a
     assert page.text_content("#figures [data-figure='tokens_per_s']") == f"{f['tokens_per_s']:.1f}"
     assert page.text_content("#figures [data-figure='ttft']").endswith(" ms")
     assert f["queue_p50_ms"] <= f["queue_p95_ms"] and page.text_content("#figures [data-figure='queue']").endswith(" ms")
+    # the figures and the lane options laid out on a laptop's and a projector's widths (at 1280-1440 px the options'
+    # "1280 blocks of 16 · 900 MiB" once ran into its neighbour and past the page's edge)
+    for width in (1280, 1300, 1366, 1440):
+        assert figures_laid_out(page, width), width
+    page.set_viewport_size({"width": 1280, "height": 900})
     # the line above the canvas names the lane's policy in the engine's words (its traits' label)
     assert ", continuous batching \u00b7 " in page.text_content("#live-status")
 
