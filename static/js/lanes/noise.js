@@ -8,7 +8,9 @@
  */
 import { percentile, stepsByShape } from "../core/metrics.js";
 
-export const NOISY = 0.25;  // a spread above this is a warning: two runs of one mix may rank the lanes differently
+// a spread above this is a warning: two runs of one mix may rank the lanes differently. Chosen from measured runs
+// (docs/teaching.md, 2026-12-06): quiet, every preset's largest lane 2-14%; beside another process, 5 of 17 above it
+export const NOISY = 0.25;
 
 /** A spread (a share) in words after "varied": "±12%"; from 100% on, "up to 4.2x" (a step cannot be -300% long). */
 export function plusMinus(spread) {
