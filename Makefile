@@ -86,12 +86,12 @@ check: $(VENV)/.installed kernels
 	$(PY) -m pytest -m "not model and not browser and not redis and not slow" -q -p no:cacheprovider -n 2
 	@if ls tests/js/*/*.test.mjs >/dev/null 2>&1; then node --test tests/js/*/*.test.mjs; fi
 
-# the whole suite: the page's JS tests (node, seconds), then every pytest tier on two workers, the tests that wait on
-# simulator processes beside those that compute (tests/conftest.py's worker_group); the browser and Redis tests never
-# skip here: Chromium and redis-server are installed where they may be, else make stops with the command to run
+# the whole suite: the page's JS tests (node, seconds), then every pytest tier, the tests that wait on simulator
+# processes beside those that compute (scripts/test_pair.sh); the browser and Redis tests never skip here: Chromium
+# and redis-server are installed where they may be, else make stops with the command to run
 test: setup browser redis
 	node --test tests/js/*/*.test.mjs
-	BATCH_LANES_REQUIRE_BROWSER=1 BATCH_LANES_REQUIRE_REDIS=1 $(PY) -m pytest -n 2 --dist loadgroup --durations=25
+	BATCH_LANES_REQUIRE_BROWSER=1 BATCH_LANES_REQUIRE_REDIS=1 PY=$(PY) scripts/test_pair.sh
 
 browser:
 	@scripts/need_browser.sh

@@ -25,19 +25,6 @@ def pytest_collection_modifyitems(config, items):
                 if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(mark) is None]
     if unmarked:
         raise pytest.UsageError("tests outside their tier (tests/conftest.py):\n  " + "\n  ".join(unmarked))
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(worker_group(item)))
-
-
-def worker_group(item) -> str:
-    """Which of make test's two pytest workers (`-n 2 --dist loadgroup`) runs a test: "waits" takes the tests that
-    mostly wait on processes they start on the simulator (the Redis tier's deployments, the slow tier's servers and
-    CLI runs), "computes" the rest (the real model, the browser, in-process engines), so the waiting overlaps the
-    computing on CI's two cores instead of adding to it; a real-model or browser test stays with "computes" however
-    it is marked, so the two never compete for the cores. make check's workers (plain `-n 2`) ignore the groups."""
-    waits = item.get_closest_marker("redis") or item.get_closest_marker("slow")
-    computes = item.get_closest_marker("model") or item.get_closest_marker("browser")
-    return "waits" if waits and not computes else "computes"
 
 
 @pytest.fixture(autouse=True)

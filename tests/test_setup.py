@@ -35,8 +35,10 @@ def test_without_chromium_and_no_way_to_install_it_make_stops_with_the_command_t
 def test_make_test_requires_the_browser_and_forbids_skipping_it():
     plan = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
     assert "scripts/need_browser.sh" in plan
-    assert "BATCH_LANES_REQUIRE_BROWSER=1" in plan and "-m pytest" in plan
-    assert plan.index("need_browser.sh") < plan.index("-m pytest")
+    assert "BATCH_LANES_REQUIRE_BROWSER=1" in plan and "scripts/test_pair.sh" in plan
+    assert plan.index("need_browser.sh") < plan.index("scripts/test_pair.sh")
+    pair = (ROOT / "scripts" / "test_pair.sh").read_text()   # its two halves: every test in one or the other
+    assert '-m "$WAITS"' in pair and '-m "not ($WAITS)"' in pair and "not model and not browser" in pair
 
 
 def test_without_redis_server_and_no_way_to_install_it_make_stops_with_the_command_to_run(tmp_path):
@@ -51,4 +53,4 @@ def test_without_redis_server_and_no_way_to_install_it_make_stops_with_the_comma
 def test_make_test_requires_redis_and_forbids_skipping_the_scale_out_tests():
     plan = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
     assert "scripts/need_redis.sh" in plan and "BATCH_LANES_REQUIRE_REDIS=1" in plan
-    assert plan.index("need_redis.sh") < plan.index("-m pytest")
+    assert plan.index("need_redis.sh") < plan.index("scripts/test_pair.sh")
