@@ -49,7 +49,8 @@ class Script:
                  "PORTS": " ".join(map(str, self.ports)), "REDIS_PORT": str(self.redis_port),
                  "DATA": str(folder / "data"), "LOG_DIR": str(self.logs), "READY_TIMEOUT_S": "60", **env})
         self.lines: list[str] = []
-        threading.Thread(target=lambda: self.lines.extend(self.proc.stdout), daemon=True).start()
+        self.reader = threading.Thread(target=lambda: self.lines.extend(self.proc.stdout), daemon=True)
+        self.reader.start()
 
     def said(self, text: str) -> str | None:
         return next((line for line in list(self.lines) if text in line), None)
@@ -67,10 +68,12 @@ class Script:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
-            return self.proc.wait(timeout=30)
+            code = self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:   # never expected: leave nothing behind all the same
             os.killpg(self.proc.pid, signal.SIGKILL)
-            return self.proc.wait()
+            code = self.proc.wait()
+        self.reader.join(timeout=10)   # its last lines may still be in the pipe when it has exited
+        return code
 
 
 def alive(pid: int) -> bool:
