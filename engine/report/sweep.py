@@ -90,6 +90,7 @@ class SweepTick(NamedTuple):
     point: dict | None
     records: dict[str, list[dict]] | None = None
     metrics: dict[str, dict] | None = None
+    ms: float = 0.0   # the tick's longest step (what a paced simulator sleeps for it, as a run's tick)
 
 
 def iter_sweep(engine, prepared: list[tuple[float, object]], slo_ttft_ms: float | None = None,
@@ -99,8 +100,8 @@ def iter_sweep(engine, prepared: list[tuple[float, object]], slo_ttft_ms: float 
     for rate, workload in prepared:
         run = engine.start(workload)
         while not run.done:
-            run.tick()
-            yield SweepTick(rate, run, None)
+            ticked = run.tick()
+            yield SweepTick(rate, run, None, ms=max((r.ms for r in ticked.values() if r is not None), default=0.0))
         records = {name: [r.to_dict() for r in recs] for name, recs in run.records().items()}
         metrics = run_metrics(records, run.workload)
         lanes = {name: serving_metrics(m, slo_ttft_ms, slo_tpot_ms) for name, m in metrics.items()}
