@@ -11,7 +11,7 @@ router (engine/sched/router.py) routes the same request over the same worker URL
 loads. A request marked `hold` is streamed and left open, so it stays in flight (the paced simulator takes ~60 ms a
 token) and the loads differ: cache_aware's low-match branch then picks the less loaded worker. Loads stay balanced
 (at most 2 apart, the guard needs 64). Prints, per policy, the real worker and ours for every request; exits 1 if
-any differs. tests/scripts/test_router_fidelity.py runs the same comparison in `make test`.
+any differs. tests/engine/peers/test_router_fidelity.py runs the same comparison in `make test`.
 
 cache_aware is compared on the text 0.1.17 matches, which is not the prompt: its tree key for a completion depends
 only on the prompt's length, floor(characters / 4) + 1 units alike for every prompt (docs/fleets.md, "Against the
