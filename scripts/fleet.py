@@ -56,13 +56,15 @@ def core_sets(n: int) -> list[list[int] | None]:
     return [cores[i * share:(i + 1) * share] for i in range(n)] if share >= 2 else [None] * n
 
 
-def start_servers(n: int, first_port: int, backend: str, quiet: bool = True) -> tuple[list[str], list[subprocess.Popen]]:
-    """N `python -m app` servers on first_port .. first_port + n - 1, each with its own run store; their URLs."""
+def start_servers(n: int, first_port: int, backend: str, quiet: bool = True,
+                  pace: float = 0.0) -> tuple[list[str], list[subprocess.Popen]]:
+    """N `python -m app` servers on first_port .. first_port + n - 1, each with its own run store; their URLs. `pace`:
+    the simulator's steps take that many times their simulated time (scripts/router_fidelity.py holds requests open)."""
     urls, procs = [], []
     for i, cores in enumerate(core_sets(n)):
         port = first_port + i
         cmd = [sys.executable, "-m", "app", "--backend", backend, "--port", str(port),
-               "--data", tempfile.mkdtemp(prefix=f"fleet-{i}-")]
+               "--data", tempfile.mkdtemp(prefix=f"fleet-{i}-"), *(["--pace", str(pace)] if pace else [])]
         env = {**os.environ, **({"OMP_NUM_THREADS": str(len(cores))} if cores else {})}
         out = subprocess.DEVNULL if quiet else None
         procs.append(subprocess.Popen((["taskset", "-c", ",".join(map(str, cores))] if cores else []) + cmd,

@@ -53,7 +53,6 @@ class Router:
         self.rng = random.Random(fleet.router_seed)  # power_of_two's pairs
         self.ring = HashRing(workers) if fleet.router == "consistent_hash" else None
         self.texts: list[list[str]] = [[] for _ in workers]  # cache_aware: the request texts sent to each worker
-        self.used: list[int] = [0] * len(workers)  # cache_aware: when each worker last took a request (its tie-break)
         self.dp_start = 0                          # vllm_dp: where its scan starts (rotated after every request)
 
     def route(self, spec: RequestSpec, replicas: list[ReplicaView]) -> Choice:
@@ -80,17 +79,16 @@ class Router:
 
     def cache_aware(self, spec: RequestSpec, replicas: list[ReplicaView]) -> Choice:
         f, loads, text = self.fleet, [r.inflight for r in replicas], spec.prompt
-        rates = tuple(self.match_chars(i, text) / len(text) if text else 0.0 for i in range(len(replicas)))
+        matched = [self.match_chars(i, text) for i in range(len(replicas))]
+        rates = tuple(m / len(text) if text else 0.0 for m in matched)
         if max(loads) - min(loads) > f.balance_abs_threshold and max(loads) > min(loads) * f.balance_rel_threshold:
             choice = Choice(lowest(loads)[0], "load_balance", rates)
-        elif max(rates) > f.cache_threshold:  # the tree's tenant: the best match, most recently used on a tie
-            best = max(range(len(replicas)), key=lambda i: (rates[i], self.used[i], -i))
+        elif max(rates) > f.cache_threshold:  # of the workers holding the best match, the least loaded (the first on a tie)
+            best = min((i for i in range(len(replicas)) if matched[i] == max(matched)), key=lambda i: (loads[i], i))
             choice = Choice(best, "cache_hit", rates)
         else:
             choice = Choice(lowest(loads)[0], "low_match", rates)
         self.texts[choice.replica].append(text)  # the tree learns the text whichever branch chose
-        self.count += 1
-        self.used[choice.replica] = self.count
         return choice
 
     def match_chars(self, worker: int, text: str) -> int:
