@@ -172,3 +172,8 @@ class StepRecord:
         if self.replicas is None:  # a lane of one engine says nothing of fleets
             del d["replicas"], d["routes"]
         return d
+
+
+def tick_ms(records: dict) -> float:
+    """A tick's time on the shared clock: its longest step (a lane that did not step, None, takes none)."""
+    return max((rec.ms for rec in records.values() if rec is not None), default=0.0)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from engine.report.metrics import run_metrics
+from engine.step import tick_ms
 
 from engine.workload.announce import announced
 
@@ -34,6 +35,12 @@ class JobContext:
     finish: Callable[[bool], None]             # the book marks the job finished (its run stored or not)
     pace: float = 0.0                          # the simulator's steps take this many times their simulated ms
     sleep: Callable[[float], None] = time.sleep
+
+    def pace_tick(self, ms: float) -> None:
+        """A paced simulator's tick takes `pace` times its simulated `ms` (a run's and a sweep's alike); a model's
+        tick has taken its own time already."""
+        if self.pace and self.engine.lm is None:
+            self.sleep(self.pace * ms / 1000)
 
 
 class JobSteps(Protocol):
@@ -66,8 +73,7 @@ class RunSteps:
     def step(self) -> None:
         ctx, run = self.ctx, self.run
         records = ctx.offload(run.tick)
-        if ctx.pace and ctx.engine.lm is None:
-            ctx.sleep(ctx.pace * max((rec.ms for rec in records.values() if rec is not None), default=0) / 1000)
+        ctx.pace_tick(tick_ms(records))
         lanes = {lane: None if rec is None else rec.to_dict() for lane, rec in records.items()}
         for lane, rec in lanes.items():
             if rec is not None:

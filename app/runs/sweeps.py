@@ -47,8 +47,7 @@ class SweepSteps:
         if step is None:
             self.done = True
             return
-        if ctx.pace and ctx.engine.lm is None:   # a paced simulator's sweep takes time as its runs do (steps.py)
-            ctx.sleep(ctx.pace * step.ms / 1000)
+        ctx.pace_tick(step.ms)   # a paced simulator's sweep takes time as its runs do
         rate, run, point = step.rate, step.run, step.point
         self.rate = rate
         self.written += self.new_tokens(run)

@@ -17,6 +17,7 @@ from engine.workload.arrivals import retime
 from engine.limits import Limits, WorkloadError, check_number
 from engine.report.metric_table import format_value, text_columns
 from engine.report.metrics import run_metrics
+from engine.step import tick_ms
 from engine.workload.slo import SLO, meets_slo
 from engine.workload.trace import trace_at_rate
 from engine.workload.workload import parse_workload
@@ -101,7 +102,7 @@ def iter_sweep(engine, prepared: list[tuple[float, object]], slo_ttft_ms: float 
         run = engine.start(workload)
         while not run.done:
             ticked = run.tick()
-            yield SweepTick(rate, run, None, ms=max((r.ms for r in ticked.values() if r is not None), default=0.0))
+            yield SweepTick(rate, run, None, ms=tick_ms(ticked))
         records = {name: [r.to_dict() for r in recs] for name, recs in run.records().items()}
         metrics = run_metrics(records, run.workload)
         lanes = {name: serving_metrics(m, slo_ttft_ms, slo_tpot_ms) for name, m in metrics.items()}
