@@ -55,20 +55,22 @@ def router_binary(venv: str) -> Path:
     return binary
 
 
-def core_sets(n: int) -> list[list[int] | None]:
-    """Each replica's own cores, where every replica can have two or more; else None (all share them)."""
+def core_sets(n: int, least: int = 2) -> list[list[int] | None]:
+    """Each replica's own cores, where every replica can have `least` or more; else None (all share them)."""
     cores = sorted(os.sched_getaffinity(0))
     share = len(cores) // n
-    return [cores[i * share:(i + 1) * share] for i in range(n)] if share >= 2 else [None] * n
+    return [cores[i * share:(i + 1) * share] for i in range(n)] if share >= least else [None] * n
 
 
-def start_servers(n: int, first_port: int, backend: str, quiet: bool = True) -> tuple[list[str], list[subprocess.Popen]]:
-    """N `python -m app` servers on first_port .. first_port + n - 1, each with its own run store; their URLs."""
+def start_servers(n: int, first_port: int, backend: str, quiet: bool = True, least_cores: int = 2,
+                  args: tuple[str, ...] = ()) -> tuple[list[str], list[subprocess.Popen]]:
+    """N `python -m app *args` servers on first_port .. first_port + n - 1, each with its own run store and, where
+    each can have `least_cores`, its own cores; their URLs."""
     urls, procs = [], []
-    for i, cores in enumerate(core_sets(n)):
+    for i, cores in enumerate(core_sets(n, least_cores)):
         port = first_port + i
         cmd = [sys.executable, "-m", "app", "--backend", backend, "--port", str(port),
-               "--data", tempfile.mkdtemp(prefix=f"fleet-{i}-")]
+               "--data", tempfile.mkdtemp(prefix=f"fleet-{i}-"), *args]
         env = {**os.environ, **({"OMP_NUM_THREADS": str(len(cores))} if cores else {})}
         out = subprocess.DEVNULL if quiet else None
         procs.append(subprocess.Popen((["taskset", "-c", ",".join(map(str, cores))] if cores else []) + cmd,

@@ -40,12 +40,13 @@ def why(e: BaseException) -> str:
 
 
 def samples(text: str) -> list[dict]:
-    """Every sample of a Prometheus exposition but histogram buckets: {name, labels, value}."""
+    """Every sample of a Prometheus exposition but histogram buckets: {name, labels, value, help} (help: its
+    family's HELP text, as the exporter wrote it)."""
     out = []
     for family in text_string_to_metric_families(text):
         for s in family.samples:
             if not s.name.endswith("_bucket"):
-                out.append({"name": s.name, "labels": dict(s.labels), "value": s.value})
+                out.append({"name": s.name, "labels": dict(s.labels), "value": s.value, "help": family.documentation})
     return out
 
 

@@ -5,6 +5,7 @@ and the router's counters; it asks `/api/fleet` once a second, which is `FleetSc
 as JSON. Nothing else: no engine, no sockets, no state. `serve()` runs it on a thread of the fleet script, on
 Werkzeug's threaded server: a page for one operator, not a public endpoint (the replicas and the router are those).
 """
+import logging
 import threading
 
 from flask import Flask, jsonify, render_template
@@ -36,7 +37,9 @@ def create_fleet_app(scrape: FleetScrape) -> Flask:
 
 
 def serve(scrape: FleetScrape, host: str, port: int) -> BaseWSGIServer:
-    """The fleet view on host:port, on a daemon thread; `.shutdown()` stops it."""
+    """The fleet view on host:port, on a daemon thread; `.shutdown()` stops it. Its requests are not logged (the page
+    asks once a second)."""
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     server = make_server(host, port, create_fleet_app(scrape), threaded=True)
     threading.Thread(target=server.serve_forever, name="fleet-view", daemon=True).start()
     return server

@@ -15,11 +15,12 @@ import { liveScene } from "./scene.js";
 import { WINDOW_MS } from "./state.js";
 import { sizeCanvas } from "../canvas/stage.js";
 
-const ROW_H = 14;           // a slot's row: 16 slots of two replicas and the router's table fit one screen
+const ROW_H = 12;           // a slot's row: 16 slots of two replicas and the router's table fit one screen
 const ASK_TIMEOUT_MS = 5000;
 
 const $ = (id) => document.getElementById(id);
-const dom = { status: $("fleet-status"), routerNote: $("router-note"), routerHead: $("router-head"), routerRows: $("router-rows") };
+const dom = { status: $("fleet-status"), routerNote: $("router-note"), workerHead: $("worker-head"), workerRows: $("worker-rows"),
+  routerRows: $("router-rows") };
 const cards = [...document.querySelectorAll(".replica")].map((node) => ({
   node, line: node.querySelector("[data-part=line]"), wrap: node.querySelector("[data-part=wrap]"),
   canvas: node.querySelector("[data-part=canvas]"), sizeKey: "" }));
@@ -80,9 +81,9 @@ function draw(now) {
   const [text, tone] = statusLine();
   setText(dom.status, text);
   dom.status.dataset.tone = tone;
-  const routerRows = renderRouter(dom, state.router);
+  const tables = renderRouter(dom, state.router, state.replicas.map((r) => r.url));
   window.__fleet = { polls: state.polls, failed: state.failed, now, status: text, replicas: shown.filter(Boolean),
-    router: state.router ? { up: state.router.up, error: state.router.error, policy: state.router.policy, rows: routerRows } : null };
+    router: state.router ? { up: state.router.up, error: state.router.error, policy: state.router.policy, ...tables } : null };
 }
 
 function frame(perfNow) {

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { applyFleetPoll, createFleetState, fleetNow } from "../../../static/js/live/fleet_state.js";
-import { hitText, routerRows } from "../../../static/js/live/fleet_panels.js";
+import { hitText, routerTables } from "../../../static/js/live/fleet_panels.js";
 
 const record = (step, start) => ({ step, start_ms: start, ms: 50, slots: [], waiting: [], finished: [], returned: [] });
 const replica = (index, startedAt, records, requests = []) => ({ index, url: `http://r${index}`, up: true, error: null,
@@ -40,11 +40,19 @@ test("a poll that got no answer is said, and the replicas shown stay", () => {
   assert.equal(s.replicas, s0.replicas);
 });
 
-test("the router's rows drop its prefix and sort by name, then labels; the hit rate reads its counters", () => {
-  const rows = routerRows([{ name: "vllm_router_requests_total", labels: { worker: "b" }, value: 2 },
-    { name: "vllm_router_requests_total", labels: { worker: "a" }, value: 5 }, { name: "vllm_router_cache_hits_total", labels: {}, value: 1 }]);
-  assert.deepEqual(rows.map((r) => [r.name, r.labels, r.value]),
-    [["cache_hits_total", "", 1], ["requests_total", "worker=a", 5], ["requests_total", "worker=b", 2]]);
-  assert.equal(hitText({ prefix_cache_queries: 2680, prefix_cache_hits: 1234 }), "46% (1,234 of 2,680 prompt tokens)");
+test("the router's samples labelled by worker get a column per worker, the replicas' first; the rest are rows", () => {
+  const t = routerTables([
+    { name: "vllm_router_policy_decisions_total", labels: { policy: "cache_aware", worker: "http://r1" }, value: 9 },
+    { name: "vllm_router_worker_health", labels: { worker: "http://r0" }, value: 1 },
+    { name: "vllm_router_worker_health", labels: { worker: "http://r1" }, value: 1 },
+    { name: "vllm_router_requests_total", labels: { route: "/v1/completions" }, value: 8 },
+    { name: "vllm_router_active_workers", labels: {}, value: 2 }], ["http://r0", "http://r1"]);
+  assert.deepEqual(t.workers, ["http://r0", "http://r1"]);
+  assert.deepEqual(t.perWorker.map((r) => [r.name, r.labels, r.values]), [
+    ["policy_decisions_total", "policy=cache_aware", { "http://r1": 9 }],
+    ["worker_health", "", { "http://r0": 1, "http://r1": 1 }]]);
+  assert.deepEqual(t.rows.map((r) => [r.name, r.labels, r.value]),
+    [["active_workers", "", 2], ["requests_total", "route=/v1/completions", 8]]);
+  assert.equal(hitText({ prefix_cache_queries: 2680, prefix_cache_hits: 1234 }), "46% (1,234 of 2,680)");
   assert.equal(hitText({ prefix_cache_queries: 0, prefix_cache_hits: 0 }), "\u2013");
 });
