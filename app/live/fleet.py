@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from prometheus_client.parser import text_string_to_metric_families
 
 TIMEOUT_S = 1.5          # a replica or router slower than this to answer is shown as not answering
-WINDOW_MS = 35_000       # the steps kept of each replica's lane: the view's 30 s window and a little before it
+WINDOW_MS = 65_000       # the steps kept of each replica's lane: the minute its figures look back (tokens/s), and 5 s
 
 
 def fetch(url: str, timeout: float) -> bytes:
