@@ -1,10 +1,10 @@
 """The fleet view (scripts/fleet.py's page on PORT+200: app/live/fleet.py, app/live/fleet_app.py, static/js/live/fleet*.js)
 against a real fleet: two `python -m app --backend sim --pace 1` servers behind the real vllm-router 0.1.17 with
 round_robin, traffic sent through the router. The view's JSON holds both replicas' live lanes and the router's own
-counters; the page draws both lanes and the counters, per worker; a replica that stops answering (SIGSTOP: it still
+counters; the page draws both lanes (the requests sent while it watches) and the counters, per worker; a replica that stops answering (SIGSTOP: it still
 accepts connections, so a reader without a timeout would hang) is shown down within the timeout while the other
-stays up. Skipped where the router is not installed (`make router`). About 25 s on the 2-core machine, most of it the
-two servers' start.
+stays up. Skipped where the router is not installed (`make router`). 11-26 s on the 2-core machine (load average 1-7),
+most of it the two servers' start.
 """
 import json
 import os
@@ -102,8 +102,13 @@ def test_the_page_draws_both_lanes_and_the_counters_and_says_when_a_replica_stop
     page = watched_page(context)
     try:
         page.goto(fleet["view"])
-        page.wait_for_function("() => window.__fleet && window.__fleet.polls >= 1 && window.__fleet.router "
-                               "&& window.__fleet.replicas.every((r) => r.up && r.runs.length > 0)", timeout=20_000)
+        page.wait_for_function("() => window.__fleet && window.__fleet.polls >= 1", timeout=20_000)
+        before = per_worker(fleet["scrape"].snapshot(), "vllm_router_policy_decisions_total")
+        with ThreadPoolExecutor(REQUESTS) as pool:   # while the page watches: their bars are in its 30 s window
+            list(pool.map(lambda i: complete(fleet["router"], i), range(REQUESTS)))
+        want = {url: before.get(url, 0) + REQUESTS // 2 for url in fleet["urls"]}   # round robin: half each
+        page.wait_for_function("(n) => window.__fleet.replicas.every((r, i) => r.up && r.runs.length > 0 "
+                               "&& r.metrics && r.metrics.requests === n[i])", arg=list(want.values()), timeout=20_000)
         fv = page.evaluate("() => window.__fleet")
         assert [r["url"] for r in fv["replicas"]] == fleet["urls"]
         assert all({run["request"] for run in r["runs"]} <= set(r["requests"]) for r in fv["replicas"])
@@ -111,9 +116,9 @@ def test_the_page_draws_both_lanes_and_the_counters_and_says_when_a_replica_stop
         boxes = [lanes.nth(i).bounding_box() for i in range(2)]
         assert boxes[0]["y"] == boxes[1]["y"] and boxes[0]["x"] + boxes[0]["width"] <= boxes[1]["x"]  # side by side
         decisions = next(r for r in fv["router"]["perWorker"] if r["name"] == "policy_decisions_total")
-        assert decisions["values"] == {url: REQUESTS // 2 for url in fleet["urls"]}
+        assert decisions["values"] == want
         row = page.locator("#worker-rows tr", has_text="policy_decisions_total")
-        assert row.locator("td").all_text_contents()[1:] == [str(REQUESTS // 2)] * 2
+        assert row.locator("td").all_text_contents()[1:] == [f"{want[url]:g}" for url in fleet["urls"]]
         assert page.locator("#worker-head th").all_text_contents()[1:] == ["replica 1", "replica 2"]
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "fleet-live.png"))
