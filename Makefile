@@ -68,8 +68,8 @@ $(ROUTER_VENV)/.installed:
 	$(ROUTER_VENV)/bin/python -m pip install --quiet vllm-router==0.1.17
 	touch $@
 
-# N Batch Lanes servers (ports PORT+1..PORT+N, each its own engine) behind vllm-router on PORT: REPLICAS=2
-# POLICY=cache_aware PORT=8000 BACKEND=model by default; Ctrl-C stops them all
+# N Batch Lanes servers (ports PORT+1..PORT+N, each its own engine) behind vllm-router on PORT, the fleet view on
+# PORT+200: REPLICAS=2 POLICY=cache_aware PORT=8000 BACKEND=model by default; Ctrl-C stops them all
 REPLICAS ?= 2
 POLICY   ?= cache_aware
 BACKEND  ?= model

@@ -9,6 +9,8 @@ prefix hit rate (taken, available, achieved), mean TTFT, load imbalance, tokens/
   (balance_abs_threshold 64, never reached here), with a guard of 4, and round robin.
 On the simulator the figures are its cost model's (no noise); --backend model runs the default model (slow on a
 CPU: minutes; `--only sessions --routers round_robin cache_aware` for less). `--dump DIR` writes the two workloads as JSON for `python -m engine run`.
+The same idea as real servers (Batch Lanes behind the real vllm-router against vLLM's `--data-parallel-size 2`, under
+vLLM's own client) is scripts/fleet_race.py.
 """
 import argparse
 import collections

@@ -145,7 +145,7 @@ def main() -> int:
     p.add_argument("--port", type=int, default=18100)
     args = p.parse_args()
     binary = router_binary(args.router_venv)
-    urls, procs = start_servers(2, args.port, "sim", pace=1.0)
+    urls, procs = start_servers(2, args.port, "sim", args=("--pace", "1"))
     failed = False
     try:
         for url, proc in zip(urls, procs):

@@ -5,7 +5,8 @@ what `vllm bench serve` reports (a benchmark, not a test: it asserts nothing).
     .venv-vllm/bin/python scripts/vllm_client.py URL MODEL TOKENIZER_FOLDER SHAPES_JSON
 
 SHAPES_JSON maps a name to {"endpoint": "completions" | "chat", "input": tokens, "output": tokens, "prompts": n,
-"rate": req/s or "inf", "concurrency": n or null}. Every shape uses the random dataset, `--ignore-eos` and seed 0,
+"rate": req/s or "inf", "concurrency": n or null}, and optionally "prefix": tokens every prompt shares
+(`--random-prefix-len`) and "seed" (default 0). Every shape uses the random dataset and `--ignore-eos`,
 and the client's defaults otherwise (vLLM 0.32's client sends no temperature: both servers sample at 1.0).
 (The `vllm` command fails here on a package-name lookup, so this calls `vllm.benchmarks.serve.main` itself.)
 """
@@ -14,8 +15,8 @@ import io
 import json
 import sys
 
-KEEP = ("completed", "failed", "duration", "output_throughput", "request_throughput", "mean_ttft_ms", "median_ttft_ms",
-        "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "median_itl_ms", "p99_itl_ms", "total_output_tokens")
+KEEP = ("completed", "failed", "duration", "total_input_tokens", "output_throughput", "request_throughput",
+        "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "median_itl_ms", "p99_itl_ms", "total_output_tokens")
 ENDPOINTS = {"completions": ("openai", "/v1/completions"), "chat": ("openai-chat", "/v1/chat/completions")}
 
 
@@ -24,7 +25,9 @@ def arguments(url: str, model: str, tokenizer: str, shape: dict) -> list[str]:
     args = ["--backend", backend, "--base-url", url, "--endpoint", endpoint, "--model", model, "--tokenizer", tokenizer,
             "--dataset-name", "random", "--random-input-len", str(shape["input"]),
             "--random-output-len", str(shape["output"]), "--num-prompts", str(shape["prompts"]),
-            "--request-rate", str(shape["rate"]), "--ignore-eos", "--seed", "0", "--disable-tqdm"]
+            "--request-rate", str(shape["rate"]), "--ignore-eos", "--seed", str(shape.get("seed", 0)), "--disable-tqdm"]
+    if shape.get("prefix"):
+        args += ["--random-prefix-len", str(shape["prefix"])]
     if shape.get("concurrency"):
         args += ["--max-concurrency", str(shape["concurrency"])]
     return args

@@ -12,12 +12,12 @@ const RIGHT = 10;
 const ROW_H = 24;
 const GRID_MS = 5000;
 
-/** Every rectangle of the canvas, in CSS pixels, for a canvas `width` wide with `slots` rows. */
-export function liveLayout(width, slots) {
+/** Every rectangle of the canvas, in CSS pixels, for a canvas `width` wide with `slots` rows `rowH` high. */
+export function liveLayout(width, slots, rowH = ROW_H) {
   const w = Math.max(120, width - GUTTER - RIGHT);
   const marks = { x: GUTTER, y: 4, w, h: 12 };
-  const plot = { x: GUTTER, y: 20, w, h: slots * ROW_H };
-  const rows = Array.from({ length: slots }, (_, i) => ({ slot: i, y: plot.y + i * ROW_H, h: ROW_H }));
+  const plot = { x: GUTTER, y: 20, w, h: slots * rowH };
+  const rows = Array.from({ length: slots }, (_, i) => ({ slot: i, y: plot.y + i * rowH, h: rowH }));
   const kv = { x: GUTTER, y: plot.y + plot.h + 8, w, h: 28 };
   const axis = { x: GUTTER, y: kv.y + kv.h + 4, w, h: 16 };
   return { width, height: axis.y + axis.h + 2, marks, plot, rows, kv, axis };

@@ -25,7 +25,7 @@ def servers():
         if os.environ.get("CI") == "true" or os.environ.get("BATCH_LANES_REQUIRE_ROUTER") == "1":
             pytest.fail(f"{why} (CI=true / BATCH_LANES_REQUIRE_ROUTER=1)")
         pytest.skip(why)
-    urls, procs = start_servers(2, PORT, "sim", pace=1.0)
+    urls, procs = start_servers(2, PORT, "sim", args=("--pace", "1"))
     try:
         for url, proc in zip(urls, procs):
             wait_for(f"{url}/health", 120, proc)
