@@ -94,16 +94,21 @@ export function drawMark(ctx, x, band, color = PALETTE.arrival) {
   ctx.fill();
 }
 
-/** A fleet replica's load after each step as bars from the band's floor, `loads[s - 1]` of `max` over `spans[s - 1]`
- * ([x0, x1] of step s); `band`: {x, y, w, h}. */
+/** A fleet replica's load after each step as bars from the band's floor: [{step, load, x, y, w, h}], `loads[s - 1]` of
+ * `max` over `spans[s - 1]` ([x0, x1] of step s); `band`: {x, y, w, h}. A load of 0 has no height. */
+export function loadBars(band, spans, loads, max) {
+  return spans.map(([x0, x1], i) => {
+    const h = Math.round(((band.h - 2) * loads[i]) / Math.max(1, max));
+    return { step: i + 1, load: loads[i], x: x0, y: band.y + band.h - h, w: Math.max(1, x1 - x0), h };
+  });
+}
+
+/** The load band: its track and its bars (loadBars). */
 export function drawLoad(ctx, band, spans, loads, max) {
   ctx.fillStyle = PALETTE.loadTrack;
   ctx.fillRect(band.x, band.y, band.w, band.h);
   ctx.fillStyle = PALETTE.load;
-  spans.forEach(([x0, x1], i) => {
-    const h = Math.round(((band.h - 2) * loads[i]) / Math.max(1, max));
-    if (h > 0) ctx.fillRect(x0, band.y + band.h - h, Math.max(1, x1 - x0), h);
-  });
+  for (const bar of loadBars(band, spans, loads, max)) if (bar.h > 0) ctx.fillRect(bar.x, bar.y, bar.w, bar.h);
 }
 
 /** Centred text in a rectangle, at `yFrac` of its height. */
