@@ -154,6 +154,14 @@ def test_fleet_herding_draws_each_replicas_load_band_and_the_guard_that_moves_th
     assert [tab.text_content(f"#request-rows tr:nth-child({k + 1}) th") for k in range(len(ids))] == ids
     q = stored["metrics"]["guard 4"]["requests"][ids[0]]
     assert tab.text_content("#request-rows tr:nth-child(1) td:nth-child(6)") == f"{q['ttft_steps']} / {round(q['ttft_ms'])}"
+    # the memory map: one pool per replica that stepped (guard 64's second replica never did), at its last step
+    tab.click("#btn-memory")
+    tab.wait_for_function("() => window.__memmap && window.__memmap.lanes.length > 0")
+    shown = tab.evaluate("() => window.__memmap.lanes.map((l) => [l.name, l.step])")
+    assert shown == [[f"{f}/{i}", lanes(tab, f"drawn[{k}].steps")] for k, (f, i) in enumerate((f, i) for f in fleets for i in (0, 1))
+                     if lanes(tab, f"drawn[{k}].steps") > 0]
+    assert [name for name, _ in shown] == ["guard 64/0", "guard 4/0", "guard 4/1", "round robin/0", "round robin/1"]
+    tab.click("#btn-memory")
     m = {f: stored["metrics"][f] for f in fleets}
     lesson = tab.text_content("#lesson")
     assert "\u2026" not in lesson and "so the guard keeps the load level" in lesson
