@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
+import { loadBars } from "../../../static/js/canvas/cells.js";
 import { computeLayout } from "../../../static/js/canvas/layout.js";
 import { legendEntries } from "../../../static/js/canvas/legend.js";
 import { deriveRun, legendFlags } from "../../../static/js/canvas/scene.js";
@@ -59,4 +60,12 @@ test("the legend explains the routing marks and the load band where a lane is a 
   assert.ok(mixed.includes("routed") && mixed.includes("load") && mixed.includes("arrival"), mixed.join());
   const plain = labels("arrivals: no noise");
   assert.ok(!plain.includes("routed") && !plain.includes("load") && plain.includes("arrival"), plain.join());
+});
+
+test("a load bar stands on the band's floor, its height the load's share of the fleet's most; a load of 0 has none", () => {
+  const band = { x: 100, y: 50, w: 300, h: 18 };
+  const bars = loadBars(band, [[100, 110], [110, 130], [130, 130.4]], [0, 8, 16], 16);
+  assert.deepEqual(bars.map((b) => [b.step, b.load, b.h]), [[1, 0, 0], [2, 8, 8], [3, 16, 16]]);
+  assert.ok(bars.every((b) => b.y + b.h === band.y + band.h), "every bar ends on the floor");
+  assert.equal(bars[2].w, 1, "a step narrower than a pixel still shows");
 });
