@@ -255,8 +255,8 @@ def fleet_lines(metrics: dict) -> list[str]:
                       f"{pct(m['prefix_hit_rate_available'])} / achieved {pct(m['prefix_hit_rate_achieved'])}"]
         for i, r in enumerate(m["replicas"]):
             peak = max((n for _, n in r["load"]), default=0)
-            lines.append(f"  {r['name'] or f'{name}/{i}'}: {len(r['requests'])} requests, {r.get('steps', 0)} steps, mean TTFT "
-                         f"{format_value(r.get('mean_ttft_ms'), '.0f')} ms, load at most {peak}")
+            lines.append(f"  {r['name'] or f'{name}/{i}'}: {len(r['requests'])} requests, {r.get('steps', 0)} steps, "
+                         f"mean TTFT {format_value(r.get('mean_ttft_ms'), '.0f')} ms, load at most {peak}")
     return lines
 
 

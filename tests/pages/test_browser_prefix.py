@@ -153,20 +153,22 @@ def test_fleet_herding_draws_each_replicas_load_band_and_the_guard_that_moves_th
     ids = routes_of(stored, "guard 4", 1)
     assert [tab.text_content(f"#request-rows tr:nth-child({k + 1}) th") for k in range(len(ids))] == ids
     q = stored["metrics"]["guard 4"]["requests"][ids[0]]
-    assert tab.text_content("#request-rows tr:nth-child(1) td:nth-child(6)") == f"{q['ttft_steps']} / {round(q['ttft_ms'])}"
+    ttft = tab.text_content("#request-rows tr:nth-child(1) td:nth-child(6)")  # TTFT steps / ms
+    assert ttft == f"{q['ttft_steps']} / {round(q['ttft_ms'])}"
     # the memory map: one pool per replica that stepped (guard 64's second replica never did), at its last step
     tab.click("#btn-memory")
     tab.wait_for_function("() => window.__memmap && window.__memmap.lanes.length > 0")
     shown = tab.evaluate("() => window.__memmap.lanes.map((l) => [l.name, l.step])")
-    assert shown == [[f"{f}/{i}", lanes(tab, f"drawn[{k}].steps")] for k, (f, i) in enumerate((f, i) for f in fleets for i in (0, 1))
-                     if lanes(tab, f"drawn[{k}].steps") > 0]
+    steps = {d["name"]: d["steps"] for d in lanes(tab, "drawn")}
+    assert shown == [[name, n] for name, n in steps.items() if n > 0]
     assert [name for name, _ in shown] == ["guard 64/0", "guard 4/0", "guard 4/1", "round robin/0", "round robin/1"]
     tab.click("#btn-memory")
     m = {f: stored["metrics"][f] for f in fleets}
     lesson = tab.text_content("#lesson")
     assert "\u2026" not in lesson and "so the guard keeps the load level" in lesson
-    assert f"imbalance {m['guard 64']['mean_load_imbalance']:.2f} on average, {m['guard 64']['max_load_imbalance']} at worst" in lesson
-    assert f"{m['guard 4']['mean_load_imbalance']:.2f}, {m['guard 4']['max_load_imbalance']} at worst" in lesson
+    g64, g4 = m["guard 64"], m["guard 4"]
+    assert f"imbalance {g64['mean_load_imbalance']:.2f} on average, {g64['max_load_imbalance']} at worst" in lesson
+    assert f"{g4['mean_load_imbalance']:.2f}, {g4['max_load_imbalance']} at worst" in lesson
     ARTIFACTS.mkdir(exist_ok=True)
     tab.evaluate("() => window.scrollTo(0, document.querySelector('#lanes').getBoundingClientRect().top + window.scrollY - 20)")
     tab.screenshot(path=str(ARTIFACTS / "browser-fleet-herding.png"))  # 1280 x 720
