@@ -1,5 +1,5 @@
-"""What a fleet teaches, in two workloads the fleet presets will grow from (docs/fleets.md): prints each lane's
-prefix hit rate (taken, available, achieved), mean TTFT, load imbalance, tokens/s and the router's branches.
+"""What a fleet teaches, in the two larger workloads the presets fleet-sessions and fleet-herding grew from
+(docs/fleets.md): prints each lane's prefix hit rate (taken, available, achieved), mean TTFT, load imbalance, tokens/s and the router's branches.
 
     .venv/bin/python -m scripts.bench_fleet [--backend sim|model] [--dump DIR]
 

@@ -224,6 +224,7 @@ def format_tables(workload, metrics: dict, engine: Engine) -> str:
         lines += ["", f"SLO: {slo_words(slo)} - met " + ", ".join(
             f"{name} {m['slo_met']}/{sum(q['return_step'] is not None for q in m['requests'].values())}"
             for name, m in metrics.items())]
+    lines += fleet_lines(metrics)
     f = format_value
     for name, m in metrics.items():
         lines += ["", f"{name}: per request",
@@ -239,6 +240,24 @@ def format_tables(workload, metrics: dict, engine: Engine) -> str:
                          f"{f(q['ttft_ms'], '.0f'):>8} {f(q['tpot_ms'], '.0f'):>8} {q['stop'] or '-':<6} {verdict:<9} "
                          f"{text[:60]!s}")
     return "\n".join(lines)
+
+
+def fleet_lines(metrics: dict) -> list[str]:
+    """What a fleet adds (docs/fleets.md), one block per fleet: the load imbalance, the prefix hits on offer and taken,
+    and each replica's requests, mean TTFT and most requests held at once (its load over time's peak)."""
+    lines = []
+    pct = lambda v: format_value(v, ".0%")  # noqa: E731
+    for name, m in metrics.items():
+        if not m.get("replicas"):
+            continue
+        lines += ["", f"fleet {name}: load imbalance mean {format_value(m['mean_load_imbalance'], '.2f')} / max "
+                      f"{format_value(m['max_load_imbalance'], 'd')}; prefix hits available "
+                      f"{pct(m['prefix_hit_rate_available'])} / achieved {pct(m['prefix_hit_rate_achieved'])}"]
+        for i, r in enumerate(m["replicas"]):
+            peak = max((n for _, n in r["load"]), default=0)
+            lines.append(f"  {r['name'] or f'{name}/{i}'}: {len(r['requests'])} requests, {r.get('steps', 0)} steps, "
+                         f"mean TTFT {format_value(r.get('mean_ttft_ms'), '.0f')} ms, load at most {peak}")
+    return lines
 
 
 def sweep(args) -> int:

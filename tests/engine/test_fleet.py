@@ -173,3 +173,20 @@ def test_smollm2_fleet_on_the_mixed_demo_keeps_solo_generate_tokens(smol):
                      slots=workload["slots"])
     check_against_solo(smol, run, smol.eos_ids)
     check_routes(run, "2 x cache_aware")
+
+
+def test_the_cli_report_says_each_fleets_imbalance_and_replicas(capsys):
+    """`engine run` (text): a block per fleet with its imbalance, its hits on offer and taken, and each replica's
+    requests, steps, mean TTFT and peak load, from the fleet's metrics; goodput in the lane table as for any lane."""
+    from engine.cli.commands import main
+    assert main(["run", "demos/fleet-herding.json", "--backend", "sim"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "fleet guard 64: load imbalance mean 8.60 / max 16; prefix hits available 85% / achieved 85%" in out
+    assert "  guard 64/0: 16 requests, 65 steps, mean TTFT 2331 ms, load at most 16" in out
+    assert "  guard 64/1: 0 requests, 0 steps, mean TTFT - ms, load at most 0" in out  # the herd's twin never stepped
+    assert any(line.startswith("  guard 4/1: 7 requests") for line in out)
+    assert main(["run", "demos/fleet-one-vs-two.json", "--backend", "sim"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "SLO: TTFT <= 500 ms, TPOT <= 100 ms - met 4 slots 3/16, 8 slots 2/16, 2 × 4 12/16" in out
+    assert [line for line in out if line.startswith("fleet ")] == [
+        "fleet 2 × 4: load imbalance mean 0.97 / max 3; prefix hits available 0% / achieved 0%"]

@@ -52,7 +52,8 @@ def test_palette_text_outlines_and_focus_rings_reach_wcag_aa(tab, server):
                   ("text", "decode"), ("text", "prefill"),  # the last-token bar
                   ("prefillCachedLine", "prefillCached"),  # the prefix cache's stripes
                   # an SLO's deadline bar and missed ring, on the cells and waits they cross
-                  ("slo", "background"), ("slo", "decode"), ("slo", "prefill"), ("slo", "padding"), ("slo", "waiting")]
+                  ("slo", "background"), ("slo", "decode"), ("slo", "prefill"), ("slo", "padding"), ("slo", "waiting"),
+                  ("load", "loadTrack"), ("load", "background")]  # a fleet replica's load bars on their band
     low = [(a, b, round(contrast(p[a], p[b]), 2)) for a, b in text_pairs if contrast(p[a], p[b]) < 4.5]
     low += [(a, b, round(contrast(p[a], p[b]), 2)) for a, b in line_pairs if contrast(p[a], p[b]) < 3]
     assert low == []

@@ -110,3 +110,72 @@ def test_fleet_sessions_draws_each_replica_as_a_sub_lane_with_the_routers_marks(
     tab.evaluate("() => window.scrollTo(0, document.querySelector('#lanes').getBoundingClientRect().top + window.scrollY - 20)")
     tab.screenshot(path=str(ARTIFACTS / "browser-fleet-sessions.png"))  # 1280 x 720: the four sub-lanes
     assert tab.problems == []
+
+
+def test_fleet_herding_draws_each_replicas_load_band_and_the_guard_that_moves_the_herd(tab, server):
+    """One hot prefix on cache_aware fleets (docs/fleets.md, fleet-herding): six sub-lanes, the routing marks on the
+    replicas the router chose, each replica's load drawn as bars under its slots from its own records (the server's
+    `replicas[i].load`), the herded replica's bars full height and its twin's empty, the legend naming the marks and
+    the band, and the lesson's imbalances the server's."""
+    tab.set_viewport_size({"width": 1280, "height": 720})
+    run_preset(tab, server, "fleet-herding")
+    to_end(tab)
+    assert lanes(tab, "metricsCheck") == "ok"
+    stored = json.loads(urlopen(f"{server}/api/runs/{lanes(tab, 'runId')}").read())
+    fleets = ("guard 64", "guard 4", "round robin")
+    assert [d["name"] for d in lanes(tab, "drawn")] == [f"{f}/{i}" for f in fleets for i in (0, 1)]
+    for fleet in fleets:
+        mine, theirs = lanes(tab, f"lanes[{fleet!r}].metrics"), stored["metrics"][fleet]
+        for key in ("mean_load_imbalance", "max_load_imbalance", "mean_ttft_ms", "prefix_hit_rate_achieved"):
+            assert mine[key] == pytest.approx(theirs[key], rel=1e-9), (fleet, key)
+        routes = {q["request"]: q for r in stored["records"][fleet] for q in r.get("routes", [])}
+        for i in (0, 1):
+            marks = tab.evaluate(f"() => window.__lanes.marks({f'{fleet}/{i}'!r})")
+            assert sorted(m["id"] for m in marks) == sorted(k for k, q in routes.items() if q["replica"] == i)
+            bars = tab.evaluate(f"() => window.__lanes.loadBars({f'{fleet}/{i}'!r})")
+            assert [b["load"] for b in bars] == [n for _, n in theirs["replicas"][i]["load"]], (fleet, i)
+    herd, idle = (tab.evaluate(f"() => window.__lanes.loadBars('guard 64/{i}')") for i in (0, 1))
+    assert max(b["load"] for b in herd) == 16 and all(b["load"] == 0 for b in idle)  # the herd: one replica holds all
+    band = next(l for l in lanes(tab, "layout.lanes") if l["name"] == "guard 64/0")["load"]
+    tallest = max(herd, key=lambda b: b["load"])
+    assert tallest["h"] == band["h"] - 2 and tallest["y"] == band["y"] + 2
+    palette = lanes(tab, "palette")
+    x = tallest["x"] + max(0, tallest["w"] / 2 - 1)
+    assert share(rgb(palette["load"]), pixels(tab, {"x": x, "y": tallest["y"] + 2, "w": 2, "h": tallest["h"] - 4})) > 0.8
+    legend = [i["label"] for i in lanes(tab, "legend")]
+    assert "routed: the router sent it here" in legend and "replica load: running + waiting" in legend
+    assert "request arrives" not in legend  # every lane is a fleet: its arrivals are its routing marks
+    # the requests table: a replica's own requests, their times its records' (the fleet's row lists them all)
+    for lane, expect in (("guard 64/0", 16), ("guard 64/1", 0), ("guard 4/1", None)):
+        tab.select_option("#request-lane", lane)
+        tab.wait_for_function("(n) => document.querySelectorAll('#request-rows tr').length === n",
+                              arg=expect if expect is not None else len(routes_of(stored, "guard 4", 1)))
+    ids = routes_of(stored, "guard 4", 1)
+    assert [tab.text_content(f"#request-rows tr:nth-child({k + 1}) th") for k in range(len(ids))] == ids
+    q = stored["metrics"]["guard 4"]["requests"][ids[0]]
+    ttft = tab.text_content("#request-rows tr:nth-child(1) td:nth-child(6)")  # TTFT steps / ms
+    assert ttft == f"{q['ttft_steps']} / {round(q['ttft_ms'])}"
+    # the memory map: one pool per replica that stepped (guard 64's second replica never did), at its last step
+    tab.click("#btn-memory")
+    tab.wait_for_function("() => window.__memmap && window.__memmap.lanes.length > 0")
+    shown = tab.evaluate("() => window.__memmap.lanes.map((l) => [l.name, l.step])")
+    steps = {d["name"]: d["steps"] for d in lanes(tab, "drawn")}
+    assert shown == [[name, n] for name, n in steps.items() if n > 0]
+    assert [name for name, _ in shown] == ["guard 64/0", "guard 4/0", "guard 4/1", "round robin/0", "round robin/1"]
+    tab.click("#btn-memory")
+    m = {f: stored["metrics"][f] for f in fleets}
+    lesson = tab.text_content("#lesson")
+    assert "\u2026" not in lesson and "so the guard keeps the load level" in lesson
+    g64, g4 = m["guard 64"], m["guard 4"]
+    assert f"imbalance {g64['mean_load_imbalance']:.2f} on average, {g64['max_load_imbalance']} at worst" in lesson
+    assert f"{g4['mean_load_imbalance']:.2f}, {g4['max_load_imbalance']} at worst" in lesson
+    ARTIFACTS.mkdir(exist_ok=True)
+    tab.evaluate("() => window.scrollTo(0, document.querySelector('#lanes').getBoundingClientRect().top + window.scrollY - 20)")
+    tab.screenshot(path=str(ARTIFACTS / "browser-fleet-herding.png"))  # 1280 x 720
+    assert tab.problems == []
+
+
+def routes_of(stored: dict, fleet: str, replica: int) -> list[str]:
+    """The ids the router sent to one replica of a stored run's fleet, in the workload's order."""
+    sent = {q["request"]: q["replica"] for r in stored["records"][fleet] for q in r.get("routes", [])}
+    return [str(q["id"]) for q in stored["workload"]["requests"] if sent.get(str(q["id"])) == replica]

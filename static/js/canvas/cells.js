@@ -26,6 +26,7 @@ export const PALETTE = Object.freeze({
   waiting: "#f6eaa6", waitingMark: "#8a7400", waitingText: "#4d4100",
   arrival: "#009e73",
   route: "#cc79a7",  // a fleet replica's arrival marks: where the router sent each request
+  load: "#0072b2", loadTrack: "#eef3f8",  // a fleet replica's load band: its requests running or waiting
   kv: "#b8619a", kvTrack: "#f4ecf1", kvBudget: "#6b3a57",
   playhead: "#1d2330",
   focus: "#1d2330",
@@ -91,6 +92,23 @@ export function drawMark(ctx, x, band, color = PALETTE.arrival) {
   ctx.lineTo(x + 4.5, band.y + 1);
   ctx.lineTo(x, band.y + band.h - 1);
   ctx.fill();
+}
+
+/** A fleet replica's load after each step as bars from the band's floor: [{step, load, x, y, w, h}], `loads[s - 1]` of
+ * `max` over `spans[s - 1]` ([x0, x1] of step s); `band`: {x, y, w, h}. A load of 0 has no height. */
+export function loadBars(band, spans, loads, max) {
+  return spans.map(([x0, x1], i) => {
+    const h = Math.round(((band.h - 2) * loads[i]) / Math.max(1, max));
+    return { step: i + 1, load: loads[i], x: x0, y: band.y + band.h - h, w: Math.max(1, x1 - x0), h };
+  });
+}
+
+/** The load band: its track and its bars (loadBars). */
+export function drawLoad(ctx, band, spans, loads, max) {
+  ctx.fillStyle = PALETTE.loadTrack;
+  ctx.fillRect(band.x, band.y, band.w, band.h);
+  ctx.fillStyle = PALETTE.load;
+  for (const bar of loadBars(band, spans, loads, max)) if (bar.h > 0) ctx.fillRect(bar.x, bar.y, bar.w, bar.h);
 }
 
 /** Centred text in a rectangle, at `yFrac` of its height. */

@@ -1,6 +1,6 @@
 /**
  * Where everything sits on the canvas, in CSS pixels: the time axis, each lane's title, arrival
- * marks, preemption flags, grid and KV bar, the legend row. Plain data (tests read it through
+ * marks, preemption flags, grid, a fleet replica's load band and KV bar, the legend row. Plain data (tests read it through
  * window.__lanes) plus a few pure helpers that map a (lane, step, row) to a rectangle and a point back
  * to what is there. On the milliseconds clock a step spans its lane-clock start to its end, so a lane
  * that waited for arrivals shows a gap. The x-axis shows `domain` units from `from` (a zoom shows a
@@ -16,6 +16,7 @@
 const RIGHT = 20;
 const MARK_H = 11;   // the band of arrival marks above a lane's grid
 const KV_GAP = 6;
+const LOAD_H = 18;   // a fleet replica's load band, under its grid: its requests running or waiting over time
 const LEGEND_H = 58;  // room for the legend to wrap onto a second row (when its items are not placed here)
 const NARROW = 560;  // below this canvas width the legend starts at the left edge, not under the grid
 const MIN_ROW = 6;    // the least a row shrinks to under a height budget
@@ -99,9 +100,10 @@ function stack(lanes, rowHs, kvHs, { size, gridX, gridW, compact }) {
     const marks = { x: gridX, y: y + titleH, w: gridW, h: markH };
     const flags = { x: gridX, y: marks.y + markH, w: gridW, h: lane.preemptions ? size.flagH : 0 };
     const grid = { x: gridX, y: flags.y + flags.h, w: gridW, h: rowH * lane.rows.length };
-    const kv = { x: gridX, y: grid.y + grid.h + KV_GAP, w: gridW, h: kvHs[i] };
+    const load = { x: gridX, y: grid.y + grid.h + (lane.load ? KV_GAP : 0), w: gridW, h: lane.load ? LOAD_H : 0 };
+    const kv = { x: gridX, y: load.y + load.h + KV_GAP, w: gridW, h: kvHs[i] };
     y = kv.y + kv.h + (i === lanes.length - 1 && size.endGap !== undefined ? size.endGap : laneGap);
-    return { ...lane, rowH, title, marks, flags, grid, kv };
+    return { ...lane, rowH, title, marks, flags, grid, load, kv };
   });
   return { placed, y };
 }
@@ -109,7 +111,8 @@ function stack(lanes, rowHs, kvHs, { size, gridX, gridW, compact }) {
 /**
  * lanes: [{name, rows: [label...], starts: [ms], ends: [ms], gaps: [{step, from, to}], arrivals:
  * [{id, arrival, arrival_ms}] | null (no arrival marks), kvBudget (optional: a KV budget binds, its bar is taller),
- * preemptions (optional: [{step, id, slot}] for a lane that may preempt: a band of flags above its grid)}];
+ * preemptions (optional: [{step, id, slot}] for a lane that may preempt: a band of flags above its grid), load
+ * (optional: a fleet's replica: a band under its grid for its load over time)}];
  * clock: "steps" | "ms"; domain: steps or ms the x axis spans, from `from` (default 0); legend (optional):
  * {entries, measure} to place the legend's items (see placeLegend), else a fixed band; maxHeight (optional): the
  * canvas height to fit; present: presenter mode's larger type; compact: the tighter titles and gaps of three or

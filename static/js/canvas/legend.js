@@ -1,13 +1,13 @@
 /**
  * The canvas legend: which entries a scene needs (an idle slot in the slot view, queued in the request
  * view, preempted, waiting and arrival marks only when the run shows them, an SLO's deadline and missed
- * mark when targets are set, and always the KV memory
+ * mark when targets are set, a fleet's routing mark and load band when a lane is a fleet, and always the KV memory
  * strip), how wide a label is, and drawing the entries where layout.js placed them (wrapped onto as
  * many rows as the width needs). Each entry names its glossary term (glossary.js), which the page's
  * focusable legend keys over the canvas explain. A layout without placed items (one made without a
  * legend spec) gets the entries laid out here, as before. Reads the scene and the layout; changes neither.
  */
-import { FONT, PALETTE, drawCell, drawDeadline, drawMark, drawSloMiss, drawWaiting } from "./cells.js";
+import { FONT, PALETTE, drawCell, drawDeadline, drawLoad, drawMark, drawSloMiss, drawWaiting } from "./cells.js";
 import { PRESENT_MIN } from "./layout.js";
 import { Phase, SlotState, StopReason } from "../core/vocab.js";
 
@@ -16,6 +16,8 @@ const KV = "kv";            // the KV memory strip under each lane
 const CACHED = "cached";    // a prefill cell whose prompt came partly from the prefix cache
 const DEADLINE = "deadline";  // an SLO's TTFT deadline on a request's row (the request view)
 const MISSED = "missed";    // the ring on the cell where a request missed its SLO
+const ROUTED = "routed";    // a fleet replica's arrival mark: where the router sent a request
+const LOAD = "load";        // a fleet replica's load band
 
 // [kind, label, cell info, glossary term, short label (presenter mode: one row; the glossary says the rest)]
 const LEGEND = [
@@ -31,6 +33,8 @@ const LEGEND = [
   [Phase.DECODE, "several tokens: proposals kept", { label: "", written: 3 }, "several_tokens", "several tokens"],
   [Phase.DECODE, "last token (\u25cf at EOS)", { label: "", stop: StopReason.EOS }, "last_token", "last token"],
   [ARRIVAL, "request arrives", {}, "arrival", "arrives"],
+  [ROUTED, "routed: the router sent it here", {}, "routed", "routed"],
+  [LOAD, "replica load: running + waiting", {}, "replica_load", "load"],
   [DEADLINE, "TTFT deadline (SLO)", {}, "slo", "deadline"],
   [MISSED, "missed the SLO", { label: "" }, "slo", "SLO miss"],
   [KV, "KV memory (- - budget)", {}, "kv", "KV memory"],
@@ -38,7 +42,7 @@ const LEGEND = [
 
 // marks narrower than a cell: the arrival triangle, the deadline bar, the missed ring (a row of presenter mode's legend
 // at 1280 px has no room to spare)
-const NARROW = Object.freeze({ [ARRIVAL]: 12, [DEADLINE]: 12, [MISSED]: 18 });
+const NARROW = Object.freeze({ [ARRIVAL]: 12, [ROUTED]: 12, [DEADLINE]: 12, [MISSED]: 18 });
 
 function shown(kind, flags, term) {
   if (kind === Phase.QUEUED) return flags.view === "requests";
@@ -46,7 +50,8 @@ function shown(kind, flags, term) {
   if (kind === Phase.PREEMPTED) return flags.preemption && !flags.swapOnly;
   if (kind === Phase.SWAPPED) return Boolean(flags.swap);
   if (kind === Phase.WAITING) return flags.waiting;
-  if (kind === ARRIVAL) return flags.marks;
+  if (kind === ARRIVAL) return flags.marks && !flags.fleetOnly;  // a fleet's arrivals are its routing marks
+  if (kind === ROUTED || kind === LOAD) return Boolean(flags.fleet);
   if (kind === CACHED) return Boolean(flags.prefixCache);
   if (kind === DEADLINE) return Boolean(flags.slo) && flags.view === "requests";
   if (kind === MISSED) return Boolean(flags.slo);
@@ -93,6 +98,8 @@ function drawEntry(ctx, entry, x, y, px, h = 18) {
   const info = px > 12 ? { ...entry.info, maxPx: px, minPx: PRESENT_MIN.cellPx } : entry.info;
   if (entry.kind === Phase.WAITING) drawWaiting(ctx, swatch, "");
   else if (entry.kind === ARRIVAL) drawMark(ctx, x + 6, { y: y + h / 2 - 5, h: 10 });
+  else if (entry.kind === ROUTED) drawMark(ctx, x + 6, { y: y + h / 2 - 5, h: 10 }, PALETTE.route);
+  else if (entry.kind === LOAD) drawLoad(ctx, swatch, [[x, x + 6], [x + 6, x + 12], [x + 12, x + 18], [x + 18, x + 26]], [1, 3, 2, 4], 4);
   else if (entry.kind === KV) drawKvSwatch(ctx, swatch);
   else if (entry.kind === CACHED) drawCell(ctx, swatch, Phase.PREFILL, info);
   else if (entry.kind === DEADLINE) drawDeadline(ctx, x + 4, swatch);

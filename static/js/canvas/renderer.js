@@ -7,7 +7,7 @@
  * neither; it returns the text it wrote, each with its font size (ink.js), for the probe. How one cell looks and the palette live in
  * cells.js, the legend in legend.js.
  */
-import { FONT, PALETTE, drawCell, drawDeadline, drawFlag, drawFocus, drawMark, drawSloMiss, drawWaiting, fitText } from "./cells.js";
+import { FONT, PALETTE, drawCell, drawDeadline, drawFlag, drawFocus, drawLoad, drawMark, drawSloMiss, drawWaiting, fitText } from "./cells.js";
 import { noting } from "./ink.js";
 import { PRESENT_MIN, TYPE, axisTicks, cellRect, columnRect, flagRects, flagText, gapRect, markX, stepSpan, timeX } from "./layout.js";
 import { drawLegend } from "./legend.js";
@@ -105,6 +105,11 @@ export function sloMarks(layout, lane, data, view, steps) {
   return { deadlines, misses };
 }
 
+/** [x0, x1] of a fleet replica's first `steps` steps: where its load bars stand (cells.js loadBars). */
+export function loadSpans(layout, lane, steps) {
+  return Array.from({ length: steps }, (_, i) => stepSpan(layout, lane, i + 1));
+}
+
 function drawSlo(ctx, layout, lane, data, view, steps) {
   const { deadlines, misses } = sloMarks(layout, lane, data, view, steps);
   for (const d of deadlines) drawDeadline(ctx, d.x, d);
@@ -145,6 +150,14 @@ function drawGutter(ink, layout, lane, data) {
     ctx.font = `${Math.max(9, Math.min(type.label, kv.h))}px ${FONT}`;
     ctx.fillText(fitText(ctx, [data.kvLabel, "KV"], grid.x - 10) || "", grid.x - 8, kv.y + kv.h / 2);
   }
+  if (lane.load && lane.load.h) {  // a fleet replica: its load at the playhead, of the most any replica of the fleet held
+    ctx = ink("row");
+    ctx.font = `${Math.max(9, type.label - 1)}px ${FONT}`;
+    ctx.fillStyle = PALETTE.muted;
+    const now = data.revealed > 0 ? data.loads[Math.min(data.revealed, data.loads.length) - 1] : null;
+    const words = now === null ? [`load (max ${data.loadMax})`, "load"] : [`load ${now} (max ${data.loadMax})`, `load ${now}`, String(now)];
+    ctx.fillText(fitText(ctx, words, grid.x - 10) || "", grid.x - 8, lane.load.y + lane.load.h / 2);
+  }
   if (marks.h) {
     ctx = ink("row");
     ctx.font = `${Math.max(9, type.label - 1)}px ${FONT}`;
@@ -177,6 +190,7 @@ function drawLane(ink, layout, lane, scene) {
     }
   }
   for (let s = 1; s <= steps; s += 1) drawStep(ctx, layout, lane, data, scene, s);
+  if (lane.load && lane.load.h && data.loads) drawLoad(ctx, lane.load, loadSpans(layout, lane, steps), data.loads, data.loadMax);
   if (data.slo) drawSlo(ctx, layout, lane, data, scene.view, steps);
   if (marks.h) for (const a of data.timeline.arrivals) drawMark(ctx, markX(layout, a), marks, a.branch ? PALETTE.route : undefined);
   if (lane.flags && lane.flags.h) {

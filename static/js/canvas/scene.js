@@ -8,6 +8,7 @@
 import { laneTitle, orderLanes, resolvedConfig } from "../core/laneconfig.js";
 import { isTimed, laneMetrics, mismatches } from "../core/metrics.js";
 import { traitsOf } from "../core/policies.js";
+import { fleetLoads } from "../core/fleetmetrics.js";
 import { sloVerdicts, withSlo } from "../core/slo.js";
 import { estimateSteps, gapAt, laneTimeline, perRecords, stepAt, stepCount } from "../core/timeline.js";
 import { RunStatus, SlotState } from "../core/vocab.js";
@@ -65,11 +66,15 @@ function derive(run) {
  * A fleet lane (data_parallel_size, engine/fleet.py) as the sub-lanes the canvas draws, one per replica on the run's
  * clock: each from its replica's own records (a lane record like any other) over the requests the router sent it,
  * its arrival marks the routing decisions ({...arrival, replica, branch}). `fleet`: the lane it belongs to; `whole`
- * and `workload`: its own metrics and requests (the fleet's table row is the fleet lane's, derived.metrics).
+ * and `workload`: its own metrics and requests (the fleet's table row is the fleet lane's, derived.metrics); `loads`: its
+ * load after each of its steps (requests running or waiting, core/fleetmetrics.js fleetLoads), `loadMax` the most any
+ * replica of the fleet held, so the replicas' load bands share one scale.
  */
 export function replicaLanes(lane, workload) {
   const routes = new Map(lane.records.flatMap((r) => r.routes || []).map((route) => [route.request, route]));
   const size = lane.records[0].replicas.length;
+  const loads = fleetLoads(lane.records).map((series) => series.map(([, n]) => n));
+  const loadMax = Math.max(1, ...loads.flat());
   const memo = fleetMemo.get(lane.records[0]) || new Map();
   fleetMemo.set(lane.records[0], memo);
   return Array.from({ length: size }, (_, i) => {
@@ -81,7 +86,7 @@ export function replicaLanes(lane, workload) {
     const timeline = laneTimeline(own, mine);
     timeline.arrivals = timeline.arrivals.map((a) => ({ ...a, replica: i, branch: routes.get(a.id).branch }));
     return { ...lane, name: `${lane.name}/${i}`, title: `${lane.name} \u00b7 replica ${i + 1} of ${size} \u00b7 ${lane.config.options.router}`,
-      fleet: lane.name, replica: i, records: own, timeline, workload: mine, whole: metricsOf(own, mine) };
+      fleet: lane.name, replica: i, records: own, timeline, workload: mine, whole: metricsOf(own, mine), loads: loads[i], loadMax };
   });
 }
 const fleetMemo = new WeakMap();  // a fleet's first record -> its replicas' record arrays
@@ -157,7 +162,8 @@ export function sloOf(derived, override = null) {
 }
 
 /** What the legend explains for a run on a clock and view: {view, preemption, waiting, marks, prefixCache,
- * speculative, swap, swapOnly, slo (targets set: the TTFT deadline, in the request view, and the missed mark)}. */
+ * speculative, swap, swapOnly, slo (targets set: the TTFT deadline, in the request view, and the missed mark), fleet
+ * (a lane is a fleet: its routing marks and its replicas' load bands), fleetOnly (every lane is: no plain arrival marks)}. */
 export function legendFlags(derived, { view, clock, slo = null }) {
   const preemption = Boolean(derived.run && derived.run.workload && derived.run.workload.kv_budget)
     || derived.lanes.some((l) => l.config.options.kv_budget) || Object.values(derived.metrics).some((m) => m.preemptions > 0);
@@ -171,8 +177,9 @@ export function legendFlags(derived, { view, clock, slo = null }) {
     || l.records.some((r) => r.slots.some((c) => c.state === SlotState.SWAPPED)));
   const swap = swapping.some(Boolean);
   const swapOnly = swap && swapping.every(Boolean);
+  const fleets = (derived.drawn || []).map((l) => l.fleet !== undefined);  // routing marks and load bands
   return { view, preemption, waiting, marks: derived.marks, prefixCache, speculative, swap, swapOnly,
-    slo: Boolean(sloOf(derived, slo)) };
+    slo: Boolean(sloOf(derived, slo)), fleet: fleets.some(Boolean), fleetOnly: fleets.length > 0 && fleets.every(Boolean) };
 }
 
 const verdictMemo = new WeakMap();  // a lane's whole metrics -> {slo, value}: its requests' SLO verdicts

@@ -18,6 +18,16 @@ export function replicaLoad(record) {
   return record.slots.filter((c) => !GONE.includes(c.state)).length + record.waiting.length;
 }
 
+/**
+ * Each replica's load over time, from a fleet's records: [[end ms, load] after each of its steps] per replica, the
+ * metrics' `replicas[i].load` (engine/report/fleet_metrics.py), what the page's load band draws.
+ */
+export function fleetLoads(records) {
+  const size = records.length ? records[0].replicas.length : 0;
+  return Array.from({ length: size }, (_, i) => records.map((r) => r.replicas[i]).filter((x) => x)
+    .map((r) => [Math.round((r.start_ms + r.ms) * 1000) / 1000, replicaLoad(r)]));
+}
+
 /** max - min of the replicas' loads after each fleet step (a replica that did not step keeps its last load). */
 function imbalance(records) {
   const latest = records[0].replicas.map(() => 0);
@@ -91,10 +101,11 @@ export function fleetMetrics(records, workload, laneMetrics) {
   out.prefix_hit_rate_achieved = prompt ? routes.reduce((n, route) => n + route.matched[route.replica], 0) / prompt : null;
   out.simulated = done.every((p) => p.simulated);
   out.requests = Object.fromEntries(per.map((q) => [q.id, q]));
+  const loads = fleetLoads(records);
   out.replicas = lanes.map((lane, i) => ({ name: lane.length ? lane[0].lane : null,
     requests: per.filter((q) => q.replica === i).map((q) => q.id),
     ...(parts[i] ? Object.fromEntries(["steps", "tokens", "wall_s", "prefix_cache_hit_rate", "mean_ttft_ms", "preemptions"]
       .map((k) => [k, parts[i][k]])) : {}),
-    load: lane.map((r) => [Math.round((r.start_ms + r.ms) * 1000) / 1000, replicaLoad(r)]) }));
+    load: loads[i] }));
   return out;
 }

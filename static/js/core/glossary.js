@@ -18,6 +18,8 @@ export const GLOSSARY = Object.freeze({
   padding: { term: "padding", text: "A request that already finished but whose static group is still running: its row is computed anyway, and thrown away (hatched)." },
   idle: { term: "idle slot", text: "No request in this slot in this step: the batch runs with a hole in it." },
   queued: { term: "queued", text: "The request has arrived and waits for a free slot (request view)." },
+  routed: { term: "routed", text: "A fleet's replica: a pink triangle where the router sent it a request, at the request's arrival. Hover it for the router's reason (cache_hit, load_balance, round_robin, ...)." },
+  replica_load: { term: "replica load", text: "A fleet's replica: its requests running or waiting after each of its steps, as a bar under its slots, on the fleet's one scale. Bars of different heights at one time are the load imbalance." },
   waiting: { term: "waiting for arrivals", text: "The lane has nothing it may compute: it waits for more requests to arrive, or to fill a group." },
   last_token: { term: "last token", text: "A request's final token: a bar on the cell's right edge, with a dot when the model itself wrote EOS (end of sequence)." },
   arrival: { term: "request arrives", text: "When a request reaches the server: a triangle above the lane at its arrival time. With arrivals in steps a request arrives at a step number, not a time: on the ms clock its triangle sits where that step starts on each lane's own clock, so one request's marks sit at different times on different lanes." },

@@ -91,7 +91,6 @@ function firstTokenLater(derived, { lane, others, request }) {
     + ` ${ms0(theirs)} on ${whole}: ${why(derived, [lane, whole])})` };
 }
 
-/** Every kind of claim a preset may declare: check(derived, claim) -> null (not known yet) | {holds, text}. */
 /** `lane` (a fleet) took a larger share of its prompt tokens from the hits on offer than each of `others`. */
 function achievesMoreHits(derived, { lane, others }) {
   const m = derived.metrics;
@@ -104,7 +103,32 @@ function achievesMoreHits(derived, { lane, others }) {
     `${o} (${pct(m[o].prefix_hit_rate_achieved)})`).join(" and ")}, not the usual result` };
 }
 
+/** `lane` (a fleet) kept its replicas' loads closer than each of `others`: a lower mean load imbalance. */
+function balancesLoad(derived, { lane, others }) {
+  const m = derived.metrics;
+  if (!laneOf(derived, lane) || others.some((o) => !laneOf(derived, o))) return null;
+  const mine = m[lane].mean_load_imbalance;
+  const level = others.filter((o) => m[o].mean_load_imbalance <= mine);
+  if (!level.length) return { holds: true };
+  return { holds: false, text: `yet on this run its load imbalance (${mine.toFixed(2)} on average) was no lower than ${
+    level.map((o) => `${o}'s (${m[o].mean_load_imbalance.toFixed(2)})`).join(" and ")}, not the usual result` };
+}
+
+/** `lane`'s mean TTFT is below each of `others`' (no "far": any margin). */
+function firstTokensSoonest(derived, { lane, others }) {
+  const m = derived.metrics;
+  if (!laneOf(derived, lane) || others.some((o) => !laneOf(derived, o))) return null;
+  const mine = m[lane].mean_ttft_ms;
+  const sooner = others.filter((o) => m[o].mean_ttft_ms <= mine);
+  if (!sooner.length) return { holds: true };
+  return { holds: false, text: `yet on this run its mean TTFT (${ms0(mine)}) was no better than ${
+    sooner.map((o) => `${o}'s (${ms0(m[o].mean_ttft_ms)})`).join(" and ")}, not the usual result (${why(derived, [lane, ...sooner])})` };
+}
+
+/** Every kind of claim a preset may declare: check(derived, claim) -> null (not known yet) | {holds, text}. */
 export const CHECKS = Object.freeze({
+  balances_load: balancesLoad,
+  first_tokens_soonest: firstTokensSoonest,
   achieves_more_hits: achievesMoreHits,
   finishes_no_later: finishesNoLater,
   first_tokens_sooner: firstTokensSooner,

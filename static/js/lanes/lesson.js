@@ -2,7 +2,8 @@
  * A preset's lesson with its placeholders filled from the run it describes: `{LONG.prompt_tokens}`
  * (the prompt tokens of request LONG: the total of its first prefill cell in any lane),
  * `{static.longest_step_share}` (the share of lane "static"'s wall time its longest step took),
- * `{8 slots.wall_s}` (that lane's wall time, 2 decimals), or any other number of a lane's metrics.
+ * `{8 slots.wall_s}` (that lane's wall time, 2 decimals), `{8 slots.mean_ttft_ms}` (a mean time: whole ms), a
+ * fleet's `prefix_hit_rate_*` (a percentage), or any other number of a lane's metrics.
  * A value not known yet (the lane still runs, or no run of this mix) shows as "…"; a raw `{...}`
  * never shows. A prompt's token count comes from run_started (`run.promptTokens`, what a spectator has from the
  * start), else from the records. Then every claim of the lesson (claims.js) the finished run contradicts is
@@ -38,6 +39,7 @@ function laneValue(lane, m, key, workload) {
   const v = m[key];
   if (typeof v !== "number") return null;
   if (key.startsWith("prefix_hit_rate_")) return `${Math.round(v * 100)}%`;  // a fleet's hits available / achieved
+  if (/^mean_\w+_ms$/.test(key)) return String(Math.round(v));  // a mean time: whole milliseconds
   return Number.isInteger(v) ? String(v) : v.toFixed(2);
 }
 

@@ -43,9 +43,9 @@ export function syncMemory(button, on, available) {
   if (button.getAttribute("aria-pressed") !== pressed) button.setAttribute("aria-pressed", pressed);
 }
 
-/** Whether a run's lanes carry block tables (a run stored before paging has no map). */
+/** Whether a run's lanes carry block tables (a run stored before paging has no map); a fleet's are its replicas'. */
 export function memoryAvailable(derived) {
-  return derived.lanes.some((l) => hasBlockTables(l.records));
+  return (derived.drawn || derived.lanes).some((l) => hasBlockTables(l.records));
 }
 
 /**

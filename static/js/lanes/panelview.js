@@ -15,15 +15,16 @@ export function createPanelView(dom) {
 
   /** The tables for this frame: `view` {clock, view, reveal, requestLane} is what the page shows. */
   function refresh(derived, scene, shown, limit, { clock, view, reveal, requestLane }) {
-    const lanes = derived.lanes.map((l) => l.name);
-    const lane = lanes.includes(requestLane) ? requestLane : lanes[lanes.length - 1];
+    // the requests table's lanes: the run's, each fleet followed by its replicas ("<fleet>/<i>", its own requests)
+    const lanes = derived.lanes.flatMap((l) => [l.name, ...(derived.drawn || []).filter((d) => d.fleet === l.name).map((d) => d.name)]);
+    const lane = lanes.includes(requestLane) ? requestLane : derived.lanes.length ? derived.lanes[derived.lanes.length - 1].name : undefined;
     const rows = scene.rows || scene.lanes;  // the run's lanes (a fleet one row), not the sub-lanes drawn
-    const current = rows.find((l) => l.name === lane);
+    const current = rows.find((l) => l.name === lane) || scene.lanes.find((l) => l.name === lane);
     // the playhead is "at the end" when every lane shows its last step so far: the table is then the run's numbers
     const atEnd = rows.every((l) => l.step >= l.records.length) && shown >= limit - 1e-9;
     const at = atEnd ? null : clock === "steps" ? `step ${Math.ceil(shown - 1e-9)}` : `${(shown / 1000).toFixed(2)} s`;
     const hidden = Object.fromEntries(rows.map((l) => [l.name, Boolean(reveal && !laneRevealed(l))]));
-    const key = [derived.run, derived.check, lane, rows.map((l) => l.step).join(), at, Object.values(hidden).join(),
+    const key = [derived.run, derived.check, lane, rows.map((l) => l.step).join(), current && current.step, at, Object.values(hidden).join(),
       JSON.stringify(scene.sloTargets)];  // the teacher's SLO targets change the goodput and met columns
     if (key.every((k, i) => k === panelKey[i])) return;
     panelKey = key;
@@ -32,10 +33,16 @@ export function createPanelView(dom) {
     renderMetrics(dom.metricsTable, dom.metricsCheck, metrics, notes, derived.check, at, hidden,
       legendFlags(derived, { view, clock }).speculative);
     if (dom.requestLane.options.length !== lanes.length || [...dom.requestLane.options].some((o, i) => o.value !== lanes[i])) {
-      dom.requestLane.replaceChildren(...lanes.map((name) => new Option(name, name)));
+      dom.requestLane.replaceChildren(...lanes.map((name) => {
+        const replica = (derived.drawn || []).find((d) => d.name === name && d.fleet !== undefined);
+        return new Option(replica ? `${replica.fleet} \u00b7 replica ${replica.replica + 1}` : name, name);
+      }));
     }
     if (lane) dom.requestLane.value = lane;
-    if (current) renderRequests(dom.requestRows, derived.run.workload, current.records, derived.metrics[lane], current.step, reveal);
+    if (current) {  // a replica: its own requests, records and metrics (scene.js replicaLanes)
+      renderRequests(dom.requestRows, current.workload || derived.run.workload, current.records, current.whole || derived.metrics[lane],
+        current.step, reveal);
+    }
     else dom.requestRows.replaceChildren();
   }
 

@@ -10,7 +10,8 @@
  * a sleep.
  */
 import { cellRect, columnRect, flagRects, gapRect, markX } from "../canvas/layout.js";
-import { PALETTE, sloMarks } from "../canvas/renderer.js";
+import { loadBars } from "../canvas/cells.js";
+import { PALETTE, loadSpans, sloMarks } from "../canvas/renderer.js";
 
 function withoutRequests(m) {
   const { requests, ...rest } = m;
@@ -73,7 +74,7 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
       /** presenter mode's lanes in turn: {from, count, total} (count < total: the others wait their turn); null outside it */
       turn: layout.turn ? { ...layout.turn } : null,
       canvas: { left: rect.left + window.scrollX, top: rect.top + window.scrollY },
-      lanes: layout.lanes.map((l) => ({ name: l.name, title: l.title, marks: l.marks, flags: l.flags, grid: l.grid, kv: l.kv,
+      lanes: layout.lanes.map((l) => ({ name: l.name, title: l.title, marks: l.marks, flags: l.flags, grid: l.grid, load: l.load, kv: l.kv,
         rowH: l.rowH, rows: l.rows.length })),
     },
     /** The SLO's targets in force ({ttft_ms, tpot_ms}: the teacher's, else the run's), or null. */
@@ -83,6 +84,13 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
       const l = laneLayout(lane);
       const data = scene.lanes.find((d) => d.name === lane);
       return l && data ? sloMarks(layout, l, data, scene.view, Math.min(data.records.length, data.revealed)) : { deadlines: [], misses: [] };
+    },
+    /** A fleet replica's load bars as drawn (cells.js loadBars): [{step, load, x, y, w, h}]; empty for a lane of one engine. */
+    loadBars(lane) {
+      const l = laneLayout(lane);
+      const data = scene.lanes.find((d) => d.name === lane);
+      if (!l || !l.load || !l.load.h || !data || !data.loads) return [];
+      return loadBars(l.load, loadSpans(layout, l, Math.min(data.records.length, data.revealed)), data.loads, data.loadMax);
     },
     /** A lane's preemption flags as drawn: [{id, step, pill: {x, y, w, h}, pole: {...}}] (empty: it cannot preempt). */
     preemptions(lane) {

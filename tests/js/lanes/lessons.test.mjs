@@ -17,7 +17,8 @@ const RUNS = JSON.parse(readFileSync(PATH, "utf8"));
 const demo = (name) => JSON.parse(readFileSync(new URL(`../../../demos/${name}.json`, import.meta.url), "utf8"));
 const CLAIMS = { arrivals: demo("arrivals").claims, "long-prompt": demo("long-prompt").claims };  // as /api/presets sends them
 const TRACE_CLAIMS = { "azure-code-burst": demo("azure-code-burst").claims,  // the replayed traces' (docs/traces.md)
-  "mooncake-conversation": demo("mooncake-conversation").claims, "fleet-sessions": demo("fleet-sessions").claims };
+  "mooncake-conversation": demo("mooncake-conversation").claims, "fleet-sessions": demo("fleet-sessions").claims,
+  "fleet-herding": demo("fleet-herding").claims, "fleet-one-vs-two": demo("fleet-one-vs-two").claims };
 
 function lessonOf(stored, id) {
   const records = Object.fromEntries(Object.entries(stored.records).map(([lane, recs]) => [lane, recs.map((r) => ({ ...r, lane }))]));
@@ -85,6 +86,24 @@ for (const [id, stored] of Object.entries(RUNS).filter(([, s]) => s.preset in CL
         [`took ${pct(ca.prefix_hit_rate_achieved)}`, `round robin (${pct(rr.prefix_hit_rate_achieved)})`], id);
       assert.ok(text.includes(`held ${pct(rr.prefix_hit_rate_available)} of the prompt tokens`), `${id}:\n${text}`);
       assert.ok(text.includes(`${ca.prompt_tokens_computed} prompt tokens computed, not ${rr.prompt_tokens_computed}`), id);
+    } else if (stored.preset === "fleet-herding") {  // one hot prefix, the imbalance guard at 64 and at 4 (docs/fleets.md)
+      const [g64, g4, rr] = [m["guard 64"], m["guard 4"], m["round robin"]];
+      const f2 = (v) => v.toFixed(2);
+      claim(text, "so the guard keeps the load level", g4.mean_load_imbalance < g64.mean_load_imbalance,
+        [`(${f2(g4.mean_load_imbalance)} on average)`, `guard 64's (${f2(g64.mean_load_imbalance)})`], id);
+      assert.ok(text.includes(`never fires here, imbalance ${f2(g64.mean_load_imbalance)} on average, ${g64.max_load_imbalance} at worst,`
+        + ` TTFT ${Math.round(g64.mean_ttft_ms)} ms`), `${id}: the imbalance before the guard:\n${text}`);
+      assert.ok(text.includes(`${f2(g4.mean_load_imbalance)}, ${g4.max_load_imbalance} at worst, TTFT ${Math.round(g4.mean_ttft_ms)} ms`),
+        `${id}: the imbalance after it:\n${text}`);
+      assert.ok(text.includes(`Round robin: ${f2(rr.mean_load_imbalance)}.`), `${id}:\n${text}`);
+      assert.ok(g64.max_load_imbalance === 16, `${id}: every request herds onto one replica`);
+    } else if (stored.preset === "fleet-one-vs-two") {  // one engine of 4 slots, one of 8, two replicas of 4
+      const [four, eight, two] = [m["4 slots"], m["8 slots"], m["2 × 4"]];
+      claim(text, "so its first tokens come soonest", two.mean_ttft_ms < Math.min(four.mean_ttft_ms, eight.mean_ttft_ms),
+        [`its mean TTFT (${ms0(two.mean_ttft_ms)})`], id);
+      assert.ok(text.includes(`4 slots queue them: TTFT ${Math.round(four.mean_ttft_ms)} ms`), `${id}:\n${text}`);
+      assert.ok(text.includes(`${two.slo_met} of 16 within the SLO (${eight.slo_met}, ${four.slo_met})`), `${id}:\n${text}`);
+      assert.ok(text.includes(`goodput ${two.request_goodput.toFixed(2)}/s`), `${id}:\n${text}`);
     } else if (stored.preset === "mooncake-conversation") {
       const [p, c] = ["prefix cache", "continuous"].map((l) => wall(records[l]));
       claim(text, "so it finishes no later", p <= c, [`finished at ${secs(p)}`, `continuous (${secs(c)}`], id);
