@@ -40,8 +40,10 @@ def flags() -> list[str]:
 
 
 def build_folder() -> Path:
+    """One folder per sources, torch, flags and checkout: torch's build file names the sources by their absolute
+    paths, so two checkouts sharing a folder rebuilt it in turn (~30 s, minutes under load) at every load."""
     key = hashlib.sha1(b"".join(s.read_bytes() for s in SOURCES + HEADERS) + torch.__version__.encode()
-                       + " ".join(flags()).encode()).hexdigest()[:12]
+                       + " ".join(flags()).encode() + str(SOURCES[0].resolve().parent).encode()).hexdigest()[:12]
     return cache_root() / "kernels" / f"gemv-{key}"
 
 
