@@ -8,8 +8,8 @@ Parameters (checked in app.web.openai_params; docs/live-api.md has the table): `
 generate()), `top_p`, `seed`, `logprobs` (and chat's `top_logprobs`), `echo`, a completions `prompt` as a
 string, token ids or a list of either, `stream`, `stream_options` (`include_usage`, `continuous_usage_stats`),
 vLLM's `min_tokens` and `ignore_eos`, and structured output: `response_format` (JSON) and vLLM's
-`structured_outputs` (JSON, regex, choice, grammar), through llguidance, and a tool call `tool_choice` names. Known
-parameters it cannot honour (a tool the model picks, penalties, ...) are refused naming the parameter; unknown ones are
+`structured_outputs` (JSON, regex, choice, grammar), through llguidance, and the tool calls `tool_choice` names or makes
+"required". Known parameters it cannot honour (tool_choice "auto", penalties, ...) are refused naming the parameter; unknown ones are
 ignored, as OpenAI does. Errors use OpenAI's body `{"error": {"message", "type", "param", "code"}}`: 400 for bad input, 404 for another model,
 429 when the live lane's queue is full, 503 while the model loads. A stream is server-sent events, one
 `data: {chunk}` per event and `data: [DONE]` last; its first chunk (chat's role) leaves with the first token, as

@@ -7,10 +7,12 @@ token: its top alternatives and the chosen token itself, as vLLM returns it), te
 prompt's tokens first (the first one's logprob and alternatives None); chat `logprobs` = {content: [{token,
 logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}; a named tool_choice's text is its one tool call's
 arguments (content "", tool_calls [{id, type, function: {name, arguments}}], streamed as arguments deltas, the
-first with the id and name, as vLLM streams them). Usage counts each prompt once whatever its n (as
+first with the id and name, as vLLM streams them); tool_choice "required"'s text is a JSON list of {name, parameters},
+answered as that many tool calls (streamed whole with the finish); a call max_tokens cut short is no call. Usage counts each prompt once whatever its n (as
 vLLM does) and every choice's tokens. This module knows the OpenAI format and app.live's stream events, nothing
 of HTTP or validation.
 """
+import json
 import queue
 import secrets
 
@@ -50,8 +52,9 @@ class ChoiceBody:
         self.times: dict = {}             # its times on the lane clock, from its DoneEvent (app.web.tracing reads them)
         self.offset = 0                   # text_offset of the next token shown (completions)
         self.echo_only = params.max_tokens == 0                # echo with max_tokens 0: the one token is dropped
-        self.tool_id = f"chatcmpl-tool-{secrets.token_hex(16)}" if params.tool else None  # a named tool_choice's call
+        self.tool_id = tool_id() if params.tool else None      # a named tool_choice's call
         self.tool_opened = False                               # stream: its first delta (id, name) has gone
+        self.calls_tools = params.tool is not None or params.tools_required   # the text is tool calls, not content
 
     def add(self, event: StreamEvent) -> None:
         if isinstance(event, PromptEvent):
@@ -93,11 +96,17 @@ class ChoiceBody:
                 "top_logprobs": [{"token": s, "logprob": v, "bytes": list(s.encode())}
                                  for s, (_, v) in zip(names[1:], top)]}
 
-    def chat_delta(self, text: str) -> dict:
-        """A streamed chat chunk's delta of `text`: content, or a named tool call's arguments (its id and name with
-        the first, as vLLM streams them)."""
-        if self.tool_id is None:
-            return {"content": text}
+    def chat_delta(self, text: str, finished: bool) -> dict:
+        """A streamed chat chunk's delta of `text`: content; or a named tool call's arguments (its id and name with
+        the first, as vLLM streams them); or, for tool_choice "required", nothing until the choice has `finished`,
+        then its whole calls (the list is parsed once complete)."""
+        if not self.calls_tools:
+            return {"content": text} if text else {}
+        if self.params.tools_required:
+            calls = self.tool_calls() if finished else None
+            return {"tool_calls": [call | {"index": i} for i, call in enumerate(calls)]} if calls else {}
+        if not text:
+            return {}
         call = {"index": 0, "function": {"arguments": text}}
         if not self.tool_opened:
             self.tool_opened = True
@@ -107,19 +116,39 @@ class ChoiceBody:
     def tool_call(self, arguments: str) -> dict:
         return {"id": self.tool_id, "type": "function", "function": {"name": self.params.tool, "arguments": arguments}}
 
+    def tool_calls(self) -> list[dict] | None:
+        """The whole text's tool calls: a named tool_choice's one call, "required"'s list ({name, parameters} each);
+        None where max_tokens cut the text before they were complete (as vLLM answers: no tool_calls)."""
+        text = "".join(self.text)
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            if self.params.tools_required or self.finish == "length":
+                return None
+            parsed = None   # a named call's arguments that the grammar ended: as they came
+        if not self.params.tools_required:
+            return [self.tool_call(text)]
+        return [{"id": tool_id(), "type": "function", "function": {"name": c["name"], "arguments": json.dumps(
+            c["parameters"], ensure_ascii=False)}} for c in parsed]
+
     def whole(self) -> dict:
         """The choice of a whole (non-streamed) response."""
         choice = {"index": self.index, "finish_reason": self.finish}
         self.offset = 0
         if self.kind == "chat":
-            choice["message"] = {"role": "assistant", "content": "".join(self.text)} if self.tool_id is None else \
-                {"role": "assistant", "content": "", "tool_calls": [self.tool_call("".join(self.text))]}
+            calls = self.tool_calls() if self.calls_tools else None
+            choice["message"] = {"role": "assistant", "content": "".join(self.text)} if not self.calls_tools else \
+                {"role": "assistant", "content": "", **({"tool_calls": calls} if calls else {})}
             choice["logprobs"] = self.logprobs(self.entries)
         else:
             choice["text"] = "".join(self.text)
             echo_logprobs = self.params.echo and self.params.logprobs is not None
             choice["logprobs"] = self.logprobs(self.entries, prompt=echo_logprobs)
         return choice
+
+
+def tool_id() -> str:
+    return f"chatcmpl-tool-{secrets.token_hex(16)}"
 
 
 def usage(choices: list[ChoiceBody], n: int) -> dict:

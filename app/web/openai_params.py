@@ -3,8 +3,9 @@ logprobs, echo and n. Every refusal is a `BadParam` naming the parameter (a 400 
 
 Structured output (`response_format` json_object / json_schema, vLLM's `structured_outputs` json / regex / choice /
 grammar / json_object) becomes one llguidance grammar here, checked (engine.structured): a bad schema is a 400
-naming the parameter before any engine sees it. What is refused and why (docs/live-api.md has the table): `tools` need
-the output parsed into tool calls, which this server does not do; the penalties, `logit_bias` and `suffix` change the logits in ways the engine does not implement;
+naming the parameter before any engine sees it; so does a tool call that `tool_choice` names or makes "required". What
+is refused and why (docs/live-api.md has the table): tool_choice "auto" needs the output parsed into tool calls in the
+model's own format, which this server does not do; the penalties, `logit_bias` and `suffix` change the logits in ways the engine does not implement;
 `best_of` > n would sample candidates the client never sees. Unknown parameters are ignored, as OpenAI does.
 This module knows the OpenAI request format and the server's limits, nothing of the live lane or HTTP responses.
 """
@@ -19,9 +20,9 @@ INT64 = (-2 ** 63, 2 ** 63 - 1)
 REFUSED = {"functions": (None, []), "function_call": (None, "none"),
            "logit_bias": (None, {}), "presence_penalty": (None, 0, 0.0), "frequency_penalty": (None, 0, 0.0),
            "repetition_penalty": (None, 1, 1.0), "suffix": (None, "")}
-WHY_NO_GRAMMAR = ("needs the output parsed into tool calls in the model's own format, which this server does not do; "
-                  "constrained decoding gives a named function's arguments: send tool_choice "
-                  '{"type": "function", "function": {"name": ...}}')
+WHY_NO_GRAMMAR = ("or not needs the output parsed into tool calls in the model's own format, which this server does "
+                  "not do; constrained decoding gives a named function's arguments or the calls \"required\" asks "
+                  'for: send tool_choice {"type": "function", "function": {"name": ...}} or "required"')
 
 
 class BadParam(Exception):
@@ -65,6 +66,7 @@ class Params:
     grammar: str | None = None    # structured output: the llguidance grammar the text keeps to (None: free text)
     grammar_param: str | None = None  # the parameter that asked for it (response_format, structured_outputs, tool_choice)
     tool: str | None = None       # chat: the function tool_choice names; the text is its arguments, sent as a tool call
+    tools_required: bool = False  # chat: tool_choice "required"; the text is a JSON list of {name, parameters}, sent as calls
 
 
 def check(body: dict, kind: str, limits, default_max: int) -> Params:
@@ -80,7 +82,7 @@ def check(body: dict, kind: str, limits, default_max: int) -> Params:
         try:
             grammar, grammar_param = structured.grammar("json", tool[1]), "tool_choice"
         except ValueError as e:
-            raise BadParam("tools", f"the parameters of {tool[0]!r}: {e}") from None
+            raise BadParam("tools", f"the parameters of {tool[0] or 'the tools'!r}: {e}") from None
     echo = flag(body, "echo") if kind == "text" else False
     if kind == "chat" and body.get("echo") not in (None, False):
         raise BadParam("echo", "echo is a completions parameter (POST /v1/completions)")
@@ -113,13 +115,15 @@ def check(body: dict, kind: str, limits, default_max: int) -> Params:
                   logprobs=logprobs(body, kind), echo=echo, stream=stream,
                   include_usage=bool(options.get("include_usage")),
                   continuous_usage=bool(options.get("include_usage") and options.get("continuous_usage_stats")),
-                  grammar=grammar, grammar_param=grammar_param, tool=tool[0] if tool else None)
+                  grammar=grammar, grammar_param=grammar_param, tool=tool[0] if tool else None,
+                  tools_required=tool is not None and tool[0] is None)
 
 
-def named_tool(body: dict, kind: str) -> tuple[str, dict] | None:
-    """The function that `tool_choice` names among chat's `tools`, and its parameters' JSON Schema (None: no tool
-    is called: no tools, or tool_choice "none"). A tool the model would pick itself (tool_choice "auto", the default
-    with tools, or "required") is refused: its call would have to be parsed out of free text."""
+def named_tool(body: dict, kind: str) -> tuple[str | None, dict] | None:
+    """The tool call `tool_choice` asks for among chat's `tools`: (the function's name, its parameters' JSON Schema)
+    for a named function; (None, a schema of a list of one or more {name, parameters} of the tools) for "required",
+    as vLLM constrains it; None when no tool is called (no tools, or tool_choice "none"). A tool the model would pick
+    itself or not ("auto", the default with tools) is refused: its call would have to be parsed out of free text."""
     tools, choice = body.get("tools"), body.get("tool_choice")
     if tools in (None, []) or choice == "none":
         if isinstance(choice, dict) or choice == "required":
@@ -132,6 +136,11 @@ def named_tool(body: dict, kind: str) -> tuple[str, dict] | None:
             for t in tools):
         raise BadParam("tools", 'tools must be a list of {"type": "function", "function": {"name": ..., "parameters": '
                                 '{...}}} (POST /v1/chat/completions)')
+    if choice == "required":
+        return None, {"type": "array", "minItems": 1, "items": {"anyOf": [
+            {"type": "object", "properties": {"name": {"const": t["function"]["name"]},
+                                              "parameters": t["function"].get("parameters") or {"type": "object"}},
+             "required": ["name", "parameters"], "additionalProperties": False} for t in tools]}}
     name = choice.get("function", {}).get("name") if isinstance(choice, dict) and isinstance(choice.get("function"), dict) \
         else None
     if name is None:

@@ -2,7 +2,8 @@
 
 A stream is `data: {chunk}` events separated by blank lines: a role chunk per choice (chat), the echoed prompt
 (completions with `echo`), each sent just before that choice's first token, a chunk per piece of text as the live
-lane writes it (with its tokens' logprobs when asked), each choice's finish chunk, the usage chunk if asked (`continuous_usage_stats`: usage on every chunk too),
+lane writes it (with its tokens' logprobs when asked), each choice's finish reason on its last text's chunk (as vLLM
+sends it; on a chunk of its own where no text came with the end: a stop string's cut, an EOS), the usage chunk if asked (`continuous_usage_stats`: usage on every chunk too),
 `data: [DONE]`; every chunk names its choice's `index`. Streamed or whole, it looks whether its client has closed
 the connection (the socket app.asyncmode.client_socket finds, under werkzeug or eventlet) while it waits, so a
 client that goes away frees its slots (or its places in the queue) at the next step; a stream the server stops
@@ -73,7 +74,7 @@ def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], inclu
               logprobs: dict | None = None) -> bytes:
         choice = {"index": body.index, "finish_reason": finish, "logprobs": logprobs}
         if kind == "chat":
-            choice["delta"] = {"role": "assistant", "content": ""} if role else {} if delta is None else body.chat_delta(delta)
+            choice["delta"] = {"role": "assistant", "content": ""} if role else body.chat_delta(delta or "", finish is not None)
         else:
             choice["text"] = delta or ""
         more = {"usage": usage(bodies, streams.n)} if continuous_usage else extra
@@ -93,22 +94,28 @@ def sse(streams: Choices, kind: str, head: dict, bodies: list[ChoiceBody], inclu
             yield chunk(body, body.prompt_text)
     try:
         yield b""   # an empty write: gunicorn and werkzeug send the status line and headers on acceptance, as vLLM does
-        left = len(bodies)
+        left, ahead = len(bodies), None   # ahead: an event read to see whether it ends the text just read
         while left:
-            got = streams.read(READ_TIMEOUT_S)
+            got, ahead = ahead or streams.read(READ_TIMEOUT_S), None
             if got is None:
                 if client_gone(sock):
                     return
                 continue
             index, event = got
             body = bodies[index]
-            body.add(event)
             if not isinstance(event, ErrorEvent):
-                yield from first(body)
+                yield from first(body)   # before the event counts: the role chunk's usage has no token yet
+            body.add(event)
             if isinstance(event, PromptEvent) and body.params.echo:  # the echoed prompt with its logprobs
                 yield chunk(body, body.prompt_text, logprobs=body.logprobs([], prompt=True))
             elif isinstance(event, TextEvent) and event.text and not body.echo_only:
-                yield chunk(body, event.text, logprobs=body.logprobs(event.entries))
+                ahead = streams.read(0)   # the lane puts a choice's last text and its end together: one chunk, as vLLM
+                if ahead is not None and ahead[0] == index and isinstance(ahead[1], DoneEvent):
+                    (_, done), ahead, left = ahead, None, left - 1
+                    body.add(done)
+                    yield chunk(body, event.text, body.finish, logprobs=body.logprobs(event.entries + done.entries))
+                elif not body.params.tools_required:   # "required"'s calls go whole with its finish
+                    yield chunk(body, event.text, logprobs=body.logprobs(event.entries))
             elif isinstance(event, ErrorEvent):  # the status line has gone: the error travels as an event, as vLLM does
                 facts["error"] = "engine_error"   # (the access line and the trace span say so)
                 yield data({"error": {"message": event.message, "type": "server_error", "param": None,

@@ -3,7 +3,7 @@ random-weight model in this process, whose every pick the grammar steers: a choi
 streamed, for each of n samples; a regex matches whole; JSON keeps to its schema and ends with "stop", or with
 "length" when max_tokens cuts it; a bad schema, regex, choice or grammar is a 400 naming its parameter, as is any
 constraint on the simulator. A named tool_choice returns one tool call whose arguments keep to the function's
-parameters."""
+parameters; "required" returns calls of the given tools; a call max_tokens cuts short is none."""
 import json
 import re
 from dataclasses import replace
@@ -85,6 +85,27 @@ def test_a_named_tool_choice_returns_one_call_whose_arguments_keep_to_its_parame
     assert "".join(c["function"]["arguments"] for c in calls) == call["function"]["arguments"]
 
 
+def test_tool_choice_required_returns_calls_of_the_given_tools_whole_and_streamed_and_none_when_cut(c):
+    body = {**CHAT, "max_tokens": 60, "temperature": 0, "tools": TOOLS, "tool_choice": "required"}
+    r = c.post("/v1/chat/completions", json=body).json["choices"][0]
+    calls = r["message"]["tool_calls"]
+    assert calls and r["message"]["content"] == "" and r["finish_reason"] == "stop"
+    for call in calls:
+        assert call["type"] == "function" and call["id"].startswith("chatcmpl-tool-")
+        args = json.loads(call["function"]["arguments"])
+        assert call["function"]["name"] in ("lookup", "now") and isinstance(args, dict)
+        assert call["function"]["name"] == "now" or (set(args) == {"city"} and len(args["city"]) <= 8)
+    deltas = [ch["delta"] for e in c.post("/v1/chat/completions", json={**body, "stream": True}).get_data(
+        as_text=True).split("\n\n") if e.startswith("data: {") for ch in json.loads(e[6:])["choices"]]
+    streamed = [t for d in deltas for t in d.get("tool_calls", [])]
+    assert [(t["index"], t["function"]["name"], t["function"]["arguments"]) for t in streamed] == \
+        [(i, t["function"]["name"], t["function"]["arguments"]) for i, t in enumerate(calls)]   # greedy: the same calls
+    assert not any(d.get("content") for d in deltas)
+    for choice in ("required", {"type": "function", "function": {"name": "lookup"}}):   # cut: no call, as vLLM answers
+        cut = c.post("/v1/chat/completions", json={**body, "max_tokens": 1, "tool_choice": choice}).json["choices"][0]
+        assert cut["finish_reason"] == "length" and "tool_calls" not in cut["message"] and cut["message"]["content"] == ""
+
+
 @pytest.mark.parametrize("change, param, words", [
     ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "nonsense"}}}},
      "response_format", "nonsense"),
@@ -98,7 +119,7 @@ def test_a_named_tool_choice_returns_one_call_whose_arguments_keep_to_its_parame
     ({"structured_outputs": "a+"}, "structured_outputs", "an object"),
     ({"guided_json": PERSON}, "guided_json", "structured_outputs"),
     ({"structured_outputs": {"json_object": True}, "min_tokens": 2}, "min_tokens", "grammar ends"),
-    ({"tools": TOOLS}, "tools", "tool_choice"), ({"tools": TOOLS, "tool_choice": "required"}, "tool_choice", "parsed"),
+    ({"tools": TOOLS}, "tools", "tool_choice"), ({"tools": TOOLS, "tool_choice": "auto"}, "tool_choice", "parsed"),
     ({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "nope"}}}, "tool_choice", "'nope'"),
     ({"tool_choice": {"type": "function", "function": {"name": "now"}}}, "tool_choice", "no tools")])
 def test_a_bad_constraint_is_a_400_naming_its_parameter(c, change, param, words):
