@@ -15,8 +15,10 @@ the request reaches the decode engine's queue when it is done. Arrivals in ms: a
 engine with work can still start a step before it; a prefill engine steps when its next step starts before the next
 arrival; a decode engine steps when its next step starts no later than any hand-off could still reach it (the next
 start of every prefill engine with work, and the next arrival). Arrivals in steps: every engine takes its step k
-together, all starting when the slowest of their steps k - 1 ended (one shared step clock); step k routes the
-arrivals of step k - 1 and queues at the decode engines the hand-offs done by its start. It does not know how an
+together, all starting when the slowest of their steps k - 1 that computed something ended and its hand-offs'
+copies were done (one shared step clock, so a long prefill step holds the decode engines' next step: P/D's gain in
+inter-token latency shows with arrivals in ms); step k routes the arrivals of step k - 1 and queues at the decode
+engines the hand-offs of step k - 1. It does not know how an
 engine schedules or computes, nor what the copy goes through.
 """
 from engine.kv.transfer import KVChannel
@@ -116,10 +118,14 @@ class PDLane:
         return record
 
     def shared_clock(self) -> float:
-        """Step clock: when the lane's next step starts, the end of its slowest engine step that computed something (an
-        idle engine's step, charged its median step, holds no one up), else of its slowest step."""
-        last = self.records[-1].replicas if self.records else ()
-        ends = [r.start_ms + r.ms for r in last if r is not None and r.forward is not Forward.NONE]
+        """Step clock: when the lane's next step starts: once its slowest engine step that computed something ended
+        (an idle engine's step, charged its median step, holds no one up) and the copies of its hand-offs were done,
+        so every hand-off reaches its decode engine's queue at the next step."""
+        if not self.records:
+            return self.clock
+        last = self.records[-1]
+        ends = [r.start_ms + r.ms for r in last.replicas if r is not None and r.forward is not Forward.NONE]
+        ends += [t.start_ms + t.ms for t in last.transfers]
         return round(max(ends), 3) if ends else self.clock
 
     def step_engine(self, which: str, lane: Lane, k: int) -> StepRecord | None:
