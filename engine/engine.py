@@ -23,7 +23,7 @@ from engine.sched.policies import POLICIES
 from engine.spec import RequestSpec, max_row_len, row_capacity
 from engine.worker.runner import ModelRunner
 from engine.workload.siblings import written_index
-from engine.worker.sim import SimNoise, SimRunner, sim_prompt_ids
+from engine.worker.sim import SIM_COPY_MS_PER_BLOCK, SimNoise, SimRunner, sim_prompt_ids
 from engine.step import StepRecord
 from engine.peers.vllm_options import vllm_lane_problem
 from engine.workload.workload import Limits, Workload, WorkloadError
@@ -164,7 +164,7 @@ class Engine:
                 engines[role].append(self.engine_lane(f"{spec.name}/{role}{i}", spec.config, scheduler, row_len))
         runner = engines["prefill"][0].runner
         longest = max(blocks_for(len(s.prompt_ids), spec.config.kv_block_size) for s in specs)
-        channel = KVChannel(runner.block_bytes, longest, runner.simulated)
+        channel = KVChannel(runner.block_bytes, longest, SIM_COPY_MS_PER_BLOCK if runner.simulated else None)
         return PDLane(spec.name, engines["prefill"], engines["decode"], channel, specs, workload.timed)
 
 __all__ = ["Engine", "Run", "RequestSpec"]

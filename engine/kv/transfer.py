@@ -14,8 +14,6 @@ import weakref
 from dataclasses import dataclass
 from multiprocessing import shared_memory
 
-from engine.worker.sim import SIM_COPY_MS_PER_BLOCK
-
 
 @dataclass(frozen=True)
 class Copied:
@@ -26,8 +24,10 @@ class Copied:
 
 
 class KVChannel:
-    def __init__(self, block_bytes: int, max_blocks: int, simulated: bool):
+    def __init__(self, block_bytes: int, max_blocks: int, sim_ms_per_block: float | None = None):
         self.block_bytes = block_bytes          # one block, every layer, K and V
+        self.sim_ms_per_block = sim_ms_per_block  # the simulator's cost of a copied block (None: real runners)
+        simulated = sim_ms_per_block is not None
         self.simulated = simulated
         self.segment = None if simulated else shared_memory.SharedMemory(create=True,
                                                                            size=max(1, block_bytes * max_blocks))
@@ -44,7 +44,7 @@ class KVChannel:
         n = len(src_blocks)
         size = n * self.block_bytes
         if self.simulated:
-            return Copied(n, size, round(SIM_COPY_MS_PER_BLOCK * n, 3), "simulated")
+            return Copied(n, size, round(self.sim_ms_per_block * n, 3), "simulated")
         assert size <= self.segment.size, "a hand-off larger than the channel's segment"
         assert src.block_bytes == dst.block_bytes == self.block_bytes, "engines with different KV layouts"
         view = self.segment.buf[:size]
