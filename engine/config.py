@@ -141,6 +141,26 @@ class FleetConfig:
                 **{k: getattr(self, k) for k in ROUTER_OPTIONS if getattr(self, k) != getattr(base, k)}}
 
 
+# prefill/decode disaggregation (engine/disaggregation.py; docs/disaggregation.md): prefill engines, then decode engines
+MIN_PD_ENGINES, MAX_PD_ENGINES = 1, 3
+
+
+@dataclass(frozen=True)
+class DisaggConfig:
+    prefill: int = 1                      # prefill engines: each computes prompts and first tokens, then hands off
+    decode: int = 1                       # decode engines: each takes handed-off requests and runs decode steps only
+
+    def __post_init__(self):
+        for name in ("prefill", "decode"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not MIN_PD_ENGINES <= value <= MAX_PD_ENGINES:
+                raise ValueError(f"{name} must be an integer from {MIN_PD_ENGINES} to {MAX_PD_ENGINES}, got "
+                                 f"{str(value)[:40]}")
+
+    def to_dict(self) -> dict:
+        return {"disaggregation": {"prefill": self.prefill, "decode": self.decode}}
+
+
 @dataclass(frozen=True)
 class LaneSpec:
     name: str              # what the page, the metrics and the exports call the lane (unique in a run)
@@ -149,6 +169,7 @@ class LaneSpec:
     engine: str = "batch-lanes"  # who computes it: our engine, or "vllm" (a real vLLM engine, engine/peers/vllm_lane.py)
     engine_options: dict = field(default_factory=dict)  # a vLLM lane: the options its object set (vllm_options.py)
     fleet: FleetConfig | None = None  # a data-parallel lane: its replicas and router (None: one engine)
+    disaggregation: DisaggConfig | None = None  # a P/D lane: its prefill and decode engines (None: colocated)
 
     @classmethod
     def plain(cls, policy: str, config: EngineConfig) -> "LaneSpec":
@@ -161,9 +182,10 @@ class LaneSpec:
             slots = {"slots": self.config.slots} if self.config.slots != defaults.slots else {}
             return {"name": self.name, "engine": self.engine, "policy": self.policy, **slots, **self.engine_options}
         fleet = self.fleet.to_dict() if self.fleet is not None else {}
-        if self.name == self.policy and not changes and not fleet:
+        pd = self.disaggregation.to_dict() if self.disaggregation is not None else {}
+        if self.name == self.policy and not changes and not fleet and not pd:
             return self.policy
-        return {"name": self.name, "policy": self.policy, **changes, **fleet}
+        return {"name": self.name, "policy": self.policy, **changes, **fleet, **pd}
 
 
 # How the live lane batches unless told otherwise, as vLLM's V1 scheduler does: a joiner's prompt is prefilled in

@@ -10,8 +10,12 @@ scheduled or computed (the lane's scheduler and runner do), nor sockets, pages o
 from dataclasses import replace
 
 from engine.kv.block_manager import blocks_for
-from engine.config import LaneSpec
+from engine.config import EngineConfig, LaneSpec
+from engine.disaggregation import PDLane
 from engine.fleet import FleetLane, replica_specs
+from engine.kv.transfer import KVChannel
+from engine.sched.handoff import DecodeScheduler, PrefillScheduler
+from engine.sched.scheduler import Scheduler
 from engine.lane import Lane
 from engine.sched.router import Router
 from engine.worker.model import LoadedModel
@@ -19,7 +23,7 @@ from engine.sched.policies import POLICIES
 from engine.spec import RequestSpec, max_row_len, row_capacity
 from engine.worker.runner import ModelRunner
 from engine.workload.siblings import written_index
-from engine.worker.sim import SimNoise, SimRunner, sim_prompt_ids
+from engine.worker.sim import SIM_COPY_MS_PER_BLOCK, SimNoise, SimRunner, sim_prompt_ids
 from engine.step import StepRecord
 from engine.peers.vllm_options import vllm_lane_problem
 from engine.workload.workload import Limits, Workload, WorkloadError
@@ -116,7 +120,7 @@ class Engine:
         return Run(workload, [self.build_lane(spec, workload, row_len, eos_ids, pad_id) for spec in specs])
 
     def build_lane(self, spec: LaneSpec, workload: Workload, row_len: int, eos_ids: frozenset[int],
-                   pad_id: int) -> Lane | FleetLane:
+                   pad_id: int) -> Lane | FleetLane | PDLane:
         if spec.fleet is not None:  # N continuous engines behind a router, each built as a lane of its own
             names = replica_specs(spec.name, spec.fleet.size)
             replicas = [self.build_lane(replace(spec, name=name, fleet=None), workload, row_len, eos_ids, pad_id)
@@ -125,21 +129,42 @@ class Engine:
                 lane.scheduler.requests, lane.scheduler.pending = [], []
             router = Router(spec.fleet, spec.config.kv_block_size, names)
             return FleetLane(spec.name, replicas, router, list(workload.requests), workload.timed)
+        if spec.disaggregation is not None:  # prefill engines and decode engines, KV blocks copied between
+            return self.pd_lane(spec, workload, row_len, eos_ids, pad_id)
         if spec.engine == "vllm":  # a real vLLM engine in its own process (started here: ~60 s)
             from engine.peers.vllm_lane import VllmLane
             return VllmLane(spec, list(workload.requests), workload.timed, self.lm, str(self.lm.folder))
-        config = spec.config
+        scheduler = POLICIES[spec.policy](spec.config, list(workload.requests), eos_ids=eos_ids, pad_id=pad_id,
+                                          timed=workload.timed)
+        return self.engine_lane(spec.name, spec.config, scheduler, row_len)
+
+    def engine_lane(self, name: str, config: EngineConfig, scheduler: Scheduler, row_len: int) -> Lane:
+        """A lane of one engine: `scheduler` and a runner over a KV pool of its block manager's blocks."""
         kv_capacity = config.kv_budget // config.kv_block_size * config.kv_block_size if config.kv_budget \
             else config.slots * row_len
-        scheduler = POLICIES[spec.policy](config, list(workload.requests), eos_ids=eos_ids, pad_id=pad_id,
-                                          timed=workload.timed)
-        noise = None if self.sim_noise is None else self.sim_noise.factors(spec.name)
+        noise = None if self.sim_noise is None else self.sim_noise.factors(name)
         blocks = scheduler.blocks
         runner = SimRunner(config.slots, blocks.num_blocks, blocks.block_size, blocks.host_blocks, fused=config.fused,
                            noise=noise) if self.lm is None else \
             ModelRunner(self.lm, config.slots, blocks.num_blocks, blocks.block_size, host_blocks=blocks.host_blocks,
                         fused=config.fused)
-        return Lane(spec.name, scheduler, runner, kv_capacity)
+        return Lane(name, scheduler, runner, kv_capacity)
 
+    def pd_lane(self, spec: LaneSpec, workload: Workload, row_len: int, eos_ids: frozenset[int],
+                pad_id: int) -> PDLane:
+        """A P/D lane: its prefill engines and decode engines (each starts empty: the lane sends it its requests)
+        and the shared-memory channel its hand-offs go through."""
+        specs, pd = list(workload.requests), spec.disaggregation
+        engines = {}
+        for role, count, cls in (("prefill", pd.prefill, PrefillScheduler), ("decode", pd.decode, DecodeScheduler)):
+            engines[role] = []
+            for i in range(count):
+                scheduler = cls(spec.config, specs, eos_ids=eos_ids, pad_id=pad_id, timed=workload.timed)
+                scheduler.requests, scheduler.pending = [], []
+                engines[role].append(self.engine_lane(f"{spec.name}/{role}{i}", spec.config, scheduler, row_len))
+        runner = engines["prefill"][0].runner
+        longest = max(blocks_for(len(s.prompt_ids), spec.config.kv_block_size) for s in specs)
+        channel = KVChannel(runner.block_bytes, longest, SIM_COPY_MS_PER_BLOCK if runner.simulated else None)
+        return PDLane(spec.name, engines["prefill"], engines["decode"], channel, specs, workload.timed)
 
 __all__ = ["Engine", "Run", "RequestSpec"]

@@ -42,6 +42,8 @@ class Request:
     cache_hit_step: int | None = None           # ...in this step
     token_logprobs: list = field(default_factory=list)  # engine.worker.logprobs.Entry per output token (spec.logprobs set)
     prompt_logprobs: list = field(default_factory=list)  # an Entry (or None for the first) per prompt token
+    handoff_at: float | None = None             # a P/D lane's decode engine: when its KV copy was done and it may be
+                                                # queued there (lane-clock ms, or a 0-based step on a step clock)
     matcher: object = None                      # a constrained request's llguidance matcher (engine.worker.grammar's to make)
 
     @property

@@ -97,6 +97,28 @@ class Route:
 
 
 @dataclass(frozen=True)
+class Transfer:
+    """A P/D lane's hand-off of one request (engine/disaggregation.py): its KV blocks copied from a prefill engine's
+    pool into a decode engine's, once the prefill engine wrote its first token."""
+    request: str                      # the request's id
+    prefill: int                      # the prefill engine it left (0-based among the lane's prefill engines)
+    decode: int                       # the decode engine it went to (0-based among the decode engines)
+    blocks: int                       # KV blocks copied: those covering its prompt
+    bytes: int                        # bytes copied: blocks x the pool's bytes per block (every layer's K and V)
+    ms: float                         # how long the copy took: measured (the model), or the simulator's cost model
+    start_ms: float                   # when it began: the end of the prefill step that wrote the first token
+    src: tuple[int, ...]              # its block table on the prefill engine (freed once copied)
+    dst: tuple[int, ...]              # its block table on the decode engine (allocated for the copy)
+    through: str                      # what the bytes went through: "shared_memory" (a multiprocessing.shared_memory
+                                      # segment, both engines in this process) or "simulated" (nothing copied)
+
+    def to_dict(self) -> dict:
+        return {"request": self.request, "prefill": self.prefill, "decode": self.decode, "blocks": self.blocks,
+                "bytes": self.bytes, "ms": round(self.ms, 3), "start_ms": round(self.start_ms, 3),
+                "src": list(self.src), "dst": list(self.dst), "through": self.through}
+
+
+@dataclass(frozen=True)
 class StepRecord:
     lane: str
     step: int                           # 1-based
@@ -139,12 +161,17 @@ class StepRecord:
     replicas: tuple["StepRecord | None", ...] | None = None  # per replica: its record of this fleet step (None:
                                         # it did not step); None: not a fleet
     routes: tuple[Route, ...] = ()      # the router's decisions since the previous fleet step, in arrival order
+    # a P/D lane (engine/disaggregation.py) is drawn like a fleet: `replicas` holds its prefill engines' records, then
+    # its decode engines'; `routes` sends arrivals to prefill engines
+    roles: tuple[str, ...] = ()         # per replica: "prefill" or "decode" (): not a P/D lane
+    transfers: tuple[Transfer, ...] = ()  # the hand-offs this step made (KV blocks copied prefill -> decode)
 
     def to_dict(self) -> dict:
-        d = asdict(self if self.replicas is None else replace(self, replicas=None, routes=()))
+        d = asdict(self if self.replicas is None else replace(self, replicas=None, routes=(), transfers=()))
         if self.replicas is not None:  # each replica's record as any lane's, the routes as they say themselves
             d["replicas"] = [None if r is None else r.to_dict() for r in self.replicas]
             d["routes"] = [route.to_dict() for route in self.routes]
+            d["transfers"] = [t.to_dict() for t in self.transfers]
         d["slots"] = [s.to_dict() for s in self.slots]
         d["forward"] = Forward(self.forward).value
         for key in ("waiting", "admitted", "finished", "returned", "preempted"):
@@ -171,6 +198,10 @@ class StepRecord:
             del d["waits"]
         if self.replicas is None:  # a lane of one engine says nothing of fleets
             del d["replicas"], d["routes"]
+        if not self.roles:  # nor a fleet of P/D
+            del d["roles"], d["transfers"]
+        else:
+            d["roles"] = list(self.roles)
         return d
 
 

@@ -14,6 +14,7 @@ from static/js/core/catalog.js (`python -m engine.report.catalog`).
 import bisect
 
 from engine.report.fleet_metrics import FLEET_METRICS, FLEET_REQUEST_FIELDS, fleet_metrics
+from engine.report.pd_metrics import PD_REQUEST_FIELDS, pd_metrics
 from engine.report.metric_table import METRICS, TABLES, Column, Metric, format_value  # noqa: F401 (re-exported)
 from engine.report.stats import mean as _mean, percentile  # noqa: F401 (percentile re-exported)
 from engine.step import SlotState, StepRecord
@@ -163,6 +164,8 @@ def is_simulated(record: dict) -> bool:
 
 def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> dict:
     recs = [r if isinstance(r, dict) else r.to_dict() for r in records]
+    if recs and recs[0].get("roles"):  # a P/D lane: its requests read across the hand-off
+        return pd_metrics(recs, workload, lane_metrics)
     if recs and recs[0].get("replicas") is not None:  # a fleet: its replicas' lane metrics, merged
         return fleet_metrics(recs, workload, lane_metrics)
     slots = len(recs[0]["slots"]) if recs else workload.config.slots
@@ -219,7 +222,8 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
         a, first, fin, ret = q["arrival"], q["first_token_step"], q["finish_step"], q["return_step"]
         q["ttft_steps"] = None if first is None else first - a
         q["latency_steps"] = None if ret is None else ret - a
-        done = ret is not None  # a request's token times count once it was returned
+        done = ret is not None and fin is not None  # token times count once it was returned (a P/D prefill engine's
+                                                    # hand-offs are returned there unfinished: they count elsewhere)
         q.update(request_times(q["arrival_ms"], None if q["admit_step"] is None else starts[q["admit_step"] - 1],
                                end[first] if done else None, end[fin] if done else None, end[ret] if done else None,
                                q["tokens"]))
@@ -281,7 +285,8 @@ def run_metrics(records: dict[str, list], workload: Workload) -> dict[str, dict]
     out = {}
     for lane, recs in records.items():
         m = lane_metrics(recs, workload)
-        m["requests"] = {rid: {k: q[k] for k in REQUEST_FIELDS + FLEET_REQUEST_FIELDS if k in q}
+        m["requests"] = {rid: {k: q[k] for k in REQUEST_FIELDS + FLEET_REQUEST_FIELDS + PD_REQUEST_FIELDS
+                                 if k in q}
                          for rid, q in m["requests"].items()}
         out[lane] = m
     return out

@@ -168,6 +168,27 @@ class PagedKVCache(Cache):
             torch.cuda.synchronize(self.device)
         return (time.perf_counter() - t0) * 1000
 
+    @property
+    def block_bytes(self) -> int:
+        """Bytes of one block across every layer, keys and values: what a block's hand-off copies."""
+        return self.pool[:, :, 0].numel() * self.pool.element_size()
+
+    def export_blocks(self, blocks: list[int], out: memoryview) -> None:
+        """Copy `blocks` (every layer, K and V) into `out`, len(blocks) x block_bytes of it, block after block."""
+        L, two, _, bs, H, D = self.pool.shape
+        dst = torch.frombuffer(out, dtype=self.pool.dtype, count=len(blocks) * self.pool[:, :, 0].numel())
+        dst.view(len(blocks), L, two, bs, H, D).copy_(  # (n, L, 2, bs, H, D): a block's bytes are one stretch
+            self.pool[:, :, torch.tensor(blocks, device=self.device)].permute(2, 0, 1, 3, 4, 5))
+
+    def import_blocks(self, blocks: list[int], data: memoryview) -> None:
+        """Write `data` (export_blocks' layout) into `blocks` of this pool."""
+        L, two, _, bs, H, D = self.pool.shape
+        src = torch.frombuffer(data, dtype=self.pool.dtype, count=len(blocks) * self.pool[:, :, 0].numel())
+        self.pool[:, :, torch.tensor(blocks, device=self.device)] = \
+            src.view(len(blocks), L, two, bs, H, D).permute(1, 2, 0, 3, 4, 5).to(self.device)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
     def copy(self, pairs: list[tuple[int, int]]) -> None:
         """Device block src -> device block dst for each (src, dst) (copy-on-write)."""
         if pairs:

@@ -71,6 +71,19 @@ class ModelRunner:
         """Bytes of this runner's device K/V tensors: exactly its blocks."""
         return self.cache.kv_bytes
 
+    @property
+    def block_bytes(self) -> int:
+        """Bytes of one KV block (every layer, K and V): what a P/D hand-off copies per block."""
+        return self.cache.block_bytes
+
+    def export_blocks(self, blocks: list[int], out: memoryview) -> None:
+        """A P/D hand-off's send: `blocks`' K/V into `out` (block_bytes each, block after block)."""
+        self.cache.export_blocks(blocks, out)
+
+    def import_blocks(self, blocks: list[int], data: memoryview) -> None:
+        """A P/D hand-off's receive: `data` (export_blocks' layout) into `blocks` of this runner's pool."""
+        self.cache.import_blocks(blocks, data)
+
     def run(self, rows: list[Row], swap_out=(), swap_in=(), copies=()) -> ForwardResult:
         prefills = [r for r in rows if r.state is SlotState.PREFILL]
         decodes = [r for r in rows if r.state is not SlotState.PREFILL]

@@ -80,6 +80,7 @@ class SimRunner:
         self.fused = fused
         self.noise = noise  # None, or an iterator of factors (SimNoise.factors): each call's time is multiplied
         self.kv_bytes = num_blocks * block_size * SIM_KV_BYTES_PER_TOKEN  # what the default model would allocate
+        self.block_bytes = block_size * SIM_KV_BYTES_PER_TOKEN  # ...per block: what a P/D hand-off would copy of one
 
     def run(self, rows: list[Row], swap_out=(), swap_in=(), copies=()) -> ForwardResult:
         for r in rows:  # every position the row holds has a block of the pool

@@ -21,6 +21,7 @@ from pathlib import Path
 from engine.admission import ORDERS
 from engine.workload.arrivals import generate_requests
 from engine.config import EngineConfig, LaneSpec
+from engine.workload.disaggregation import disaggregation_option
 from engine.workload.fleet import FLEET_KEYS, fleet_option
 from engine.limits import CLI_LIMITS, Limits, WorkloadError, check_int, check_number, check_str, reject_unknown
 from engine.sched.policies import TRAITS, options_only_for
@@ -37,7 +38,7 @@ REQUEST_KEYS = {"id", "prompt", "max_new_tokens", "ignore_eos", "arrival", "arri
                 "seed", "session"}
 INT64 = (-2 ** 63, 2 ** 63 - 1)
 OPTION_KEYS = {f.name for f in fields(EngineConfig)} - {"slots"}
-LANE_KEYS = {"name", "policy", "slots", "engine"} | OPTION_KEYS | FLEET_KEYS
+LANE_KEYS = {"name", "policy", "slots", "engine", "disaggregation"} | OPTION_KEYS | FLEET_KEYS
 # "claims": a preset's lesson claims, for the page to check against the run (static/js/lanes/claims.js); the engine ignores them
 WORKLOAD_KEYS = {"name", "description", "claims", "clock", "slots", "lanes", "requests", "generate", "policy", "trace",
                  "slo"} | OPTION_KEYS
@@ -164,8 +165,10 @@ def parse_lanes(raw, defaults: EngineConfig, limits: Limits, timed: bool = False
                 if key in item and policy not in policies:
                     raise WorkloadError(f"{at}.{key}", f"applies to {' and '.join(policies)} lanes, not to a "
                                                        f"{policy} lane")
-            spec = LaneSpec(name, policy, _config(defaults, _options(item, f"{at}.", limits, timed), f"{at}."),
-                            *(("vllm", vllm) if vllm is not None else ()), fleet=fleet_option(item, at, limits))
+            config = _config(defaults, _options(item, f"{at}.", limits, timed), f"{at}.")
+            spec = LaneSpec(name, policy, config, *(("vllm", vllm) if vllm is not None else ()),
+                            fleet=fleet_option(item, at, limits),
+                            disaggregation=disaggregation_option(item, at, limits, config))
             name_field = f"{at}.name"
         else:
             raise WorkloadError(at, f"must be a lane name or an object, got {type(item).__name__}")

@@ -106,7 +106,7 @@ def test_speculative_demos_show_where_prompt_lookup_pays_and_where_it_does_not(s
 # `mixed`, `long-prompt` opened on steps though its lesson speaks of milliseconds).
 CLOCKS = {"arrivals": "ms", "poisson": "ms", "long-prompt": "ms", "slots": "ms", "spec-chat": "ms",
           "azure-code-burst": "ms", "mooncake-conversation": "ms", "fleet-sessions": "ms",
-          "fleet-herding": "ms", "fleet-one-vs-two": "ms",
+          "fleet-herding": "ms", "fleet-one-vs-two": "ms", "pd-vs-colocated": "ms",
           "mixed": "steps", "same": "steps", "one-long": "steps", "priorities": "steps", "sjf": "steps",
           "memory-pressure": "steps", "shared-instructions": "steps", "spec-quote": "steps",
           "paged-vs-reserve": "steps", "swap-vs-recompute": "ms", "vllm": "ms"}
