@@ -97,13 +97,13 @@ class PDLane:
         stepped, transfers = [], []
         for i, lane in enumerate(self.prefill):
             record = self.step_engine(f"prefill engine {i}", lane, k) \
-                if not self.timed or self.next_start(lane) < upto else None
+                if not self.timed or lane.next_start() < upto else None
             stepped.append(record)
             if record is not None:
                 transfers += self.hand_off(i, lane, record.start_ms + record.ms, k)
-        horizon = min([upto] + [self.next_start(p) for p in self.prefill])  # no hand-off can reach a decoder before
+        horizon = min([upto] + [p.next_start() for p in self.prefill])  # no hand-off can reach a decoder before
         for i, lane in enumerate(self.decode):
-            start = self.next_start(lane)
+            start = lane.next_start()
             stepped.append(self.step_engine(f"decode engine {i}", lane, k)
                            if not self.timed or start <= horizon and start < INF else None)
         made = [r for r in stepped if r is not None]
@@ -140,16 +140,8 @@ class PDLane:
         with work will start a step before it."""
         if not self.timed:
             return at <= k - 1
-        return all(self.next_start(lane) >= at for lane in self.prefill)
+        return all(lane.next_start() >= at for lane in self.prefill)
 
-    @staticmethod
-    def next_start(lane: Lane) -> float:
-        """When `lane`'s next step starts: now if it has work, at its next arrival if it waits for one, else never."""
-        s = lane.scheduler
-        s.arrive(lane.clock)
-        if s.has_work():
-            return lane.clock
-        return max(lane.clock, s.arrival_of(s.pending[0])) if s.pending else INF
 
     def route(self, spec: RequestSpec) -> Route:
         """Send an arrival to the prefill engine with the fewest requests sent and not yet handed off."""
@@ -157,10 +149,8 @@ class PDLane:
         i = loads.index(min(loads))
         self.sent[spec.id] = i
         request = Request(spec, order=self.order[spec.id])
-        s = self.prefill[i].scheduler
-        s.requests.append(request)
-        s.pending.append(request)
-        s.pending.sort(key=lambda r: (s.arrival_of(r), r.order))
+        self.prefill[i].scheduler.requests.append(request)
+        self.prefill[i].scheduler.send(request)
         return Route(spec.id, i, "tie" if loads.count(min(loads)) > 1 else "least_loaded", self.arrival(spec),
                      tuple(loads), (0,) * len(loads), len(spec.prompt_ids))
 
@@ -196,10 +186,8 @@ class PDLane:
 
     def queue(self, lane: Lane, request: Request, at: float) -> None:
         """`request` reaches `lane`'s queue at `at` (lane-clock ms, or a 0-based step)."""
-        s = lane.scheduler
         request.handoff_at = at
-        s.pending.append(request)
-        s.pending.sort(key=lambda r: (s.arrival_of(r), r.order))
+        lane.scheduler.send(request)
 
     def pick_decoder(self) -> int:
         """The decode engine holding the fewest requests (running, queued or on their way), the lowest on a tie."""

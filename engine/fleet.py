@@ -70,7 +70,7 @@ class FleetLane:
         while self.pending and self.routable(self.arrival(self.pending[0]), k):
             routes.append(self.route(self.pending.pop(0)))
         upto = self.arrival(self.pending[0]) if self.pending else INF
-        stepped = tuple(self.step_replica(i, lane, k) if not self.timed or self.next_start(lane) < upto else None
+        stepped = tuple(self.step_replica(i, lane, k) if not self.timed or lane.next_start() < upto else None
                         for i, lane in enumerate(self.replicas))
         for record in stepped:
             for rid in record.returned if record is not None else ():
@@ -96,15 +96,8 @@ class FleetLane:
         with work will start a step before it."""
         if not self.timed:
             return at <= k - 1
-        return all(self.next_start(lane) >= at for lane in self.replicas)
+        return all(lane.next_start() >= at for lane in self.replicas)
 
-    def next_start(self, lane: Lane) -> float:
-        """When `lane`'s next step starts: now if it has work, at its next arrival if it waits for one, else never."""
-        s = lane.scheduler
-        s.arrive(lane.clock)
-        if s.has_work():
-            return lane.clock
-        return max(lane.clock, s.arrival_of(s.pending[0])) if s.pending else INF
 
     def route(self, spec: RequestSpec) -> Route:
         at = self.arrival(spec)
@@ -134,8 +127,7 @@ def send(scheduler, spec: RequestSpec, order: int) -> None:
     """Give a replica's scheduler a request the router sent it: it arrives by its own arrival, as a workload's does."""
     request = Request(spec, order=order)
     scheduler.requests.append(request)
-    scheduler.pending.append(request)
-    scheduler.pending.sort(key=lambda r: (scheduler.arrival_of(r), r.order))
+    scheduler.send(request)
     assert request.status is RequestStatus.PENDING
 
 

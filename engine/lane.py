@@ -116,6 +116,14 @@ class Lane:
             self.clock = t
             s.arrive(t)
 
+    def next_start(self) -> float:
+        """When the lane's next step starts: now if it has work, at its next arrival if it waits for one, else never."""
+        s = self.scheduler
+        s.arrive(self.clock)
+        if s.has_work():
+            return self.clock
+        return max(self.clock, s.arrival_of(s.pending[0])) if s.pending else float("inf")
+
     def idle_step_ms(self) -> float:
         """What a step that computes nothing lasts: the lane's median measured step so far, or before it has
         measured one the runner's one-row decode step."""

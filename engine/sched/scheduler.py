@@ -239,7 +239,13 @@ class Scheduler:
             self.prefix.commit()
         return StepUpdate(kept, texts)
 
-    # -- requests that come while the lane runs (the live lane) ----------------------------------------
+    # -- requests that come while the lane runs (the live lane; a fleet's or P/D lane's engines) -------
+    def send(self, request: Request) -> None:
+        """Queue a request another part of the lane sent here (a router, a hand-off): it arrives by its own arrival
+        (or hand-off), as a workload's does."""
+        self.pending.append(request)
+        self.pending.sort(key=lambda r: (self.arrival_of(r), r.order))
+
     def add(self, spec: RequestSpec) -> Request:
         """Queue a request that arrived now, as a client's request does on the live lane."""
         request = Request(spec, order=len(self.requests) and self.requests[-1].order + 1)
