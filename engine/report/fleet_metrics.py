@@ -12,14 +12,12 @@ figures and its load over time.
 """
 from dataclasses import replace
 
-from engine.report.stats import mean, percentile
+from engine.report.pooled import pooled_metrics
+from engine.report.stats import mean
 from engine.step import SlotState
-from engine.workload.slo import slo_figures
 
 FLEET_METRICS = ("mean_load_imbalance", "max_load_imbalance", "prefix_hit_rate_available", "prefix_hit_rate_achieved")
 FLEET_REQUEST_FIELDS = ("replica", "route")  # per request: the replica it went to, the router's branch
-SUMMED = ("tokens", "padding_slot_steps", "idle_slot_steps", "prefill_slot_steps", "preemptions", "swaps",
-          "prompt_tokens_computed", "prompt_tokens_cached")
 GONE = (SlotState.IDLE, SlotState.PREEMPTED, SlotState.SWAPPED)  # a cell whose request no longer holds the slot
 
 
@@ -42,43 +40,13 @@ def fleet_metrics(recs: list[dict], workload, one_lane) -> dict:
         for rid, q in (part["requests"] if part else {}).items():
             per[rid] = {**q, "replica": i, "route": sent[rid]["branch"]}
     per = {s.id: per[s.id] for s in workload.requests if s.id in per}  # in the workload's order
-    done = [p for p in parts if p]
-    out = {"steps": len(recs), **{k: sum(p[k] for p in done) for k in SUMMED}}
-    cells = [c for lane in lanes for r in lane for c in r["slots"]]
-    written = sum(1 for c in cells if c["token_id"] is not None)
-    decode = [c for c in cells if c["state"] == SlotState.DECODE]
-    proposed, accepted = sum(c.get("proposed") or 0 for c in cells), sum(c.get("accepted") or 0 for c in cells)
-    wall_s = max((p["wall_s"] for p in done), default=0.0)
-    returned = sum(1 for q in per.values() if q["return_step"] is not None)
-    stat = lambda key: [q[key] for q in per.values() if q[key] is not None]  # noqa: E731
-    out.update({
-        "tokens_per_step": out["tokens"] / len(recs) if recs else 0.0,
-        "slot_use": written / len(cells) if cells else 0.0,
-        "mean_ttft_steps": mean(stat("ttft_steps")), "mean_latency_steps": mean(stat("latency_steps")),
-        "p50_latency_steps": percentile(stat("latency_steps"), 50),
-        "p95_latency_steps": percentile(stat("latency_steps"), 95),
-        "wall_s": wall_s, "tokens_per_s": out["tokens"] / wall_s if wall_s > 0 else None,
-        "requests_per_s": returned / wall_s if wall_s > 0 else None,
-        **slo_figures(list(per.values()), wall_s, workload.slo),  # over the fleet's requests, on its wall clock
-        "spec_acceptance_rate": accepted / proposed if proposed else None,
-        "tokens_per_decode_cell": sum(len(c.get("tokens") or [1]) for c in decode) / len(decode) if decode else None,
-    })
-    for key, values in (("ttft", stat("ttft_ms")), ("tpot", stat("tpot_ms")), ("itl", itl(lanes, per)),
-                        ("latency", stat("latency_ms")), ("queue", stat("queue_ms"))):
-        out[f"mean_{key}_ms"] = mean(values)
-        for q in (50, 95, 99):
-            out[f"p{q}_{key}_ms"] = percentile(values, q)
-    seen = out["prompt_tokens_computed"] + out["prompt_tokens_cached"]
-    out["prefix_cache_hit_rate"] = out["prompt_tokens_cached"] / seen if seen else None
-    spreads = [p["step_time_spread"] for p in done if p["step_time_spread"] is not None]
-    out["step_time_spread"] = max(spreads, default=None)  # the noisiest replica's
-    out["token_utilization"] = mean([p["token_utilization"] for p in done if p["token_utilization"] is not None])
+    out = pooled_metrics(len(recs), parts, per, [c for lane in lanes for r in lane for c in r["slots"]],
+                         itl(lanes, per), workload.slo)
     out.update(imbalance(recs))
     prompt = sum(route["prompt_tokens"] for route in routes)
     out["prefix_hit_rate_available"] = sum(max(route["matched"]) for route in routes) / prompt if prompt else None
     out["prefix_hit_rate_achieved"] = sum(route["matched"][route["replica"]] for route in routes) / prompt \
         if prompt else None
-    out["simulated"] = all(p["simulated"] for p in done)
     out["requests"] = per
     out["replicas"] = [{"name": lane[0]["lane"] if lane else None, "requests": [s for s in per if per[s]["replica"] == i],
                         **({k: part[k] for k in ("steps", "tokens", "wall_s", "prefix_cache_hit_rate", "mean_ttft_ms",

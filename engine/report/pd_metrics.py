@@ -17,12 +17,10 @@ prefill engine: its TTFT is prefill queue + prefill, the other parts 0.
 """
 from dataclasses import replace
 
-from engine.report.stats import mean, percentile
-from engine.workload.slo import slo_figures
+from engine.report.pooled import pooled_metrics
+from engine.report.stats import mean
 
 PD_REQUEST_FIELDS = ("prefill_engine", "decode_engine", "transfer", "ttft_parts")
-SUMMED = ("tokens", "padding_slot_steps", "idle_slot_steps", "prefill_slot_steps", "preemptions", "swaps",
-          "prompt_tokens_computed", "prompt_tokens_cached")
 PARTS = ("prefill_queue", "prefill", "transfer", "decode_queue", "first_decode")
 
 
@@ -42,38 +40,11 @@ def pd_metrics(recs: list[dict], workload, one_lane) -> dict:
         parts.append(one_lane([rec for _, rec in lane], replace(workload, requests=mine)) if lane else None)
     per = {s.id: request_figures(s, recs, lanes, engine_of.get(s.id), decoder_of.get(s.id), transfers.get(s.id),
                                  workload.timed) for s in workload.requests if s.id in engine_of}
-    done = [p for p in parts if p]
-    out = {"steps": len(recs), **{k: sum(p[k] for p in done) for k in SUMMED}}
-    cells = [c for lane in lanes for _, rec in lane for c in rec["slots"]]
-    wall_s = max((p["wall_s"] for p in done), default=0.0)
-    returned = sum(1 for q in per.values() if q["return_step"] is not None)
-    stat = lambda key: [q[key] for q in per.values() if q[key] is not None]  # noqa: E731
-    out.update({
-        "tokens_per_step": out["tokens"] / len(recs) if recs else 0.0,
-        "slot_use": sum(1 for c in cells if c["token_id"] is not None) / len(cells) if cells else 0.0,
-        "mean_ttft_steps": mean(stat("ttft_steps")), "mean_latency_steps": mean(stat("latency_steps")),
-        "p50_latency_steps": percentile(stat("latency_steps"), 50),
-        "p95_latency_steps": percentile(stat("latency_steps"), 95),
-        "wall_s": wall_s, "tokens_per_s": out["tokens"] / wall_s if wall_s > 0 else None,
-        "requests_per_s": returned / wall_s if wall_s > 0 else None,
-        **slo_figures(list(per.values()), wall_s, workload.slo),
-        "spec_acceptance_rate": None, "tokens_per_decode_cell": 1.0 if any(c["state"] == "decode" for c in cells)
-        else None,
-    })
     itl = [g for q in per.values() if q["return_step"] is not None for g in q.pop("gaps")]
-    for key, values in (("ttft", stat("ttft_ms")), ("tpot", stat("tpot_ms")), ("itl", itl),
-                        ("latency", stat("latency_ms")), ("queue", stat("queue_ms"))):
-        out[f"mean_{key}_ms"] = mean(values)
-        for q in (50, 95, 99):
-            out[f"p{q}_{key}_ms"] = percentile(values, q)
-    seen = out["prompt_tokens_computed"] + out["prompt_tokens_cached"]
-    out["prefix_cache_hit_rate"] = out["prompt_tokens_cached"] / seen if seen else None
-    spreads = [p["step_time_spread"] for p in done if p["step_time_spread"] is not None]
-    out["step_time_spread"] = max(spreads, default=None)
-    out["token_utilization"] = mean([p["token_utilization"] for p in done if p["token_utilization"] is not None])
+    out = pooled_metrics(len(recs), parts, per, [c for lane in lanes for _, rec in lane for c in rec["slots"]], itl,
+                         workload.slo)
     out.update({"mean_load_imbalance": None, "max_load_imbalance": None, "prefix_hit_rate_available": None,
                 "prefix_hit_rate_achieved": None})
-    out["simulated"] = all(p["simulated"] for p in done)
     out["requests"] = per
     moved = list(transfers.values())
     blocks = sum(t["blocks"] for t in moved)
