@@ -1,4 +1,4 @@
-"""Conformance behaviours of POST /v1/chat/completions (vLLM's tests/entrypoints/openai/chat_completion/test_chat.py,
+"""Conformance behaviours of POST /v1/chat/completions (vLLM's vllm-project/vllm/tests/entrypoints/openai/chat_completion/test_chat.py,
 test_completion_with_function_calling.py, test_tool_choice_null.py, test_chat_echo.py and
 test_chat_logit_bias_validation.py)."""
 import json

@@ -1,5 +1,5 @@
-"""The client-visible behaviours that vLLM's own OpenAI-server tests check (tests/entrypoints/openai/ of
-vllm-project/vllm, read 2026-12-06), restated for a text-only generation server, each a small check with the official
+"""The client-visible behaviours that vLLM's own OpenAI-server tests check (vllm-project/vllm/tests/entrypoints/openai/,
+read 2026-12-06), restated for a text-only generation server, each a small check with the official
 `openai` client (plain HTTP only where the client cannot say it). `BEHAVIOURS` lists them in order (scripts/conformance_serving.py,
 conformance_completions.py and conformance_chat.py add theirs when imported); each is
 `(id, what a client expects, the vLLM test it comes from, check)`, and a check raises `Fail` (or AssertionError)

@@ -1,4 +1,4 @@
-"""Conformance behaviours of POST /v1/completions (vLLM's tests/entrypoints/openai/completion/test_completion.py,
+"""Conformance behaviours of POST /v1/completions (vLLM's vllm-project/vllm/tests/entrypoints/openai/completion/test_completion.py,
 test_completion_text_offset.py, test_return_token_ids.py, and the structured-output refusals there)."""
 import re
 

@@ -1,5 +1,5 @@
 """Conformance behaviours of the server as a whole: models, probes, bodies, errors, cancellation (vLLM's
-tests/entrypoints/openai/basic/test_basic.py, test_models.py, chat_completion/test_non_object_body_validation.py,
+vllm-project/vllm/tests/entrypoints/openai/basic/test_basic.py, test_models.py, chat_completion/test_non_object_body_validation.py,
 completion/test_prompt_validation.py and test_empty_prompt_list.py)."""
 import concurrent.futures
 import time

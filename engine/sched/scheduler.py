@@ -239,12 +239,10 @@ class Scheduler:
             self.prefix.commit()
         return StepUpdate(kept, texts)
 
-    # -- requests that come while the lane runs (the live lane; a fleet's or P/D lane's engines) -------
+    # -- requests that come while the lane runs (a fleet's or P/D lane's engines; the live lane) -------
     def send(self, request: Request) -> None:
-        """Queue a request another part of the lane sent here (a router, a hand-off): it arrives by its own arrival
-        (or hand-off), as a workload's does."""
-        self.pending.append(request)
-        self.pending.sort(key=lambda r: (self.arrival_of(r), r.order))
+        """Queue a request a router or a hand-off sent here: it arrives by its own arrival, as a workload's does."""
+        self.pending = sorted(self.pending + [request], key=lambda r: (self.arrival_of(r), r.order))
 
     def add(self, spec: RequestSpec) -> Request:
         """Queue a request that arrived now, as a client's request does on the live lane."""
@@ -282,9 +280,7 @@ class Scheduler:
         assert self.slots[slot] is None
         self.waiting.remove(request)
         self.slots[slot] = request
-        request.slot = slot
-        request.status = RequestStatus.RUNNING
-        request.admitted_step = self.step
+        request.slot, request.status, request.admitted_step = slot, RequestStatus.RUNNING, self.step
         if request.is_prefilling:
             self.add_prefill(plan, request)
         else:  # a swapped-out request resumes its decode where it stopped
@@ -294,8 +290,7 @@ class Scheduler:
         """Free `request`'s slot and KV blocks and return its response to the client."""
         self.slots[request.slot] = None
         self.blocks.free(request)
-        request.status = RequestStatus.RETURNED
-        request.return_step = self.step
+        request.status, request.return_step = RequestStatus.RETURNED, self.step
 
     def free_slots(self) -> list[int]:
         return [s for s, r in enumerate(self.slots) if r is None]
