@@ -1,20 +1,16 @@
 """Classes on the simulator: a teacher opens one, students join and follow the teacher's runs, students' runs
 queue behind the teacher's (in the memory book and in the Redis book on a real redis-server), the per-class cap,
-50 students receiving every tick, the teacher's token, closing and the teacher's grace; and the QR code's address
-(a hostile Host is not encoded, a loopback address is named as one)."""
+50 students receiving every tick, the teacher's token, closing and the teacher's grace. The QR code's address:
+test_app_class_qr.py; a class over Redis and python-socketio students: test_app_class_scale.py."""
 import threading
-import time
 
 import pytest
-import segno
 
 from app.protocol import Rejected
 from app.runs.job import RUN, STUDENT, TEACHER, Job
 from app.runs.memory_book import MemoryBook
 from engine import Engine
-
-MIX = {"name": "tiny", "slots": 2, "requests": [{"id": "A", "prompt": "Say hi.", "max_new_tokens": 3},
-                                                {"id": "B", "prompt": "Name a fruit.", "max_new_tokens": 4}]}
+from tests.kit.classroom import MIX, join, open_class, submit, wait_until
 
 
 class GatedEngine(Engine):
@@ -34,13 +30,6 @@ class GatedEngine(Engine):
         assert self.passes.acquire(timeout=120), "the test never let this run start"
         self.started.append(workload.name)
         return super().start(workload, lanes)
-
-
-def wait_until(predicate, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.02)
 
 
 def job(name: str, code: str | None = None, role: str | None = None) -> Job:
@@ -126,28 +115,6 @@ def gated(make_app):
                     "SUBMITS_PER_MINUTE": 1000}, engine=engine)
     yield app, engine
     engine.let()
-
-
-def open_class(connect, app):
-    teacher = connect(app)
-    teacher.emit("class_open", {})
-    state = teacher.wait_for("class_state")
-    assert state["role"] == TEACHER and len(state["code"]) == 5 and len(state["token"]) >= 24
-    return teacher, state
-
-
-def join(connect, app, code, **auth):
-    student = connect(app)
-    student.emit("class_join", {"code": code, **auth})
-    student.wait_for("class_state")
-    return student
-
-
-def submit(probe, workload=MIX) -> dict:
-    before = len(probe.named("run_queued")) + len(probe.named("run_error"))
-    probe.emit("submit", {"workload": workload, "lanes": ["static", "continuous"]})
-    wait_until(lambda: len(probe.named("run_queued")) + len(probe.named("run_error")) > before)
-    return (probe.named("run_queued") + probe.named("run_error"))[-1]
 
 
 def test_fifty_students_follow_the_teachers_run_and_each_receives_every_tick(gated, connect):
@@ -318,142 +285,3 @@ def test_without_a_class_a_submit_is_queued_as_before(make_app, connect):
     probe = connect(app)
     queued = submit(probe)
     assert set(queued) == {"run_id", "position"}
-
-
-# -- the QR code's address ---------------------------------------------------------------------------
-
-def svg_of(url: str) -> bytes:
-    import io
-    out = io.BytesIO()
-    segno.make(url, error="m").save(out, kind="svg", scale=8, border=2, xmldecl=False, dark="#1d2330")
-    return out.getvalue()
-
-
-def test_a_hostile_host_header_is_not_encoded_in_the_class_qr_code_nor_cached(make_app, connect):
-    app = make_app({"HOST": "127.0.0.1", "PORT": 5123}, engine=Engine(None))
-    _, state = open_class(connect, app)
-    page = app.test_client().get(f"/c/{state['code']}")
-    assert page.status_code == 200 and f'data-class-code="{state["code"]}"' in page.get_data(as_text=True)
-    qr = app.test_client().get(f"/c/{state['code']}/qr.svg", headers={"Host": "evil.example"})
-    assert qr.data != svg_of(f"http://evil.example/c/{state['code']}")
-    assert qr.data == svg_of(f"http://127.0.0.1:5123/c/{state['code']}")
-    assert "max-age" not in qr.headers["Cache-Control"]
-    own = app.test_client().get(f"/c/{state['code']}/qr.svg", headers={"Host": "localhost:5123"})
-    assert own.data == svg_of(f"http://localhost:5123/c/{state['code']}")
-
-
-def test_a_run_qr_code_does_not_carry_a_hostile_host_header(make_app, connect):
-    app = make_app({"HOST": "0.0.0.0", "PORT": 5124, "PUBLIC_URL": None}, engine=Engine(None))
-    probe = connect(app)
-    run_id = submit(probe)["run_id"]
-    probe.wait_for("run_finished", run_id)
-    qr = app.test_client().get(f"/runs/{run_id}/qr.svg", headers={"Host": "evil.example:5124"})
-    assert qr.status_code == 200 and qr.data != svg_of(f"http://evil.example:5124/runs/{run_id}")
-    from app.web.public_url import _machine_address
-    assert qr.data == svg_of(f"http://{_machine_address()}:5124/runs/{run_id}")   # bound to every interface
-    assert qr.headers["Cache-Control"] == "no-cache"
-
-
-def test_a_configured_public_url_is_what_qr_codes_carry_and_a_loopback_one_is_named(make_app):
-    app = make_app({"PUBLIC_URL": "http://192.168.1.20:5000"}, engine=Engine(None))
-    share = app.test_client().get("/api/share", headers={"Host": "evil.example"}).get_json()
-    assert share == {"base": "http://192.168.1.20:5000/", "loopback": False, "warning": None}
-    local = make_app(engine=Engine(None)).test_client().get("/api/share").get_json()
-    assert local["loopback"] and "a phone cannot reach it" in local["warning"] and "--host 0.0.0.0" in local["warning"]
-
-
-def test_the_public_url_and_bind_address_come_from_the_command_line_and_the_environment(make_app, monkeypatch):
-    from app import cli, engine_worker
-    parser = cli.build_parser()
-    config = cli.config_from_args(parser.parse_args(["--host", "0.0.0.0", "--port", "5055", "--public-url",
-                                                     "http://10.0.0.5:5055"]), parser)
-    assert (config["HOST"], config["PORT"], config["PUBLIC_URL"]) == ("0.0.0.0", 5055, "http://10.0.0.5:5055")
-    worker = engine_worker.build_parser()                     # the engine worker has no address of its own
-    assert "PUBLIC_URL" not in cli.config_from_args(worker.parse_args(["--message-queue", "redis://x"]), worker)
-    monkeypatch.setenv("BATCH_LANES_PUBLIC_URL", "http://lab.example:8000")
-    app = make_app(engine=Engine(None))
-    assert app.test_client().get("/api/share").get_json()["base"] == "http://lab.example:8000/"
-
-
-# -- a class on a web process over Redis (a real redis-server, an engine worker on the paced simulator) ------
-
-LONG = {"name": "long", "slots": 2, "requests": [{"id": f"R{i}", "prompt": "Count slowly.", "max_new_tokens": 40,
-                                                  "ignore_eos": True} for i in range(3)]}
-
-
-def class_client(d, web: int = 0):
-    client = d.client(web)
-    for name in ("class_state", "class_closed"):
-        client.sio.on(name, lambda payload, name=name: client._got(name, payload))
-    return client
-
-
-@pytest.mark.redis
-def test_over_redis_students_on_another_web_process_queue_behind_the_teacher_and_follow_its_run(tmp_path):
-    from tests.kit.scale import deployment
-
-    with deployment(tmp_path, webs=2, workers=1) as d:
-        teacher, outsider = class_client(d), class_client(d)
-        teacher.emit("class_open", {})
-        state = teacher.wait_for("class_state", timeout=30)
-        students = [class_client(d, web=1) for _ in range(3)]   # the class is in Redis: any web process has it
-        for s in students:
-            s.emit("class_join", {"code": state["code"]})
-            s.wait_for("class_state", timeout=30)
-        teacher.emit("class_allow", {"code": state["code"], "token": state["token"], "allow": True})
-        wait_until(lambda: all(s.named("class_state")[-1]["allow_submit"] for s in students))
-        outsider.emit("submit", {"workload": LONG})
-        first = outsider.wait_for("run_started", timeout=60)["run_id"]   # executing while the class queues
-        for i, s in enumerate(students):
-            s.emit("submit", {"workload": {**LONG, "name": f"student-{i}"}})
-            s.wait_for("run_queued", timeout=30)
-        teacher.emit("submit", {"workload": {**MIX, "name": "mixed"}})
-        queued = teacher.wait_for("run_queued", timeout=30)
-        assert queued["position"] == 1 and queued["ahead"] == {"teacher": 0, "student": 0, "other": 0}
-        wait_until(lambda: students[0].named("class_state")[-1]["run_id"] == queued["run_id"])
-        wait_until(lambda: students[0].named("run_queued")[-1]["ahead"]["teacher"] == 1)
-        wait_until(lambda: teacher.named("class_state")[-1]["students"] == 3)
-        started = teacher.wait_for("run_started", queued["run_id"], timeout=120)
-        assert started and outsider.named("run_finished", first)
-        assert not any(s.named("run_started") for s in students)   # the teacher's ran next
-        teacher.emit("class_close", {"code": state["code"], "token": state["token"]})
-        for s in students:
-            assert "the teacher closed the class" in s.wait_for("class_closed", timeout=30)["message"]
-
-
-
-@pytest.mark.slow
-def test_fifty_python_socketio_students_each_receive_every_tick_of_the_teachers_run():
-    from tests.kit.server import EventClient, live_server
-
-    with live_server("--backend", "sim", "--pace", "0.2", "--limit", "watches_per_minute=1000") as url:
-        def client():
-            c = EventClient(url)
-            c.sio.on("class_state", lambda payload: c._got("class_state", payload))
-            return c
-        teacher = client()
-        clients = [teacher]
-        try:
-            teacher.emit("class_open", {})
-            code = teacher.wait_for("class_state", timeout=30)["code"]
-            for _ in range(50):
-                clients.append(client())
-                clients[-1].emit("class_join", {"code": code})
-            wait_until(lambda: teacher.named("class_state")[-1]["students"] == 50)
-            teacher.emit("submit", {"workload": LONG})
-            run_id = teacher.wait_for("run_queued", timeout=30)["run_id"]
-            for s in clients[1:]:                                  # as a student's page does on class_state
-                wait_until(lambda: s.named("class_state") and s.named("class_state")[-1]["run_id"] == run_id)
-                s.emit("watch", {"run_id": run_id})
-            teacher.wait_for("run_finished", run_id, timeout=120)
-            ticks = sorted(p["t"] for p in teacher.named("tick", run_id))
-            assert ticks == list(range(1, len(ticks) + 1)) and len(ticks) >= 40
-            for s in clients[1:]:
-                s.wait_for("run_finished", run_id, timeout=60)
-                assert sorted(p["t"] for p in s.named("tick", run_id)) == ticks   # each once: backlog, then live
-        finally:   # a client's disconnect waits for its transport (seconds): all at once
-            closing = [threading.Thread(target=c.close) for c in clients]
-            for t in closing:
-                t.start()
-            for t in closing:
-                t.join(30)
