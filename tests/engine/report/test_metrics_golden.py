@@ -7,17 +7,19 @@ import pytest
 
 from engine.report.metric_table import METRICS
 from engine.report.metrics import REQUEST_FIELDS, lane_metrics
+from engine.report.pd_metrics import PD_REQUEST_FIELDS
 from engine.workload.workload import CLI_LIMITS, parse_workload
 from tests.kit import ROOT
 
 CASES = json.loads((ROOT / "tests" / "golden" / "metrics.json").read_text())
 KINDS = {"static", "dynamic", "continuous", "chunked_prefill", "preemption", "swap", "prefix_cache", "speculative",
-         "ms_arrivals_dynamic", "ms_arrivals_continuous"}
+         "ms_arrivals_dynamic", "ms_arrivals_continuous", "pd"}
 
 
 def computed(case: dict) -> dict:
     m = lane_metrics(case["records"], parse_workload(case["workload"], CLI_LIMITS))
-    m["requests"] = {rid: {k: q[k] for k in REQUEST_FIELDS} for rid, q in m["requests"].items()}
+    fields = REQUEST_FIELDS + (PD_REQUEST_FIELDS if "pd" in m else ())  # a P/D lane: the hand-off and the TTFT parts
+    m["requests"] = {rid: {k: q[k] for k in fields} for rid, q in m["requests"].items()}
     return m
 
 
