@@ -7,8 +7,10 @@
  * neither; it returns the text it wrote, each with its font size (ink.js), for the probe. How one cell looks and the palette live in
  * cells.js, the legend in legend.js.
  */
-import { FONT, PALETTE, drawCell, drawDeadline, drawFlag, drawFocus, drawLoad, drawMark, drawSloMiss, drawWaiting, fitText } from "./cells.js";
+import { FONT, PALETTE, drawCell, drawDeadline, drawFlag, drawFocus, drawLoad, drawMark, drawSloMiss, drawTransfer, drawWaiting,
+  fitText } from "./cells.js";
 import { noting } from "./ink.js";
+import { transferBand } from "./pdlanes.js";
 import { PRESENT_MIN, TYPE, axisTicks, cellRect, columnRect, flagRects, flagText, gapRect, markX, stepSpan, timeX } from "./layout.js";
 import { drawLegend } from "./legend.js";
 import { stepPosition } from "../core/slo.js";
@@ -162,7 +164,8 @@ function drawGutter(ink, layout, lane, data) {
     ctx = ink("row");
     ctx.font = `${Math.max(9, type.label - 1)}px ${FONT}`;
     ctx.fillStyle = PALETTE.muted;
-    ctx.fillText(data && data.fleet ? "routed" : "arrivals", grid.x - 8, marks.y + marks.h / 2);
+    const word = data && data.pd ? (data.pd.role === "decode" ? "KV in" : "arrivals") : data && data.fleet ? "routed" : "arrivals";
+    ctx.fillText(word, grid.x - 8, marks.y + marks.h / 2);
   }
 }
 
@@ -192,7 +195,12 @@ function drawLane(ink, layout, lane, scene) {
   for (let s = 1; s <= steps; s += 1) drawStep(ctx, layout, lane, data, scene, s);
   if (lane.load && lane.load.h && data.loads) drawLoad(ctx, lane.load, loadSpans(layout, lane, steps), data.loads, data.loadMax);
   if (data.slo) drawSlo(ctx, layout, lane, data, scene.view, steps);
-  if (marks.h) for (const a of data.timeline.arrivals) drawMark(ctx, markX(layout, a), marks, a.branch ? PALETTE.route : undefined);
+  if (marks.h) {  // a decode engine's marks: its hand-offs, each after the band of its copy (ms clock)
+    for (const a of data.timeline.arrivals) {
+      if (a.transfer && layout.clock === "ms") drawTransfer(ctx, transferBand((ms) => timeX(layout, ms), marks, a.transfer));
+      drawMark(ctx, markX(layout, a), marks, a.transfer ? PALETTE.transfer : a.branch ? PALETTE.route : undefined);
+    }
+  }
   if (lane.flags && lane.flags.h) {
     for (const p of data.timeline.preemptions) {
       if (p.step <= steps) {

@@ -159,3 +159,10 @@ export function pdMetrics(records, workload, laneMetrics) {
       ...(parts[i] ? { steps: parts[i].steps, tokens: parts[i].tokens, wall_s: parts[i].wall_s } : {}) })) };
   return out;
 }
+
+/** A hand-off as the tooltip says it: "L1: 30 blocks (22.1 MB) from prefill engine 1, copied in 4.50 ms (simulated)". */
+export function transferLine(t) {
+  const mb = (t.bytes / 1e6).toFixed(1);
+  const through = t.through === "simulated" ? "simulated: the cost model's time, nothing copied" : `through ${t.through}`;
+  return `${t.request}: ${t.blocks} KV blocks (${mb} MB) from prefill engine ${t.prefill + 1}, copied in ${t.ms.toFixed(2)} ms (${through})`;
+}
