@@ -27,7 +27,7 @@ export const PALETTE = Object.freeze({
   arrival: "#009e73",
   route: "#cc79a7",  // a fleet replica's arrival marks: where the router sent each request
   load: "#0072b2", loadTrack: "#eef3f8",  // a fleet replica's load band: its requests running or waiting
-  transfer: "#e69f00", transferBand: "rgba(230, 159, 0, 0.45)",  // a P/D hand-off: its KV blocks copied to a decode engine
+  transfer: "#5e3c99", transferBand: "rgba(94, 60, 153, 0.35)",  // a P/D hand-off: its KV blocks copied to a decode engine
   kv: "#b8619a", kvTrack: "#f4ecf1", kvBudget: "#6b3a57",
   playhead: "#1d2330",
   focus: "#1d2330",

@@ -64,3 +64,19 @@ export function transferBand(timeX, band, t, least = 3) {
   const x1 = Math.max(x0 + least, timeX(readyMs(t)));
   return { x: Math.round(x0), y: band.y, w: Math.round(x1 - x0), h: band.h };
 }
+
+/**
+ * The hand-offs as lines between the sub-lanes: for each copy done by `t` on a decode engine's lane of `placed`
+ * (layout.js lanes, each with its scene lane in `drawn` by name), from the bottom of the prefill engine's grid it
+ * left to the top of the decode engine's mark band, at the copy's end: [{request, x, y0, y1}].
+ */
+export function handoffLines(placed, drawn, timeX, t) {
+  const byName = new Map(placed.map((l) => [l.name, l]));
+  return drawn.filter((d) => d.pd && d.pd.role === "decode" && byName.has(d.name)).flatMap((d) => {
+    const to = byName.get(d.name);
+    return d.timeline.arrivals.filter((a) => a.transfer && a.arrival_ms <= t + 1e-9).flatMap((a) => {
+      const from = byName.get(`${d.fleet}/prefill${a.transfer.prefill}`);
+      return from ? [{ request: a.id, x: Math.round(timeX(a.arrival_ms)) + 0.5, y0: from.grid.y + from.grid.h, y1: to.marks.y }] : [];
+    });
+  });
+}

@@ -10,7 +10,7 @@
 import { FONT, PALETTE, drawCell, drawDeadline, drawFlag, drawFocus, drawLoad, drawMark, drawSloMiss, drawTransfer, drawWaiting,
   fitText } from "./cells.js";
 import { noting } from "./ink.js";
-import { transferBand } from "./pdlanes.js";
+import { handoffLines, transferBand } from "./pdlanes.js";
 import { PRESENT_MIN, TYPE, axisTicks, cellRect, columnRect, flagRects, flagText, gapRect, markX, stepSpan, timeX } from "./layout.js";
 import { drawLegend } from "./legend.js";
 import { stepPosition } from "../core/slo.js";
@@ -247,6 +247,21 @@ function drawTitle(ctx, layout, lane, scene) {
   ctx.fillText(name, grid.x, y);
 }
 
+/** A P/D lane's hand-offs swept so far: a dashed line from the prefill engine's slots down to the decode engine's mark. */
+function drawHandoffs(ctx, layout, scene) {
+  const lines = handoffLines(layout.lanes, scene.lanes, (ms) => timeX(layout, ms), scene.t);
+  ctx.strokeStyle = PALETTE.transfer;
+  ctx.setLineDash([3, 3]);
+  for (const { x, y0, y1 } of lines) {
+    if (x < layout.axis.x || x > layout.axis.x + layout.axis.w) continue;
+    ctx.beginPath();
+    ctx.moveTo(x, y0);
+    ctx.lineTo(x, y1);
+    ctx.stroke();
+  }
+  ctx.setLineDash([]);
+}
+
 /** The shared playhead, when the part of the run on the axis holds it. */
 function drawPlayhead(ctx, layout, t) {
   const x = Math.round(timeX(layout, t)) + 0.5;
@@ -276,6 +291,7 @@ export function draw(ctx, scene, layout) {
   ctx.fillRect(0, 0, layout.width, layout.height);
   drawAxis(ink("axis"), layout, scene);
   for (const lane of layout.lanes) drawLane(ink, layout, lane, scene);
+  if (layout.clock === "ms") drawHandoffs(ctx, layout, scene);
   if (layout.lanes.length) drawPlayhead(ctx, layout, scene.t);
   for (const lane of layout.lanes) drawTitle(ink("title"), layout, lane, scene);
   drawLegend(ink("legend"), layout, scene);

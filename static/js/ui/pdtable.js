@@ -3,12 +3,12 @@
  * ITL p50 / p99 and TTFT p50 side by side (a colocated lane beside the P/D one: the stall against the later first
  * token), and for a P/D lane its KV copies (blocks, bytes, ms) and the means of its five TTFT parts. Every figure
  * is one of the lane's metrics (core/metrics.js, core/pdmetrics.js: the server's numbers); this module only lays
- * them out. `pdColumns` and `pdCell` are pure; `renderPdTable` writes the DOM.
+ * them out. `PD_COLUMNS`, `pdCell` and `partsText` are pure; `renderPdTable` writes the DOM.
  */
 import { el } from "./dom.js";
 
 const DASH = "\u2013";
-const ms0 = (v) => (v === null || v === undefined ? DASH : v.toFixed(v < 10 ? 1 : 0));
+const ms0 = (v) => (v === null || v === undefined ? DASH : v === 0 ? "0" : v.toFixed(v < 10 ? 1 : 0));
 
 /** The table's columns: [{key, label, title}]; a P/D lane's own figures under `pd.*`. */
 export const PD_COLUMNS = Object.freeze([

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import { legendEntries } from "../../../static/js/canvas/legend.js";
-import { readyMs, transferBand } from "../../../static/js/canvas/pdlanes.js";
+import { handoffLines, readyMs, transferBand } from "../../../static/js/canvas/pdlanes.js";
 import { deriveRun, legendFlags } from "../../../static/js/canvas/scene.js";
 import { pdTransfers, transferLine } from "../../../static/js/core/pdmetrics.js";
 import { checkClaims } from "../../../static/js/lanes/claims.js";
@@ -87,7 +87,7 @@ test("the P/D table and the requests table print the lane's own figures", () => 
   assert.equal(pdCell("pd.copied", m), "69 blk \u00b7 50.9 MB \u00b7 10.3 ms");
   assert.equal(pdCell("pd.mean_transfer_ms", m), "2.1");
   assert.equal(pdCell("pd.copied", { p99_itl_ms: 1 }), "\u2013", "a colocated lane has no copies");
-  assert.equal(partsText(m.requests.L1.ttft_parts), "0.0 + 762 + copy 4.5 + 32 + 66");
+  assert.equal(partsText(m.requests.L1.ttft_parts), "0 + 762 + copy 4.5 + 32 + 66");
   assert.equal(pdValue(m, "pd_blocks"), "69");
   assert.equal(pdValue(m, "pd_ms"), "10");
   assert.equal(pdValue(m, "p99_itl_ms"), undefined, "only the pd_ placeholders are P/D's");
@@ -103,4 +103,17 @@ test("pd-vs-colocated's claims hold on its run; turned around, each states the r
   assert.ok(v1.text.startsWith(`yet on this run its ITL p99 (${Math.round(m.continuous.p99_itl_ms)} ms) was no lower than`
     + ` P/D 1+1's (${Math.round(m["P/D 1+1"].p99_itl_ms)} ms), not the usual result (`), v1.text);
   assert.equal(v2.holds, false, "a colocated lane copies nothing: its first tokens are not later by a copy");
+});
+
+test("each hand-off swept so far is a line from the prefill engine's slots down to the decode engine's marks", () => {
+  const drawn = golden().drawn;
+  const placed = [{ name: drawn[0].name, grid: { y: 20, h: 100 }, marks: { y: 10 } },
+    { name: drawn[1].name, grid: { y: 160, h: 100 }, marks: { y: 150 } }];
+  const all = handoffLines(placed, drawn, (ms) => ms / 10, Infinity);
+  assert.deepEqual(all.map((l) => l.request).sort(), ["D1", "D2", "D3", "L1", "L2"]);
+  const l1 = all.find((l) => l.request === "L1");
+  const t = pdTransfers(CASE.records).find((x) => x.request === "L1");
+  assert.deepEqual(l1, { request: "L1", x: Math.round(readyMs(t) / 10) + 0.5, y0: 120, y1: 150 });
+  assert.deepEqual(handoffLines(placed, drawn, (ms) => ms, readyMs(t) - 1).map((l) => l.request).sort(), ["D1", "D2", "D3"],
+    "a copy the playhead has not reached is not drawn");
 });
