@@ -1,8 +1,8 @@
 """The P/D preset on the page (docs/disaggregation.md, pd-vs-colocated), on the simulator: the P/D lane drawn as its
 prefill and decode engines on the shared clock, each hand-off's KV copy drawn in the decode engine's mark band
 (its band and mark in their colour, its blocks, bytes and ms in the tooltip), the metrics and the P/D table equal
-to the server's, each request's five TTFT parts in the requests table, and the lesson's claims said. About 6-10 s
-on the 2-core machine (the simulated run is paced), most of it the run."""
+to the server's, each request's five TTFT parts in the requests table, and the lesson's claims said. Its call about 2 s on
+the 2-core machine (load average 8-9), 10 s with the session's server and browser start."""
 import json
 from urllib.request import urlopen
 
