@@ -58,6 +58,12 @@ def test_pd_vs_colocated_draws_the_engines_and_each_kv_copy_and_its_metrics_are_
     parts = stored["metrics"][PD]["requests"]["L1"]["ttft_parts"]
     row = tab.locator('#request-rows tr[data-request="L1"] .ttft-parts').text_content()
     assert f"copy {parts['transfer']:.1f}" in row and str(round(parts["prefill"])) in row, row
+    # the memory map: one pool per engine, the decode engine's holding the blocks copied into it
+    tab.click("#btn-memory")
+    tab.wait_for_function("() => window.__memmap && window.__memmap.lanes.length > 0")
+    pools = tab.evaluate("() => window.__memmap.lanes.map((l) => l.name)")
+    assert [f"{PD}/prefill0", f"{PD}/decode0"] == [p for p in pools if p.startswith(PD)], pools
+    tab.click("#btn-memory")
     lesson = tab.text_content("#lesson")
     assert "\u2026" not in lesson and "so the decoders never stall" in lesson
     assert "but its first tokens come later, by the copy and the decode queue" in lesson
