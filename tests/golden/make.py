@@ -2,9 +2,9 @@
 them, one case per kind of lane. tests/engine/report/test_metrics_golden.py (pytest) and tests/js/core/metrics.test.mjs (node) hold
 lane_metrics and static/js/core/metrics.js to these answers, without a model or a browser.
 
-    python -m tests.golden.make            # every case; the speculative one loads the real model once
-    python -m tests.golden.make --sim      # only the simulator's cases (keeps the stored speculative case's records,
-                                           # its expected metrics computed again from them)
+    python -m tests.golden.make            # every case; the real-model ones (speculative, pd_model) load it once
+    python -m tests.golden.make --sim      # only the simulator's cases (keeps the stored real-model cases' records,
+                                           # their expected metrics computed again from them)
 
 Each case is {workload (a workload object with the one lane), lane, records (StepRecord.to_dict), expected}.
 Run it again only when a definition changes on purpose, and say why in the commit.
@@ -35,6 +35,7 @@ CASES = {
     "sjf": ("sjf", "sjf", False),
     "fleet": ("fleet-sessions", "cache-aware", False),  # two replicas behind cache_aware: the fleet's numbers
     "pd": ("pd-vs-colocated", "P/D 1+1", False),  # prefill and decode engines: the hand-off and the five TTFT parts
+    "pd_model": ("pd-vs-colocated", "P/D 1+1", True),  # the same on SmolLM2: KV blocks copied through shared memory
     "speculative": ("spec-quote", "prompt lookup", True),
 }
 # An SLO a case sets that its demo does not (the arrivals, sjf and long-prompt demos carry their own): the fleet's

@@ -3,8 +3,9 @@
  * on the run's shared clock, labelled by role: a prefill engine's arrival marks are the requests sent to it; a decode
  * engine's are its hand-offs, each with the copy that brought the request's KV blocks (`transfer`: blocks, bytes, ms,
  * start_ms, the prefill engine it came from), which the renderer draws as a band from the copy's start to its end
- * and a mark where the request joined the decode engine's queue. Pure functions of the records; knows nothing of
- * pixels beyond `transferBand`'s rectangle.
+ * and a mark where the request joined the decode engine's queue, with a line down from the prefill engine it left.
+ * Pure functions of the records; of pixels it knows only the rectangles and lines it is handed the clock and layout for
+ * (`transferBand`, `handoffLines`).
  */
 import { laneTimeline } from "../core/timeline.js";
 
