@@ -19,7 +19,8 @@ export function readyMs(t) {
 /**
  * Each engine's sub-lane: {...lane, name "<lane>/prefill<i>" or "<lane>/decode<j>", title, fleet (the P/D lane's
  * name: a sub-lane, as a fleet's replica is), replica (its index among all engines), pd: {role, index, count},
- * records (its own), workload (its requests: a decode engine's arrive when their copy is done), timeline, whole}.
+ * records (its own), positions (the lane step each of them ran in), workload (its requests: a decode engine's arrive
+ * when their copy is done), timeline, whole}.
  * `metricsOf(records, workload)`: the memoized lane metrics.
  */
 export function pdLanes(lane, workload, metricsOf) {
@@ -49,12 +50,14 @@ export function pdLanes(lane, workload, metricsOf) {
       });
     const mineWorkload = { ...workload, requests: mine };
     const timeline = laneTimeline(own, mineWorkload);
-    if (role === "decode") {
-      timeline.arrivals = timeline.arrivals.map((a) => ({ ...a, transfer: handoffs.get(a.id) }));
-    }
+    // on the step clock an engine's steps stand at the lane steps they ran in (`positions`), and so do its marks: at
+    // the first of its steps the request could join
+    const atLaneStep = (a) => (a.arrival < steps.length ? steps[a.arrival] - 1 : lane.records.length);
+    timeline.arrivals = timeline.arrivals.map((a) => ({ ...a, arrival: atLaneStep(a),
+      ...(role === "decode" ? { transfer: handoffs.get(a.id) } : {}) }));
     const word = role === "prefill" ? "prefill engine" : "decode engine";
     return { ...lane, name: `${lane.name}/${role}${index}`, title: `${lane.name} \u00b7 ${word} ${index + 1} of ${count}`,
-      fleet: lane.name, replica: i, pd: { role, index, count }, records: own, timeline, workload: mineWorkload,
+      fleet: lane.name, replica: i, pd: { role, index, count }, records: own, positions: steps, timeline, workload: mineWorkload,
       whole: metricsOf(own, mineWorkload) };
   });
 }

@@ -117,14 +117,16 @@ export function nextDomain(derived, previous) {
   return { ...d, ms: Math.max(1, d.ms) };
 }
 
-/** Where a lane's last step ends on `clock`. */
+/** Where a lane's last step ends on `clock` (a P/D engine's, on the step clock: the lane step it last ran in). */
 function laneEnd(lane, clock) {
+  if (clock === "steps" && lane.positions) return lane.positions[lane.positions.length - 1] || 0;
   return clock === "steps" ? lane.records.length : lastEnd(lane);
 }
 
 /** A lane's step under the playhead; one past its last step once it is done and the playhead has passed its end. */
 function laneStep(lane, clock, t) {
   if (lane.done && t > laneEnd(lane, clock) + 1e-9) return lane.records.length + 1;
+  if (clock === "steps" && lane.positions) return lane.positions.filter((k) => k <= Math.ceil(t - 1e-9)).length;
   return stepAt(lane.timeline, clock, t);
 }
 
