@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import { legendEntries } from "../../../static/js/canvas/legend.js";
+import { stepSpan } from "../../../static/js/canvas/layout.js";
 import { handoffLines, readyMs, transferBand } from "../../../static/js/canvas/pdlanes.js";
 import { deriveRun, legendFlags } from "../../../static/js/canvas/scene.js";
 import { pdTransfers, transferLine } from "../../../static/js/core/pdmetrics.js";
@@ -116,4 +117,14 @@ test("each hand-off swept so far is a line from the prefill engine's slots down 
   assert.deepEqual(l1, { request: "L1", x: Math.round(readyMs(t) / 10) + 0.5, y0: 120, y1: 150 });
   assert.deepEqual(handoffLines(placed, drawn, (ms) => ms, readyMs(t) - 1).map((l) => l.request).sort(), ["D1", "D2", "D3"],
     "a copy the playhead has not reached is not drawn");
+});
+
+test("on the step clock an engine's steps stand at the lane steps they ran in", () => {
+  const [p, dec] = golden().drawn;
+  const ran = (i) => CASE.records.flatMap((r, k) => (r.replicas[i] ? [k + 1] : []));
+  assert.deepEqual(p.positions, ran(0));
+  assert.deepEqual(dec.positions, ran(1));
+  const layout = { clock: "steps", axis: { x: 0 }, origin: 0, pxPerUnit: 10 };
+  assert.deepEqual(stepSpan(layout, { positions: [2, 5] }, 2), [40, 50]);
+  assert.deepEqual(stepSpan(layout, {}, 2), [10, 20], "a lane of one engine: its own steps");
 });
