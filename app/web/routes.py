@@ -187,8 +187,6 @@ def load_presets() -> list[dict]:
     presets = []
     for path in files:
         obj = json.loads(path.read_text())
-        if any(isinstance(lane, dict) and "disaggregation" in lane for lane in obj.get("lanes", ())):
-            continue  # a P/D lane (engine/disaggregation.py): the page does not draw its decode engines yet
         preset = parse_workload(obj, CLI_LIMITS).to_dict()
         if "generate" in obj:
             preset["generate"] = obj["generate"]

@@ -39,7 +39,8 @@ def variants() -> list[tuple[str, str, SimNoise | None]]:
         ("long-prompt", "LONG's chunks x0.1", SimNoise(2, SPREAD, {("chunked 64", c): 0.1 for c in range(5, 13)})),
         ("long-prompt", "the whole-prompt step x0.2", SimNoise(3, SPREAD, {("continuous", 5): 0.2})),
     ]
-    for preset in ("azure-code-burst", "mooncake-conversation", "fleet-sessions", "fleet-herding", "fleet-one-vs-two"):  # replayed traces; the fleet (engine/workload/trace.py)
+    for preset in ("azure-code-burst", "mooncake-conversation", "fleet-sessions", "fleet-herding", "fleet-one-vs-two",
+                   "pd-vs-colocated"):  # replayed traces; the fleet (engine/workload/trace.py)
         out += [(preset, "no noise", None), (preset, "seed 1", SimNoise(1, SPREAD))]
     # the memory lessons (tests/js/lanes/memmap-lesson.test.mjs): noise moves no block, so paged-vs-reserve runs once
     out += [("paged-vs-reserve", "no noise", None), ("swap-vs-recompute", "no noise", None),

@@ -2,9 +2,9 @@
 them, one case per kind of lane. tests/engine/report/test_metrics_golden.py (pytest) and tests/js/core/metrics.test.mjs (node) hold
 lane_metrics and static/js/core/metrics.js to these answers, without a model or a browser.
 
-    python -m tests.golden.make            # every case; the speculative one loads the real model once
-    python -m tests.golden.make --sim      # only the simulator's cases (keeps the stored speculative case's records,
-                                           # its expected metrics computed again from them)
+    python -m tests.golden.make            # every case; the real-model ones (speculative, pd_model) load it once
+    python -m tests.golden.make --sim      # only the simulator's cases (keeps the stored real-model cases' records,
+                                           # their expected metrics computed again from them)
 
 Each case is {workload (a workload object with the one lane), lane, records (StepRecord.to_dict), expected}.
 Run it again only when a definition changes on purpose, and say why in the commit.
@@ -15,6 +15,7 @@ from pathlib import Path
 
 from engine.engine import Engine
 from engine.report.metrics import REQUEST_FIELDS, lane_metrics
+from engine.report.pd_metrics import PD_REQUEST_FIELDS
 from engine.workload.workload import CLI_LIMITS, parse_workload
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -33,6 +34,8 @@ CASES = {
     "ms_arrivals_continuous": ("arrivals", "continuous", False),
     "sjf": ("sjf", "sjf", False),
     "fleet": ("fleet-sessions", "cache-aware", False),  # two replicas behind cache_aware: the fleet's numbers
+    "pd": ("pd-vs-colocated", "P/D 1+1", False),  # prefill and decode engines: the hand-off and the five TTFT parts
+    "pd_model": ("pd-vs-colocated", "P/D 1+1", True),  # the same on SmolLM2: KV blocks copied through shared memory
     "speculative": ("spec-quote", "prompt lookup", True),
 }
 # An SLO a case sets that its demo does not (the arrivals, sjf and long-prompt demos carry their own): the fleet's
@@ -43,7 +46,8 @@ SLOS = {"fleet": {"ttft_ms": 250, "tpot_ms": 80}}
 def expected(metrics: dict) -> dict:
     """What a case must compute: every number, and each request's documented fields."""
     out = {k: v for k, v in metrics.items() if k != "requests"}
-    out["requests"] = {rid: {k: q[k] for k in REQUEST_FIELDS} for rid, q in metrics["requests"].items()}
+    out["requests"] = {rid: {k: q[k] for k in REQUEST_FIELDS + (PD_REQUEST_FIELDS if "pd" in metrics else ())}
+                       for rid, q in metrics["requests"].items()}
     return out
 
 

@@ -27,6 +27,7 @@ export const PALETTE = Object.freeze({
   arrival: "#009e73",
   route: "#cc79a7",  // a fleet replica's arrival marks: where the router sent each request
   load: "#0072b2", loadTrack: "#eef3f8",  // a fleet replica's load band: its requests running or waiting
+  transfer: "#5e3c99", transferBand: "rgba(94, 60, 153, 0.35)",  // a P/D hand-off: its KV blocks copied to a decode engine
   kv: "#b8619a", kvTrack: "#f4ecf1", kvBudget: "#6b3a57",
   playhead: "#1d2330",
   focus: "#1d2330",
@@ -92,6 +93,14 @@ export function drawMark(ctx, x, band, color = PALETTE.arrival) {
   ctx.lineTo(x + 4.5, band.y + 1);
   ctx.lineTo(x, band.y + band.h - 1);
   ctx.fill();
+}
+
+/** A P/D hand-off's copy in a decode engine's mark band: a translucent band from its start to its end (`rect`). */
+export function drawTransfer(ctx, rect) {
+  ctx.fillStyle = PALETTE.transferBand;
+  ctx.fillRect(rect.x, rect.y, rect.w, rect.h);
+  ctx.fillStyle = PALETTE.transfer;
+  ctx.fillRect(rect.x, rect.y + rect.h - 2, rect.w, 2);
 }
 
 /** A fleet replica's load after each step as bars from the band's floor: [{step, load, x, y, w, h}], `loads[s - 1]` of

@@ -204,9 +204,13 @@ export function timeAt(layout, x) {
   return (layout.origin || 0) + (x - layout.axis.x) / layout.pxPerUnit;
 }
 
-/** [x0, x1] of a lane's step (1-based): one unit on the step clock, its start to its end on the ms clock. */
+/** [x0, x1] of a lane's step (1-based): one unit on the step clock (a P/D engine's: at the lane step it ran in,
+ * `lane.positions`), its start to its end on the ms clock. */
 export function stepSpan(layout, lane, step) {
-  if (layout.clock === "steps") return [timeX(layout, step - 1), timeX(layout, step)];
+  if (layout.clock === "steps") {
+    const k = lane.positions ? lane.positions[step - 1] : step;
+    return [timeX(layout, k - 1), timeX(layout, k)];
+  }
   return [timeX(layout, lane.starts[step - 1]), timeX(layout, lane.ends[step - 1])];
 }
 

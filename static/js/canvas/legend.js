@@ -7,7 +7,7 @@
  * focusable legend keys over the canvas explain. A layout without placed items (one made without a
  * legend spec) gets the entries laid out here, as before. Reads the scene and the layout; changes neither.
  */
-import { FONT, PALETTE, drawCell, drawDeadline, drawLoad, drawMark, drawSloMiss, drawWaiting } from "./cells.js";
+import { FONT, PALETTE, drawCell, drawDeadline, drawLoad, drawMark, drawSloMiss, drawTransfer, drawWaiting } from "./cells.js";
 import { PRESENT_MIN } from "./layout.js";
 import { Phase, SlotState, StopReason } from "../core/vocab.js";
 
@@ -18,6 +18,7 @@ const DEADLINE = "deadline";  // an SLO's TTFT deadline on a request's row (the 
 const MISSED = "missed";    // the ring on the cell where a request missed its SLO
 const ROUTED = "routed";    // a fleet replica's arrival mark: where the router sent a request
 const LOAD = "load";        // a fleet replica's load band
+const TRANSFER = "transfer";  // a P/D hand-off: the copy of a request's KV blocks to a decode engine, and its arrival there
 
 // [kind, label, cell info, glossary term, short label (presenter mode: one row; the glossary says the rest)]
 const LEGEND = [
@@ -35,6 +36,7 @@ const LEGEND = [
   [ARRIVAL, "request arrives", {}, "arrival", "arrives"],
   [ROUTED, "routed: the router sent it here", {}, "routed", "routed"],
   [LOAD, "replica load: running + waiting", {}, "replica_load", "load"],
+  [TRANSFER, "KV copied: prefill \u2192 decode engine", {}, "transfer", "KV copy"],
   [DEADLINE, "TTFT deadline (SLO)", {}, "slo", "deadline"],
   [MISSED, "missed the SLO", { label: "" }, "slo", "SLO miss"],
   [KV, "KV memory (- - budget)", {}, "kv", "KV memory"],
@@ -42,7 +44,7 @@ const LEGEND = [
 
 // marks narrower than a cell: the arrival triangle, the deadline bar, the missed ring (a row of presenter mode's legend
 // at 1280 px has no room to spare)
-const NARROW = Object.freeze({ [ARRIVAL]: 12, [ROUTED]: 12, [DEADLINE]: 12, [MISSED]: 18 });
+const NARROW = Object.freeze({ [ARRIVAL]: 12, [ROUTED]: 12, [TRANSFER]: 18, [DEADLINE]: 12, [MISSED]: 18 });
 
 function shown(kind, flags, term) {
   if (kind === Phase.QUEUED) return flags.view === "requests";
@@ -52,6 +54,7 @@ function shown(kind, flags, term) {
   if (kind === Phase.WAITING) return flags.waiting;
   if (kind === ARRIVAL) return flags.marks && !flags.fleetOnly;  // a fleet's arrivals are its routing marks
   if (kind === ROUTED || kind === LOAD) return Boolean(flags.fleet);
+  if (kind === TRANSFER) return Boolean(flags.pd);
   if (kind === CACHED) return Boolean(flags.prefixCache);
   if (kind === DEADLINE) return Boolean(flags.slo) && flags.view === "requests";
   if (kind === MISSED) return Boolean(flags.slo);
@@ -99,7 +102,10 @@ function drawEntry(ctx, entry, x, y, px, h = 18) {
   if (entry.kind === Phase.WAITING) drawWaiting(ctx, swatch, "");
   else if (entry.kind === ARRIVAL) drawMark(ctx, x + 6, { y: y + h / 2 - 5, h: 10 });
   else if (entry.kind === ROUTED) drawMark(ctx, x + 6, { y: y + h / 2 - 5, h: 10 }, PALETTE.route);
-  else if (entry.kind === LOAD) drawLoad(ctx, swatch, [[x, x + 6], [x + 6, x + 12], [x + 12, x + 18], [x + 18, x + 26]], [1, 3, 2, 4], 4);
+  else if (entry.kind === TRANSFER) {
+    drawTransfer(ctx, { x, y: y + h / 2 - 5, w: 12, h: 10 });
+    drawMark(ctx, x + 12, { y: y + h / 2 - 5, h: 10 }, PALETTE.transfer);
+  } else if (entry.kind === LOAD) drawLoad(ctx, swatch, [[x, x + 6], [x + 6, x + 12], [x + 12, x + 18], [x + 18, x + 26]], [1, 3, 2, 4], 4);
   else if (entry.kind === KV) drawKvSwatch(ctx, swatch);
   else if (entry.kind === CACHED) drawCell(ctx, swatch, Phase.PREFILL, info);
   else if (entry.kind === DEADLINE) drawDeadline(ctx, x + 4, swatch);

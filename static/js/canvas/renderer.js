@@ -7,8 +7,10 @@
  * neither; it returns the text it wrote, each with its font size (ink.js), for the probe. How one cell looks and the palette live in
  * cells.js, the legend in legend.js.
  */
-import { FONT, PALETTE, drawCell, drawDeadline, drawFlag, drawFocus, drawLoad, drawMark, drawSloMiss, drawWaiting, fitText } from "./cells.js";
+import { FONT, PALETTE, drawCell, drawDeadline, drawFlag, drawFocus, drawLoad, drawMark, drawSloMiss, drawTransfer, drawWaiting,
+  fitText } from "./cells.js";
 import { noting } from "./ink.js";
+import { handoffLines, transferBand } from "./pdlanes.js";
 import { PRESENT_MIN, TYPE, axisTicks, cellRect, columnRect, flagRects, flagText, gapRect, markX, stepSpan, timeX } from "./layout.js";
 import { drawLegend } from "./legend.js";
 import { stepPosition } from "../core/slo.js";
@@ -162,7 +164,8 @@ function drawGutter(ink, layout, lane, data) {
     ctx = ink("row");
     ctx.font = `${Math.max(9, type.label - 1)}px ${FONT}`;
     ctx.fillStyle = PALETTE.muted;
-    ctx.fillText(data && data.fleet ? "routed" : "arrivals", grid.x - 8, marks.y + marks.h / 2);
+    const word = data && data.pd ? (data.pd.role === "decode" ? "KV in" : "arrivals") : data && data.fleet ? "routed" : "arrivals";
+    ctx.fillText(word, grid.x - 8, marks.y + marks.h / 2);
   }
 }
 
@@ -192,7 +195,12 @@ function drawLane(ink, layout, lane, scene) {
   for (let s = 1; s <= steps; s += 1) drawStep(ctx, layout, lane, data, scene, s);
   if (lane.load && lane.load.h && data.loads) drawLoad(ctx, lane.load, loadSpans(layout, lane, steps), data.loads, data.loadMax);
   if (data.slo) drawSlo(ctx, layout, lane, data, scene.view, steps);
-  if (marks.h) for (const a of data.timeline.arrivals) drawMark(ctx, markX(layout, a), marks, a.branch ? PALETTE.route : undefined);
+  if (marks.h) {  // a decode engine's marks: its hand-offs, each after the band of its copy (ms clock)
+    for (const a of data.timeline.arrivals) {
+      if (a.transfer && layout.clock === "ms") drawTransfer(ctx, transferBand((ms) => timeX(layout, ms), marks, a.transfer));
+      drawMark(ctx, markX(layout, a), marks, a.transfer ? PALETTE.transfer : a.branch ? PALETTE.route : undefined);
+    }
+  }
   if (lane.flags && lane.flags.h) {
     for (const p of data.timeline.preemptions) {
       if (p.step <= steps) {
@@ -239,6 +247,21 @@ function drawTitle(ctx, layout, lane, scene) {
   ctx.fillText(name, grid.x, y);
 }
 
+/** A P/D lane's hand-offs swept so far: a dashed line from the prefill engine's slots down to the decode engine's mark. */
+function drawHandoffs(ctx, layout, scene) {
+  const lines = handoffLines(layout.lanes, scene.lanes, (ms) => timeX(layout, ms), scene.t);
+  ctx.strokeStyle = PALETTE.transfer;
+  ctx.setLineDash([3, 3]);
+  for (const { x, y0, y1 } of lines) {
+    if (x < layout.axis.x || x > layout.axis.x + layout.axis.w) continue;
+    ctx.beginPath();
+    ctx.moveTo(x, y0);
+    ctx.lineTo(x, y1);
+    ctx.stroke();
+  }
+  ctx.setLineDash([]);
+}
+
 /** The shared playhead, when the part of the run on the axis holds it. */
 function drawPlayhead(ctx, layout, t) {
   const x = Math.round(timeX(layout, t)) + 0.5;
@@ -268,6 +291,7 @@ export function draw(ctx, scene, layout) {
   ctx.fillRect(0, 0, layout.width, layout.height);
   drawAxis(ink("axis"), layout, scene);
   for (const lane of layout.lanes) drawLane(ink, layout, lane, scene);
+  if (layout.clock === "ms") drawHandoffs(ctx, layout, scene);
   if (layout.lanes.length) drawPlayhead(ctx, layout, scene.t);
   for (const lane of layout.lanes) drawTitle(ink("title"), layout, lane, scene);
   drawLegend(ink("legend"), layout, scene);

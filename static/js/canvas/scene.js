@@ -9,6 +9,7 @@ import { laneTitle, orderLanes, resolvedConfig } from "../core/laneconfig.js";
 import { isTimed, laneMetrics, mismatches } from "../core/metrics.js";
 import { traitsOf } from "../core/policies.js";
 import { fleetLoads } from "../core/fleetmetrics.js";
+import { pdLanes } from "./pdlanes.js";
 import { sloVerdicts, withSlo } from "../core/slo.js";
 import { estimateSteps, gapAt, laneTimeline, perRecords, stepAt, stepCount } from "../core/timeline.js";
 import { RunStatus, SlotState } from "../core/vocab.js";
@@ -51,7 +52,10 @@ function derive(run) {
       timeline: laneTimeline(records, run.workload), kvBudget, mayPreempt: kvBudget && traitsOf(config.policy).preempts };
   });
   const metrics = Object.fromEntries(lanes.map((l) => [l.name, metricsOf(l.records, run.workload)]));
-  const drawn = lanes.flatMap((l) => (l.records.length && l.records[0].replicas ? replicaLanes(l, run.workload) : [l]));
+  const drawn = lanes.flatMap((l) => {  // a P/D lane: its engines by role; a fleet: its replicas
+    if (l.records.length && l.records[0].roles) return pdLanes(l, run.workload, metricsOf);
+    return l.records.length && l.records[0].replicas ? replicaLanes(l, run.workload) : [l];
+  });
   let check = "";
   if (run.serverMetrics) {
     const bad = mismatches(metrics, run.serverMetrics);
@@ -113,14 +117,16 @@ export function nextDomain(derived, previous) {
   return { ...d, ms: Math.max(1, d.ms) };
 }
 
-/** Where a lane's last step ends on `clock`. */
+/** Where a lane's last step ends on `clock` (a P/D engine's, on the step clock: the lane step it last ran in). */
 function laneEnd(lane, clock) {
+  if (clock === "steps" && lane.positions) return lane.positions[lane.positions.length - 1] || 0;
   return clock === "steps" ? lane.records.length : lastEnd(lane);
 }
 
 /** A lane's step under the playhead; one past its last step once it is done and the playhead has passed its end. */
 function laneStep(lane, clock, t) {
   if (lane.done && t > laneEnd(lane, clock) + 1e-9) return lane.records.length + 1;
+  if (clock === "steps" && lane.positions) return lane.positions.filter((k) => k <= Math.ceil(t - 1e-9)).length;
   return stepAt(lane.timeline, clock, t);
 }
 
@@ -163,7 +169,8 @@ export function sloOf(derived, override = null) {
 
 /** What the legend explains for a run on a clock and view: {view, preemption, waiting, marks, prefixCache,
  * speculative, swap, swapOnly, slo (targets set: the TTFT deadline, in the request view, and the missed mark), fleet
- * (a lane is a fleet: its routing marks and its replicas' load bands), fleetOnly (every lane is: no plain arrival marks)}. */
+ * (a lane is a fleet: its routing marks and its replicas' load bands), fleetOnly (every lane is: no plain arrival marks),
+ * pd (a lane is a P/D lane: its hand-offs' transfer marks)}. */
 export function legendFlags(derived, { view, clock, slo = null }) {
   const preemption = Boolean(derived.run && derived.run.workload && derived.run.workload.kv_budget)
     || derived.lanes.some((l) => l.config.options.kv_budget) || Object.values(derived.metrics).some((m) => m.preemptions > 0);
@@ -177,9 +184,11 @@ export function legendFlags(derived, { view, clock, slo = null }) {
     || l.records.some((r) => r.slots.some((c) => c.state === SlotState.SWAPPED)));
   const swap = swapping.some(Boolean);
   const swapOnly = swap && swapping.every(Boolean);
-  const fleets = (derived.drawn || []).map((l) => l.fleet !== undefined);  // routing marks and load bands
+  const drawn = derived.drawn || [];
+  const fleets = drawn.map((l) => l.fleet !== undefined && !l.pd);  // routing marks and load bands
+  const pd = drawn.some((l) => l.pd);  // a P/D lane: its prefill and decode engines, the hand-offs' copies
   return { view, preemption, waiting, marks: derived.marks, prefixCache, speculative, swap, swapOnly,
-    slo: Boolean(sloOf(derived, slo)), fleet: fleets.some(Boolean), fleetOnly: fleets.length > 0 && fleets.every(Boolean) };
+    slo: Boolean(sloOf(derived, slo)), fleet: fleets.some(Boolean), fleetOnly: fleets.length > 0 && fleets.every(Boolean), pd };
 }
 
 const verdictMemo = new WeakMap();  // a lane's whole metrics -> {slo, value}: its requests' SLO verdicts

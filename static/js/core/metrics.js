@@ -8,6 +8,7 @@
 import { METRICS, SlotState, StopReason } from "./catalog.js";
 import { configOf } from "./laneconfig.js";
 import { FLEET_METRICS, fleetMetrics } from "./fleetmetrics.js";
+import { isPd, pdMetrics } from "./pdmetrics.js";
 import { tokenUtilization } from "./memmap.js";
 import { sloFigures } from "./slo.js";
 import { mean, percentile } from "./stats.js";
@@ -212,6 +213,7 @@ export function laneBlockSize(records, workload) {
 
 /** The metrics of one lane: the same keys and values as engine/report/metrics.py's lane_metrics. */
 export function laneMetrics(records, workload) {
+  if (isPd(records)) return pdMetrics(records, workload, laneMetrics);  // its requests read across the hand-off
   if (records.length && records[0].replicas) return fleetMetrics(records, workload, laneMetrics);  // its replicas', merged
   const slots = records.length ? records[0].slots.length : 0;  // no records: no steps, so no slot use either
   const steps = records.length;

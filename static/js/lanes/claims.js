@@ -9,6 +9,7 @@
 import { bothEvict, copyCheaper, fillsMoreOfItsBlocks, losesLessToPreemption, runsMoreAtOnce } from "./memlesson.js";
 import { laneBlockSize } from "../core/metrics.js";
 import { noiseClause, outlierClause } from "./noise.js";
+import { decodersNeverStall, firstTokensLaterByCopy } from "./pdlesson.js";
 
 /** Why, as far as the run can say: its measured noise, and the worst outlier of the lanes named (if any stands out). */
 function why(derived, lanes) {
@@ -130,6 +131,8 @@ export const CHECKS = Object.freeze({
   balances_load: balancesLoad,
   first_tokens_soonest: firstTokensSoonest,
   achieves_more_hits: achievesMoreHits,
+  decoders_never_stall: (derived, c) => decodersNeverStall(derived, c, laneOf, why),  // pdlesson.js: the P/D lesson
+  first_tokens_later_by_copy: (derived, c) => firstTokensLaterByCopy(derived, c, laneOf, why),
   finishes_no_later: finishesNoLater,
   first_tokens_sooner: firstTokensSooner,
   no_long_stall: noLongStall,

@@ -11,6 +11,7 @@
  */
 import { applyClaims, claimDetails, markClaims } from "./claims.js";
 import { memoryValue } from "./memlesson.js";
+import { pdValue } from "./pdlesson.js";
 import { laneBlockSize } from "../core/metrics.js";
 
 const PLACEHOLDER = /\{([^{}]+)\.([A-Za-z_0-9]+)\}/g;
@@ -32,6 +33,8 @@ function laneValue(lane, m, key, workload) {
   if (!lane.done || !m) return null;
   const memory = memoryValue(lane, m, key, laneBlockSize(lane.records, workload));  // batch size, token use, ms per block
   if (memory !== undefined) return memory;
+  const pd = pdValue(m, key);  // {lane.pd_*}: a P/D lane's copies and ITL / TTFT percentiles in whole ms
+  if (pd !== undefined) return pd;
   if (key === "longest_step_share") {
     const longest = Math.max(0, ...lane.records.map((r) => r.ms));
     return m.wall_s > 0 ? `${Math.round((longest / (m.wall_s * 1000)) * 100)}%` : null;

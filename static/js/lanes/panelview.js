@@ -5,6 +5,7 @@
  * playback clock or the canvas: main.js hands it what the frame computed.
  */
 import { renderMetrics, renderRequests, renderTooltip, rowNote, tooltipParts } from "../ui/panels.js";
+import { renderPdTable } from "../ui/pdtable.js";
 import { laneRevealed } from "./reveal.js";
 import { legendFlags } from "../canvas/scene.js";
 import { placeTooltip } from "../canvas/stage.js";
@@ -32,10 +33,12 @@ export function createPanelView(dom) {
     const notes = Object.fromEntries(rows.map((l) => [l.name, hidden[l.name] ? "predict first" : rowNote(l)]));
     renderMetrics(dom.metricsTable, dom.metricsCheck, metrics, notes, derived.check, at, hidden,
       legendFlags(derived, { view, clock }).speculative);
+    renderPdTable(document.getElementById("pd-table"), metrics, hidden);  // a P/D lane's ITL, copies and TTFT parts
     if (dom.requestLane.options.length !== lanes.length || [...dom.requestLane.options].some((o, i) => o.value !== lanes[i])) {
       dom.requestLane.replaceChildren(...lanes.map((name) => {
         const replica = (derived.drawn || []).find((d) => d.name === name && d.fleet !== undefined);
-        return new Option(replica ? `${replica.fleet} \u00b7 replica ${replica.replica + 1}` : name, name);
+        const which = replica && replica.pd ? `${replica.pd.role} engine ${replica.pd.index + 1}` : replica && `replica ${replica.replica + 1}`;
+        return new Option(replica ? `${replica.fleet} \u00b7 ${which}` : name, name);
       }));
     }
     if (lane) dom.requestLane.value = lane;

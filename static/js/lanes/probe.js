@@ -9,7 +9,8 @@
  * renderer.js returns them), and the SLO the frame holds the run to with its marks as drawn. Tests wait on it, never on
  * a sleep.
  */
-import { cellRect, columnRect, flagRects, gapRect, markX } from "../canvas/layout.js";
+import { cellRect, columnRect, flagRects, gapRect, markX, timeX } from "../canvas/layout.js";
+import { transferBand } from "../canvas/pdlanes.js";
 import { loadBars } from "../canvas/cells.js";
 import { PALETTE, loadSpans, sloMarks } from "../canvas/renderer.js";
 
@@ -129,13 +130,15 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
       return Number.isFinite(step) ? { step, ...columnRect(layout, laneLayout(lane), step) } : null;
     },
     /** A lane's arrival marks as drawn: [{id, arrival_ms, x, y, h}] (empty when the lane shows none); a fleet replica's
-     * are the router's decisions, with `replica` and `branch`. */
+     * are the router's decisions, with `replica` and `branch`; a P/D decode engine's its hand-offs, with `transfer` and the
+     * band its copy is drawn as (`band`: {x, w}, canvas/pdlanes.js transferBand). */
     marks(lane) {
       const l = laneLayout(lane);
       const data = derived.drawn.find((d) => d.name === lane);
       if (!l || !data || !l.marks.h) return [];
       return data.timeline.arrivals.map((a) => ({ id: a.id, arrival_ms: a.arrival_ms, x: markX(layout, a), y: l.marks.y, h: l.marks.h,
-        ...(a.branch ? { replica: a.replica, branch: a.branch } : {}) }));
+        ...(a.branch ? { replica: a.replica, branch: a.branch } : {}),
+        ...(a.transfer ? { transfer: a.transfer, band: transferBand((ms) => timeX(layout, ms), l.marks, a.transfer) } : {}) }));
     },
   };
 }

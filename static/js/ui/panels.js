@@ -7,6 +7,8 @@
 import { el } from "./dom.js";
 import { cellText, columnsOf } from "../core/columns.js";
 import { isSimulated, writtenText } from "../core/metrics.js";
+import { transferLine } from "../core/pdmetrics.js";
+import { partsText } from "./pdtable.js";
 import { watchOverflow } from "./scrollcue.js";
 import { sampleLine, siblingOf } from "../core/siblings.js";
 import { sloLine, sloWords } from "../core/slo.js";
@@ -104,6 +106,7 @@ function writtenUpTo(records, id, step) {
   return written(cellsUpTo(records, id, step));
 }
 
+const PARTS_TITLE = "TTFT in five parts (ms): prefill queue + prefill + KV copy + decode queue + first decode step";
 const seconds = (v) => `${(v / 1000).toFixed(2)} s`;
 
 /** "waits: 3 KV blocks short": why request `id` waits after record `rec`'s admissions, or "" (it does not wait). */
@@ -158,7 +161,8 @@ export function renderRequests(tbody, workload, records, metrics, step, reveal =
         el("span", { className: "past-eos", text: pastEosNote(spec, cellsUpTo(records, id, step)) })]),
       el("td", { text: back ? (eos ? `EOS after ${q.tokens}` : `length ${q.tokens}`) : dash,
         className: back && eos ? "stop eos" : "stop" }),
-      el("td", { text: back ? `${q.ttft_steps} / ${ms(q.ttft_ms)}` : dash }),
+      el("td", { text: back ? `${q.ttft_steps} / ${ms(q.ttft_ms)}` : dash }, back && q.ttft_parts  // a P/D lane: its five parts
+        ? [el("div", { className: "ttft-parts", text: partsText(q.ttft_parts), title: PARTS_TITLE })] : []),
       el("td", { text: back ? ms(q.tpot_ms) : dash }),
       el("td", { text: back ? `${q.latency_steps} / ${ms(q.latency_ms)}` : dash })]);
   });
@@ -242,6 +246,14 @@ export function tooltipParts(lane, hit, view, workload = null) {
         : "arrivals meanwhile: none (a wait deadline ends it)"];
   }
   if (hit.kind === "mark") {
+    if (lane.pd && lane.pd.role === "decode") {  // a decode engine: its marks are the hand-offs that reached it
+      return [`${lane.fleet} \u00b7 decode engine ${lane.pd.index + 1} \u00b7 KV copied in`, ...hit.marks.flatMap((a) =>
+        [transferLine(a.transfer), `  in its queue at ${seconds(a.arrival_ms)} (copy ${seconds(a.transfer.start_ms)} \u2192 ${seconds(a.arrival_ms)})`])];
+    }
+    if (lane.pd) {
+      return [`${lane.fleet} \u00b7 prefill engine ${lane.pd.index + 1} \u00b7 arrivals`, ...hit.marks.map((a) =>
+        `${a.id} arrives at ${seconds(a.arrival_ms)}: its prompt is computed here, then its KV blocks go to a decode engine`)];
+    }
     if (lane.fleet) {  // a replica of a fleet: its marks are the router's decisions
       return [`${lane.fleet} \u00b7 replica ${lane.replica + 1} \u00b7 routed here`, ...hit.marks.map((a) =>
         `${a.id} arrives at ${seconds(a.arrival_ms)}: the router sent it to replica ${a.replica + 1} (${a.branch})`)];

@@ -7,17 +7,19 @@ import pytest
 
 from engine.report.metric_table import METRICS
 from engine.report.metrics import REQUEST_FIELDS, lane_metrics
+from engine.report.pd_metrics import PD_REQUEST_FIELDS
 from engine.workload.workload import CLI_LIMITS, parse_workload
 from tests.kit import ROOT
 
 CASES = json.loads((ROOT / "tests" / "golden" / "metrics.json").read_text())
 KINDS = {"static", "dynamic", "continuous", "chunked_prefill", "preemption", "swap", "prefix_cache", "speculative",
-         "ms_arrivals_dynamic", "ms_arrivals_continuous"}
+         "ms_arrivals_dynamic", "ms_arrivals_continuous", "pd", "pd_model"}
 
 
 def computed(case: dict) -> dict:
     m = lane_metrics(case["records"], parse_workload(case["workload"], CLI_LIMITS))
-    m["requests"] = {rid: {k: q[k] for k in REQUEST_FIELDS} for rid, q in m["requests"].items()}
+    fields = REQUEST_FIELDS + (PD_REQUEST_FIELDS if "pd" in m else ())  # a P/D lane: the hand-off and the TTFT parts
+    m["requests"] = {rid: {k: q[k] for k in fields} for rid, q in m["requests"].items()}
     return m
 
 
@@ -32,6 +34,10 @@ def test_the_fixture_holds_every_kind_of_lane_and_each_shows_what_it_is_for():
                for r in CASES["chunked_prefill"]["records"] for cell in r["slots"])
     assert all("arrival_ms" in q for q in CASES["ms_arrivals_dynamic"]["workload"]["requests"])
     assert facts["preemption"]["p95_queue_ms"] > facts["continuous"]["p95_queue_ms"] > 0
+    # a P/D lane on the simulator and on SmolLM2, whose copies went through shared memory: bytes = blocks x 737,280
+    assert facts["pd"]["pd"]["through"] == ["simulated"] and facts["pd_model"]["pd"]["through"] == ["shared_memory"]
+    assert facts["pd_model"]["simulated"] is False
+    assert facts["pd_model"]["pd"]["bytes"] == facts["pd_model"]["pd"]["blocks"] * 737280 > 0
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

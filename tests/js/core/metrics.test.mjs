@@ -35,7 +35,10 @@ for (const [name, c] of Object.entries(CASES)) {
     assertSame(m, numbers, name);
     assert.deepEqual(Object.keys(m.requests).sort(), Object.keys(requests).sort());
     for (const [id, q] of Object.entries(requests)) {
-      for (const key of REQUEST_FIELDS) assertSame(m.requests[id][key], q[key], `${name}.requests.${id}.${key}`);
+      // every field the fixture holds: the P/D case's also its hand-off (`transfer`) and its five TTFT parts
+      for (const key of new Set([...REQUEST_FIELDS, ...Object.keys(q)])) {
+        assertSame(m.requests[id][key], q[key], `${name}.requests.${id}.${key}`);
+      }
     }
   });
 }

@@ -18,7 +18,8 @@ const demo = (name) => JSON.parse(readFileSync(new URL(`../../../demos/${name}.j
 const CLAIMS = { arrivals: demo("arrivals").claims, "long-prompt": demo("long-prompt").claims };  // as /api/presets sends them
 const TRACE_CLAIMS = { "azure-code-burst": demo("azure-code-burst").claims,  // the replayed traces' (docs/traces.md)
   "mooncake-conversation": demo("mooncake-conversation").claims, "fleet-sessions": demo("fleet-sessions").claims,
-  "fleet-herding": demo("fleet-herding").claims, "fleet-one-vs-two": demo("fleet-one-vs-two").claims };
+  "fleet-herding": demo("fleet-herding").claims, "fleet-one-vs-two": demo("fleet-one-vs-two").claims,
+  "pd-vs-colocated": demo("pd-vs-colocated").claims };
 
 function lessonOf(stored, id) {
   const records = Object.fromEntries(Object.entries(stored.records).map(([lane, recs]) => [lane, recs.map((r) => ({ ...r, lane }))]));
@@ -104,6 +105,17 @@ for (const [id, stored] of Object.entries(RUNS).filter(([, s]) => s.preset in CL
       assert.ok(text.includes(`4 slots queue them: TTFT ${Math.round(four.mean_ttft_ms)} ms`), `${id}:\n${text}`);
       assert.ok(text.includes(`${two.slo_met} of 16 within the SLO (${eight.slo_met}, ${four.slo_met})`), `${id}:\n${text}`);
       assert.ok(text.includes(`goodput ${two.request_goodput.toFixed(2)}/s`), `${id}:\n${text}`);
+    } else if (stored.preset === "pd-vs-colocated") {  // prefill/decode engines beside colocated lanes (docs/disaggregation.md)
+      const [c, k, pd] = [m.continuous, m["chunked 64"], m["P/D 1+1"]];
+      const w = (v) => (v < 10 ? v.toFixed(1) : String(Math.round(v)));
+      claim(text, "so the decoders never stall", pd.p99_itl_ms < Math.min(c.p99_itl_ms, k.p99_itl_ms),
+        [`its ITL p99 (${w(pd.p99_itl_ms)} ms)`], id);
+      claim(text, "but its first tokens come later, by the copy and the decode queue",
+        pd.p50_ttft_ms > Math.max(c.p50_ttft_ms, k.p50_ttft_ms), [`its TTFT p50 (${w(pd.p50_ttft_ms)} ms)`], id);
+      assert.ok(text.includes(`stalls every decoder (ITL p99 ${w(c.p99_itl_ms)} ms);`), `${id}:\n${text}`);
+      assert.ok(text.includes(`(${pd.pd.blocks} blocks in ${w(pd.pd.ms)} ms)`), `${id}:\n${text}`);
+      assert.ok(text.includes(`TTFT p50 ${w(pd.p50_ttft_ms)} ms against ${w(c.p50_ttft_ms)} ms`), `${id}:\n${text}`);
+      assert.ok(text.includes(`two long prompts (${stored.prompt_tokens.L1} tokens)`), `${id}:\n${text}`);
     } else if (stored.preset === "mooncake-conversation") {
       const [p, c] = ["prefix cache", "continuous"].map((l) => wall(records[l]));
       claim(text, "so it finishes no later", p <= c, [`finished at ${secs(p)}`, `continuous (${secs(c)}`], id);
