@@ -1,0 +1,97 @@
+"""A real vLLM P/D pair: a prefill vLLM engine and a decode vLLM engine, two bridge processes joined by vLLM's own
+`ExampleConnector` on a folder in /dev/shm, stepped in lockstep (one `engine.step()` at a time, prefill then decode).
+
+    prefill engine: the prompt, max_tokens 1 -> its first token; the connector saves the prompt's full blocks
+                    (one safetensors file per layer, named by a hash of those tokens)
+    decode engine:  prompt + first token, max_tokens n - 1 -> the connector finds the folder, loads those blocks
+                    into its own pool, and the engine computes only the rest (the partial block and the first token)
+
+That is vLLM's own example (examples/offline_inference/disaggregated-prefill-v1: `kv_role: "kv_both"` on both, the
+decode prompt is the prefill's prompt and output), driven step by step. ExampleConnector moves full blocks only
+(the last ((n - 1) // block) * block tokens of an n-token prompt), so the pair runs with 16-token blocks (vLLM's CPU
+default is 128: a prompt under 129 tokens would move nothing). It needs no step records (a lane would make them)
+and imports no vLLM: each engine is an engine/peers/vllm_bridge.py process; the bridge's KV meter reports what the
+connector moved (engine/peers/vllm_kv_meter.py).
+"""
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.peers.vllm_process import BridgeProcess
+
+PAIR_BLOCK = 16   # tokens per KV block on both engines: ExampleConnector moves full blocks only
+
+
+def pair_args(base: dict, storage: str) -> dict:
+    """One engine's arguments in a pair: the lane's, 16-token blocks, and the connector on `storage`."""
+    return {**base, "block_size": base.get("block_size", PAIR_BLOCK),
+            "kv_transfer_config": {"kv_connector": "ExampleConnector", "kv_role": "kv_both",
+                                   "kv_connector_extra_config": {"shared_storage_path": storage}}}
+
+
+@dataclass
+class PairRequest:
+    """One request through the pair."""
+    key: str                                  # the id both bridges know it by
+    prompt_ids: list[int]
+    max_new_tokens: int
+    ignore_eos: bool
+    output_ids: list[int] = field(default_factory=list)
+    finish: str | None = None
+    saved: dict = field(default_factory=dict)    # the prefill engine's connector: files, bytes, file_bytes, tokens
+    loaded: dict = field(default_factory=dict)   # the decode engine's
+    handed_off: bool = False
+
+
+class VllmPair:
+    """Two started bridges and their shared folder; `close()` ends both and removes the folder."""
+
+    def __init__(self, model: str, engine_args: dict, root: str = "/dev/shm"):
+        self.storage = tempfile.mkdtemp(prefix="batch-lanes-vllm-pd-", dir=root if Path(root).is_dir() else None)
+        self.args = pair_args(engine_args, self.storage)
+        self.prefill = BridgeProcess(model, self.args)   # one after the other: the second finds the compile cache
+        self.decode = BridgeProcess(model, self.args)
+        self.clear()   # the engines' warm-up requests saved theirs
+
+    def clear(self) -> None:
+        """Empty the shared folder: a prompt found there would be loaded, not computed, by the prefill engine too."""
+        for child in Path(self.storage).iterdir():
+            shutil.rmtree(child, ignore_errors=True)
+
+    def close(self) -> None:
+        self.prefill.close()
+        self.decode.close()
+        shutil.rmtree(self.storage, ignore_errors=True)
+
+    def add(self, r: PairRequest) -> None:
+        self.prefill.call({"op": "add", "id": r.key, "prompt_ids": r.prompt_ids, "max_new_tokens": 1,
+                           "ignore_eos": r.ignore_eos}, "adding a request")
+
+    def step(self, requests: dict[str, PairRequest], engine: str) -> dict:
+        """One step of one engine; a request whose prefill wrote its first token is handed to the decode engine."""
+        bridge = self.prefill if engine == "prefill" else self.decode
+        answer = bridge.call({"op": "step"})
+        for key, io in answer.get("kv_io", {}).get("requests", {}).items():
+            r = requests.get(key)
+            if r is not None:
+                add_io(r.saved if engine == "prefill" else r.loaded, io.get("saved" if engine == "prefill" else "loaded"))
+        for key, out in answer["outputs"].items():
+            r = requests[key]
+            r.output_ids.extend(out["token_ids"])
+            if engine == "prefill" and out["finish"] is not None:
+                if out["finish"] == "stop" or r.max_new_tokens == 1:
+                    r.finish = out["finish"]   # stopped on its first token: never handed off
+                else:
+                    self.decode.call({"op": "add", "id": key, "prompt_ids": r.prompt_ids + r.output_ids,
+                                      "max_new_tokens": r.max_new_tokens - 1, "ignore_eos": r.ignore_eos},
+                                     "handing a request to the decode engine")
+                    r.handed_off = True
+            elif engine == "decode" and out["finish"] is not None:
+                r.finish = out["finish"]
+        return answer
+
+
+def add_io(total: dict, io: dict | None) -> None:
+    for k, v in (io or {}).items():
+        total[k] = v if k == "tokens" else total.get(k, 0) + v
