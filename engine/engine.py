@@ -90,6 +90,9 @@ class Engine:
         where = f" on lane {lane.name!r}" if len(workload.lanes) > 1 else ""
         if lane.engine == "vllm" and (problem := vllm_lane_problem(self.lm)) is not None:
             raise WorkloadError(f"lanes[{index}].engine", f"a vLLM lane {problem}")
+        if lane.engine == "vllm" and lane.disaggregation is not None and workload.timed:
+            raise WorkloadError("clock", f"a vLLM P/D lane (lanes[{index}]) runs on the step clock only: give "
+                                         f"arrivals in steps")
         if self.lm is None and config.speculative is not None:
             field = "speculative" if config.speculative == workload.config.speculative else f"lanes[{index}].speculative"
             raise WorkloadError(field, "needs the model's tokens: the simulator writes placeholders, so prompt lookup "
@@ -129,6 +132,9 @@ class Engine:
                 lane.scheduler.requests, lane.scheduler.pending = [], []
             router = Router(spec.fleet, spec.config.kv_block_size, names)
             return FleetLane(spec.name, replicas, router, list(workload.requests), workload.timed)
+        if spec.disaggregation is not None and spec.engine == "vllm":  # a real vLLM pair, its own KV connector
+            from engine.peers.vllm_pd_lane import VllmPDLane
+            return VllmPDLane(spec, list(workload.requests), workload.timed, self.lm, str(self.lm.folder))
         if spec.disaggregation is not None:  # prefill engines and decode engines, KV blocks copied between
             return self.pd_lane(spec, workload, row_len, eos_ids, pad_id)
         if spec.engine == "vllm":  # a real vLLM engine in its own process (started here: ~60 s)

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m scripts.vllm_pd [demos/mixed.json demos/long-prompt.json] [--json OUT]
 
-For each workload: (1) our continuous lane and a colocated vLLM lane (one engine, 16-token blocks like the pair's) in
+For each workload: (1) our continuous lane and a colocated vLLM lane (one engine, 32-token blocks like the pair's) in
 one `Engine` run, lockstep; (2) the pair (engine/peers/vllm_pair.py): every request handed to the prefill engine at
 once (arrivals are not replayed: greedy float32 tokens do not depend on them), one prefill step then one decode step
 while either has work. Prints, per request, whether the decode side's tokens equal colocated vLLM's and ours (else
@@ -93,7 +93,6 @@ def main() -> None:
         ours[path] = colocated(engine, json.loads(open(path).read()))
     close_all()   # colocated vLLM's warm bridge: one vLLM's memory at a time beside the pair
     print(f"colocated runs done: {load()}")
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")   # GiB per engine (vLLM's default here is 2): two engines
     t0 = time.perf_counter()
     slots = max(json.loads(open(p).read()).get("slots", 4) for p in args.workloads)
     pair = VllmPair(str(engine.lm.folder), {"max_num_seqs": slots, "max_model_len": 2048})

