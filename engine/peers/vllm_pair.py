@@ -14,6 +14,7 @@ and imports no vLLM: each engine is an engine/peers/vllm_bridge.py process; the 
 connector moved (engine/peers/vllm_kv_meter.py).
 """
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,8 +53,16 @@ class VllmPair:
         self.storage = tempfile.mkdtemp(prefix="batch-lanes-vllm-pd-", dir=root if Path(root).is_dir() else None)
         self.args = pair_args(engine_args, self.storage)
         env = {"VLLM_CPU_KVCACHE_SPACE": PAIR_KV_GIB}
-        self.prefill = BridgeProcess(model, self.args, env)   # one after the other: the second finds the compile cache
-        self.decode = BridgeProcess(model, self.args, env)
+        with ThreadPoolExecutor(2) as pool:   # both start at once: most of a start is one-threaded (imports, loading)
+            starts = [pool.submit(BridgeProcess, model, self.args, env) for _ in ("prefill", "decode")]
+        failed = [f.exception() for f in starts if f.exception() is not None]
+        if failed:
+            for f in starts:
+                if f.exception() is None:
+                    f.result().close()
+            shutil.rmtree(self.storage, ignore_errors=True)
+            raise failed[0]
+        self.prefill, self.decode = (f.result() for f in starts)
         self.clear()   # the engines' warm-up requests saved theirs
 
     def clear(self) -> None:
