@@ -90,9 +90,6 @@ class Engine:
         where = f" on lane {lane.name!r}" if len(workload.lanes) > 1 else ""
         if lane.engine == "vllm" and (problem := vllm_lane_problem(self.lm)) is not None:
             raise WorkloadError(f"lanes[{index}].engine", f"a vLLM lane {problem}")
-        if lane.engine == "vllm" and lane.disaggregation is not None and workload.timed:
-            raise WorkloadError("clock", f"a vLLM P/D lane (lanes[{index}]) runs on the step clock only: give "
-                                         f"arrivals in steps")
         if self.lm is None and config.speculative is not None:
             field = "speculative" if config.speculative == workload.config.speculative else f"lanes[{index}].speculative"
             raise WorkloadError(field, "needs the model's tokens: the simulator writes placeholders, so prompt lookup "

@@ -15,8 +15,10 @@ step loaded it: its bytes are what the connector wrote and read (the K and V of 
 layer: blocks x 32 tokens x 46,080 bytes for SmolLM2 in float32), its ms the connector's save (inside the prefill
 forward, layer by layer) plus its load (at the start of the decode forward), both measured in the engines. Those ms
 are taken out of the engines' steps and drawn between them: the prefill step ends before its save, the decode step
-starts after its load, so the five TTFT parts do not overlap. Step clock only (arrivals in steps): every engine
-takes step k together, when the slowest step k - 1 that computed something ended and its saves were done.
+starts after its load, so the five TTFT parts do not overlap. Arrivals in steps: every engine takes step k together,
+when the slowest step k - 1 that computed something ended and its saves were done; a hand-off of step k is loaded in
+step k + 1. Arrivals in ms: each engine on its own clock, one engine a lane step (the one whose next step starts
+first), a request given to the decode engine once its save is done.
 """
 import weakref
 from dataclasses import replace
@@ -28,18 +30,18 @@ from engine.peers.vllm_lane import VllmLane, VllmRequest
 from engine.peers.vllm_options import engine_args
 from engine.peers.vllm_pair import PAIR_BLOCK, VllmPair
 
+INF = float("inf")
 THROUGH = "vllm_example_connector"   # safetensors files under /dev/shm, one per layer per request (tmpfs: memory)
 
 
 class VllmPDLane:
     def __init__(self, spec: LaneSpec, requests: list[RequestSpec], timed: bool, lm, model_folder: str):
-        assert not timed, "refused at the edge (Engine.check_lane): a vLLM P/D lane runs on the step clock"
         self.name, self.spec, self.lm = spec.name, spec, lm
         self.specs = list(requests)
         self.pair = VllmPair(model_folder, engine_args(spec))   # two vLLM starts (~45 s each with the compile cache)
         self.abandon = weakref.finalize(self, self.pair.close)   # a run dropped mid-way ends both processes
         self.prefill = VllmLane(replace(spec, name=f"{spec.name}/prefill0"),
-                                [replace(s, max_new_tokens=1) for s in requests], False, lm, model_folder,
+                                [replace(s, max_new_tokens=1) for s in requests], timed, lm, model_folder,
                                 bridge=self.pair.prefill)
         self.decode = VllmLane(replace(spec, name=f"{spec.name}/decode0"), [], False, lm, model_folder,
                                bridge=self.pair.decode)
@@ -48,7 +50,8 @@ class VllmPDLane:
         self.records: list[StepRecord] = []
         self.clock = 0.0
         self.wire: dict[str, tuple[float, dict, float]] = {}   # handed off, not loaded: id -> (prefill end, saved, save ms)
-        self.timed = False
+        self.outbox: list[tuple[float, VllmRequest]] = []      # arrivals in ms: saved, not yet given to the decode engine
+        self.timed = timed
 
     @property
     def policy(self) -> str:
@@ -84,6 +87,43 @@ class VllmPDLane:
         if self.done:
             self.abandon()   # both engines end with the run (no warm pair is kept yet)
             return None
+        return self.step_timed() if self.timed else self.step_shared()
+
+    def step_timed(self) -> StepRecord:
+        """Arrivals in ms: each engine on its own clock; the lane steps the engine whose next step starts first (the
+        prefill engine on a tie), so the decode engine never steps past a time a hand-off could still reach it."""
+        k = len(self.records) + 1
+        p_next, d_next = self.next_prefill(), self.next_decode()
+        added = {r.id for r in self.prefill.requests if r.added}
+        stepped, transfers = [None, None], []
+        if p_next <= d_next:
+            stepped[0] = self.prefill.step()
+            self.hand_off(stepped[0])
+        else:
+            for ready, d in [o for o in self.outbox if o[0] <= d_next]:   # copies done by its step's start
+                self.outbox.remove((ready, d))
+                self.deliver(d)
+            self.decode.clock = d_next
+            stepped[1] = self.decode.step()
+            transfers = self.loaded(k)
+        return self.write(k, stepped, transfers, added, p_next if p_next <= d_next else d_next)
+
+    def next_prefill(self) -> float:
+        """When the prefill engine's next step starts: now with work, at its next arrival without, else never."""
+        p = self.prefill
+        if any(r.added and r.stop is None for r in p.requests):
+            return p.clock
+        waiting = [r.spec.arrival_ms for r in p.requests if not r.added]
+        return max(p.clock, min(waiting)) if waiting else INF
+
+    def next_decode(self) -> float:
+        """When the decode engine's next step starts: now with work, when the next copy is done without, else never."""
+        d = self.decode
+        if any(r.stop is None for r in d.requests):
+            return max([d.clock] + [ready for ready, _ in self.outbox if ready <= d.clock])
+        return max(d.clock, min(ready for ready, _ in self.outbox)) if self.outbox else INF
+
+    def step_shared(self) -> StepRecord:
         k = len(self.records) + 1
         now = self.shared_clock()
         added = {r.id for r in self.prefill.requests if r.added}
@@ -91,14 +131,18 @@ class VllmPDLane:
         if not all(r.stop is not None for r in self.prefill.requests):
             self.prefill.clock = now
             stepped[0] = self.prefill.step()
-        routes = [Route(r.id, 0, "only", r.spec.arrival, (0,), (0,), len(r.spec.prompt_ids))
-                  for r in self.prefill.requests if r.added and r.id not in added]
         if not self.decode.done:
             self.decode.clock = now
             stepped[1] = self.decode.step()
         transfers = self.loaded(k)
         if stepped[0] is not None:
             self.hand_off(stepped[0])
+        return self.write(k, stepped, transfers, added, now)
+
+    def write(self, k: int, stepped: list, transfers: list[Transfer], added: set[str], now: float) -> StepRecord:
+        """The lane step's record: its engines' records, the arrivals routed in it and the transfers it loaded."""
+        routes = [Route(r.id, 0, "only", r.spec.arrival_ms if self.timed else r.spec.arrival, (0,), (0,),
+                        len(r.spec.prompt_ids)) for r in self.prefill.requests if r.added and r.id not in added]
         made = [r for r in stepped if r is not None]
         start = min((r.start_ms for r in made), default=now)
         end = max([r.start_ms + r.ms for r in made] + [t.start_ms + t.ms for t in transfers], default=start)
@@ -106,7 +150,7 @@ class VllmPDLane:
                             forward=Forward.NONE, replicas=tuple(stepped), routes=tuple(routes),
                             roles=("prefill", "decode"), transfers=tuple(transfers))
         self.records.append(record)
-        self.clock = end
+        self.clock = max(self.clock, end)
         return record
 
     def shared_clock(self) -> float:
@@ -133,12 +177,19 @@ class VllmPDLane:
             d_spec = replace(spec, prompt_ids=tuple(spec.prompt_ids) + tuple(p.output_ids),
                              max_new_tokens=spec.max_new_tokens - 1, arrival=0)
             d = VllmRequest(d_spec, p.key, added=True)
-            self.decode.requests.append(d)
-            self.decode.by_key[d.key] = d
-            self.pair.decode.call({"op": "add", "id": d.key, "prompt_ids": list(d_spec.prompt_ids),
-                                   "max_new_tokens": d_spec.max_new_tokens, "ignore_eos": d_spec.ignore_eos,
-                                   "temperature": d_spec.temperature, "top_p": d_spec.top_p, "seed": d_spec.seed},
-                                  "handing a request to the decode engine")
+            if self.timed:   # it reaches the decode engine once its save is done (its load is in that engine's step)
+                self.outbox.append((round(self.wire[rid][0] + self.wire[rid][2], 3), d))
+            else:
+                self.deliver(d)
+
+    def deliver(self, d: VllmRequest) -> None:
+        """Hand the decode engine a request: prompt + first token, the rest of its tokens to write."""
+        s = d.spec
+        self.decode.requests.append(d)
+        self.decode.by_key[d.key] = d
+        self.pair.decode.call({"op": "add", "id": d.key, "prompt_ids": list(s.prompt_ids), "max_new_tokens":
+                               s.max_new_tokens, "ignore_eos": s.ignore_eos, "temperature": s.temperature,
+                               "top_p": s.top_p, "seed": s.seed}, "handing a request to the decode engine")
 
     def loaded(self, k: int) -> list[Transfer]:
         """The transfers the decode engine's step just loaded: what was saved and loaded, and the ms of both."""
