@@ -123,6 +123,8 @@ class Bridge:
         assert not self.engine.has_unfinished_requests(), "reset with requests still running"
         self.llm.reset_prefix_cache()
         self.seen.clear()
+        if self.meter is not None:
+            self.meter.folders.clear()
         return {}
 
 

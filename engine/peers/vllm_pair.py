@@ -13,13 +13,16 @@ default is 128: a prompt under 129 tokens would move nothing). It needs no step 
 and imports no vLLM: each engine is an engine/peers/vllm_bridge.py process; the bridge's KV meter reports what the
 connector moved (engine/peers/vllm_kv_meter.py).
 """
+import atexit
+import json
 import shutil
+import threading
 from concurrent.futures import ThreadPoolExecutor
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.peers.vllm_process import BridgeProcess
+from engine.peers.vllm_process import BridgeProcess, VllmError
 
 PAIR_KV_GIB = "1"  # KV space per engine (vLLM's CPU default here is 2 GiB): two engines share the machine's memory
 PAIR_BLOCK = 32   # tokens per KV block on both engines: ExampleConnector moves full blocks only
@@ -70,6 +73,16 @@ class VllmPair:
         for child in Path(self.storage).iterdir():
             shutil.rmtree(child, ignore_errors=True)
 
+    @property
+    def alive(self) -> bool:
+        return self.prefill.alive and self.decode.alive
+
+    def reset(self) -> None:
+        """Ready for another run: both prefix caches reset, the shared folder empty."""
+        self.prefill.call({"op": "reset"}, "resetting")
+        self.decode.call({"op": "reset"}, "resetting")
+        self.clear()
+
     def close(self) -> None:
         self.prefill.close()
         self.decode.close()
@@ -106,3 +119,44 @@ class VllmPair:
 def add_io(total: dict, io: dict | None) -> None:
     for k, v in (io or {}).items():
         total[k] = v if k == "tokens" else total.get(k, 0) + v
+
+
+_WARM: dict[str, VllmPair] = {}   # the lane's engine arguments (JSON) -> a pair no run is using
+_LOCK = threading.Lock()
+
+
+def acquire_pair(model: str, engine_args: dict) -> VllmPair:
+    """A started pair for these arguments: a warm one (reset), else two new engines (~45 s each with the compile
+    cache, started at once)."""
+    key = json.dumps([model, engine_args], sort_keys=True)
+    with _LOCK:
+        warm = _WARM.pop(key, None)
+    if warm is not None and warm.alive:
+        try:
+            warm.reset()
+            return warm
+        except VllmError:
+            warm.close()
+    return VllmPair(model, engine_args)
+
+
+def release_pair(pair: VllmPair, model: str, engine_args: dict) -> None:
+    """Keep a pair whose run ended with every request finished, for the next run with these arguments."""
+    key = json.dumps([model, engine_args], sort_keys=True)
+    if not pair.alive:
+        pair.close()
+        return
+    with _LOCK:
+        old, _WARM[key] = _WARM.pop(key, None), pair
+    if old is not None:
+        old.close()
+
+
+def close_pairs() -> None:
+    with _LOCK:
+        pairs = [_WARM.pop(k) for k in list(_WARM)]
+    for pair in pairs:
+        pair.close()
+
+
+atexit.register(close_pairs)

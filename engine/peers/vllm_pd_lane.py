@@ -28,7 +28,7 @@ from engine.spec import RequestSpec
 from engine.step import Forward, Route, StepRecord, StopReason, Transfer
 from engine.peers.vllm_lane import VllmLane, VllmRequest
 from engine.peers.vllm_options import engine_args
-from engine.peers.vllm_pair import PAIR_BLOCK, VllmPair
+from engine.peers.vllm_pair import PAIR_BLOCK, acquire_pair, release_pair
 
 INF = float("inf")
 THROUGH = "vllm_example_connector"   # safetensors files under /dev/shm, one per layer per request (tmpfs: memory)
@@ -38,8 +38,9 @@ class VllmPDLane:
     def __init__(self, spec: LaneSpec, requests: list[RequestSpec], timed: bool, lm, model_folder: str):
         self.name, self.spec, self.lm = spec.name, spec, lm
         self.specs = list(requests)
-        self.pair = VllmPair(model_folder, engine_args(spec))   # two vLLM starts (~45 s each with the compile cache)
-        self.abandon = weakref.finalize(self, self.pair.close)   # a run dropped mid-way ends both processes
+        self.args, self.model_folder = engine_args(spec), model_folder
+        self.pair = acquire_pair(model_folder, self.args)   # a warm pair, or two vLLM starts (~45 s each, at once)
+        self.abandon = weakref.finalize(self, self.pair.close)   # a run dropped mid-way (stopped, failed) ends both
         self.prefill = VllmLane(replace(spec, name=f"{spec.name}/prefill0"),
                                 [replace(s, max_new_tokens=1) for s in requests], timed, lm, model_folder,
                                 bridge=self.pair.prefill)
@@ -85,7 +86,8 @@ class VllmPDLane:
 
     def step(self) -> StepRecord | None:
         if self.done:
-            self.abandon()   # both engines end with the run (no warm pair is kept yet)
+            if self.abandon.detach() is not None:   # every request finished: the pair is kept warm for the next run
+                release_pair(self.pair, self.model_folder, self.args)
             return None
         return self.step_timed() if self.timed else self.step_shared()
 
