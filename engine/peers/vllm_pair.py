@@ -127,10 +127,13 @@ _LOCK = threading.Lock()
 
 def acquire_pair(model: str, engine_args: dict) -> VllmPair:
     """A started pair for these arguments: a warm one (reset), else two new engines (~45 s each with the compile
-    cache, started at once)."""
+    cache, started at once); a warm pair for other arguments is closed."""
     key = json.dumps([model, engine_args], sort_keys=True)
     with _LOCK:
         warm = _WARM.pop(key, None)
+        others = [_WARM.pop(k) for k in list(_WARM)]
+    for other in others:   # pairs for other options are closed first: two vLLMs a pair are this machine's memory
+        other.close()
     if warm is not None and warm.alive:
         try:
             warm.reset()

@@ -28,13 +28,15 @@ from engine.spec import RequestSpec
 from engine.step import Forward, Route, StepRecord, StopReason, Transfer
 from engine.peers.vllm_lane import VllmLane, VllmRequest
 from engine.peers.vllm_options import engine_args
-from engine.peers.vllm_pair import PAIR_BLOCK, acquire_pair, release_pair
+from engine.peers.vllm_pair import acquire_pair, release_pair
 
 INF = float("inf")
 THROUGH = "vllm_example_connector"   # safetensors files under /dev/shm, one per layer per request (tmpfs: memory)
 
 
 class VllmPDLane:
+    """A Lane-like lane (name, records, clock, done, requests, step()) over a vLLM prefill engine and decode engine."""
+
     def __init__(self, spec: LaneSpec, requests: list[RequestSpec], timed: bool, lm, model_folder: str):
         self.name, self.spec, self.lm = spec.name, spec, lm
         self.specs = list(requests)
@@ -46,8 +48,7 @@ class VllmPDLane:
                                 bridge=self.pair.prefill)
         self.decode = VllmLane(replace(spec, name=f"{spec.name}/decode0"), [], False, lm, model_folder,
                                bridge=self.pair.decode)
-        self.kv_blocks, self.block_size = self.decode.kv_blocks, self.decode.block_size
-        assert self.block_size == PAIR_BLOCK, self.block_size
+        self.kv_blocks, self.block_size = self.decode.kv_blocks, self.decode.block_size   # the pair's blocks (32 unless set)
         self.records: list[StepRecord] = []
         self.clock = 0.0
         self.wire: dict[str, tuple[float, dict, float]] = {}   # handed off, not loaded: id -> (prefill end, saved, save ms)

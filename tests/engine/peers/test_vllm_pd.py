@@ -11,7 +11,7 @@ import pytest
 
 from engine import Engine, parse_workload
 from engine.peers.vllm_pair import PAIR_BLOCK
-from engine.peers.vllm_process import vllm_available
+from engine.peers.vllm_process import VllmError, vllm_available
 from engine.report.metrics import lane_metrics
 from tests.kit import ROOT
 from tests.kit.reference import PROMPTS
@@ -106,3 +106,19 @@ def test_with_arrivals_in_ms_the_warm_pair_writes_the_same_and_decodes_only_afte
     for rid, q in m["requests"].items():
         assert all(v >= 0 for v in q["ttft_parts"].values()) and \
             abs(sum(q["ttft_parts"].values()) - q["ttft_ms"]) < 0.01, (rid, q["ttft_parts"])
+
+
+def test_a_pair_engine_that_dies_mid_run_ends_the_run_with_a_clear_error(engine):
+    """Last in the module: it kills the warm pair's prefill engine while a request is still to arrive there."""
+    requests = [{"id": f"K{i}", "prompt": p, "max_new_tokens": 6, "arrival": at}
+                for i, (p, at) in enumerate(zip(PROMPTS[:2], (0, 3)))]
+    run = engine.start(engine.prepare(parse_workload({"name": "kill", "requests": requests, "slots": 4,
+                                                      "lanes": [PAIR]})))
+    run.tick()
+    lane = run.lanes["vLLM P/D"]
+    lane.pair.prefill.proc.kill()
+    with pytest.raises(VllmError, match="the vLLM process exited"):
+        for _ in range(6):
+            run.tick()
+    lane.abandon()   # what dropping the run does: the other engine ends too
+    assert not lane.pair.decode.alive
