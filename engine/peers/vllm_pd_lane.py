@@ -123,7 +123,7 @@ class VllmPDLane:
         """When the decode engine's next step starts: now with work, when the next copy is done without, else never."""
         d = self.decode
         if any(r.stop is None for r in d.requests):
-            return max([d.clock] + [ready for ready, _ in self.outbox if ready <= d.clock])
+            return d.clock
         return max(d.clock, min(ready for ready, _ in self.outbox)) if self.outbox else INF
 
     def step_shared(self) -> StepRecord:
