@@ -87,10 +87,11 @@ class VllmPDLane:
 
     def step(self) -> StepRecord | None:
         if self.done:
-            if self.abandon.detach() is not None:   # every request finished: the pair is kept warm for the next run
-                release_pair(self.pair, self.model_folder, self.args)
             return None
-        return self.step_timed() if self.timed else self.step_shared()
+        record = self.step_timed() if self.timed else self.step_shared()
+        if self.done and self.abandon.detach() is not None:   # every request finished: the pair is kept warm
+            release_pair(self.pair, self.model_folder, self.args)
+        return record
 
     def step_timed(self) -> StepRecord:
         """Arrivals in ms: each engine on its own clock; the lane steps the engine whose next step starts first (the
