@@ -129,6 +129,9 @@ class Engine:
                 lane.scheduler.requests, lane.scheduler.pending = [], []
             router = Router(spec.fleet, spec.config.kv_block_size, names)
             return FleetLane(spec.name, replicas, router, list(workload.requests), workload.timed)
+        if spec.disaggregation is not None and spec.engine == "vllm":  # a real vLLM pair, its own KV connector
+            from engine.peers.vllm_pd_lane import VllmPDLane
+            return VllmPDLane(spec, list(workload.requests), workload.timed, self.lm, str(self.lm.folder))
         if spec.disaggregation is not None:  # prefill engines and decode engines, KV blocks copied between
             return self.pd_lane(spec, workload, row_len, eos_ids, pad_id)
         if spec.engine == "vllm":  # a real vLLM engine in its own process (started here: ~60 s)

@@ -11,6 +11,9 @@ on stdout (vLLM's own logs go to stderr):
     {"op": "step"}   -> {"ok": true, "ms", "scheduled": {id: [computed_before, n, num_tokens, prompt_len]},
                          "preempted": [...], "outputs": {id: {"token_ids": [...new], "finish": reason|null}},
                          "waiting": [...], "running": [...], "kv_usage": 0..1}
+    (an engine started with a `kv_transfer_config`, one of a P/D pair, adds "kv_io" to each step's answer:
+     {"requests": {id: {"saved"|"loaded": {"files", "bytes", "file_bytes", "tokens"}}}, "save_ms", "load_ms"},
+     engine/peers/vllm_kv_meter.py)
     {"op": "reset"}  -> clears the prefix cache between runs          {"op": "exit"}
 
 It computes only when asked to step (lockstep with the other lanes: never two computations at once). It does
@@ -56,6 +59,10 @@ class Bridge:
             return out
         self.scheduler.schedule = wrapped
         self.seen: dict[str, int] = {}  # our id -> output tokens reported so far
+        self.meter = None  # with a KV connector (a P/D pair's engine): what it moved, per request and step
+        if engine_args.get("kv_transfer_config"):
+            from vllm_kv_meter import KVMeter
+            self.meter = KVMeter(self.engine, self.engine.vllm_config.cache_config.block_size)
         self.reference_ms = self.warm_up()
 
     def warm_up(self) -> float:
@@ -87,6 +94,8 @@ class Bridge:
                                 seed=msg.get("seed"), detokenize=False)
         self.engine.add_request(msg["id"], TokensPrompt(prompt_token_ids=msg["prompt_ids"]), params)
         self.seen[msg["id"]] = 0
+        if self.meter is not None:
+            self.meter.watch(msg["id"], msg["prompt_ids"])
         return {}
 
     def step(self) -> dict:
@@ -103,7 +112,8 @@ class Bridge:
             if new or finish:
                 outputs[rid] = {"token_ids": new, "finish": finish}
         out = self.last
-        return {"ms": ms, "scheduled": self.scheduled, "outputs": outputs,
+        kv_io = {"kv_io": self.meter.take()} if self.meter is not None else {}
+        return {"ms": ms, "scheduled": self.scheduled, "outputs": outputs, **kv_io,
                 "preempted": sorted(ours(r) for r in (getattr(out, "preempted_req_ids", None) or ())),
                 "waiting": [ours(r.request_id) for r in self.scheduler.waiting],
                 "running": [ours(r.request_id) for r in self.scheduler.running],
@@ -113,6 +123,8 @@ class Bridge:
         assert not self.engine.has_unfinished_requests(), "reset with requests still running"
         self.llm.reset_prefix_cache()
         self.seen.clear()
+        if self.meter is not None:
+            self.meter.folders.clear()
         return {}
 
 

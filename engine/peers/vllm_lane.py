@@ -47,7 +47,10 @@ class VllmRequest:
 class VllmLane:
     """A Lane-like lane (name, records, clock, done, step()) whose scheduler and model are vLLM's."""
 
-    def __init__(self, spec: LaneSpec, requests: list[RequestSpec], timed: bool, lm, model_folder: str):
+    def __init__(self, spec: LaneSpec, requests: list[RequestSpec], timed: bool, lm, model_folder: str,
+                 bridge=None):
+        """`bridge`: a started bridge its owner keeps and ends (an engine of a P/D pair: engine/peers/vllm_pd_lane.py);
+        None: the lane takes a warm bridge for its arguments, or starts one, and gives it back when done."""
         self.name, self.spec, self.timed, self.lm = spec.name, spec, timed, lm
         self.slots: list[VllmRequest | None] = [None] * spec.config.slots
         self.requests = [VllmRequest(s, f"r{i}") for i, s in enumerate(requests)]
@@ -56,12 +59,16 @@ class VllmLane:
         self.clock = 0.0
         self.measured: list[float] = []
         self.args, self.model_folder = engine_args(spec), model_folder
-        self.bridge = acquire(model_folder, self.args)     # vLLM's start (~60 s) happens here, before step 1
+        self.owned = bridge is None
+        self.bridge = acquire(model_folder, self.args) if self.owned else bridge  # vLLM's start (~60 s), before step 1
         self.abandon = weakref.finalize(self, self.bridge.close)  # a run dropped mid-way (stopped, failed) ends it
+        if not self.owned:
+            self.abandon.detach()
         info = self.bridge.info
         self.kv_blocks, self.block_size = info["kv_blocks"], info["block_size"]
         self.vllm_config, self.reference_ms = info["config"], info["reference_ms"]
         self.finished = 0
+        self.kv_io: dict | None = None
 
     @property
     def policy(self) -> str:
@@ -91,6 +98,10 @@ class VllmLane:
             self.arrive()
         start = self.clock
         answer = self.bridge.call({"op": "step"})
+        self.kv_io = answer.get("kv_io")   # an engine of a P/D pair: what its KV connector moved in this step
+        if self.kv_io:  # the connector's save and load are drawn as the transfer (vllm_pd_lane.py), not as this step
+            start = round(start + self.kv_io["load_ms"], 3)
+            answer["ms"] = max(0.0, answer["ms"] - self.kv_io["save_ms"] - self.kv_io["load_ms"])
         if answer["scheduled"]:
             ms = round(answer["ms"], 3)
             bisect.insort(self.measured, ms)
@@ -99,7 +110,7 @@ class VllmLane:
         self.clock = round(start + ms, 3)
         record = self.record(answer, start, ms)
         self.records.append(record)
-        if self.done:  # every request finished: the bridge is clean, kept warm for the next run
+        if self.done and self.owned:  # every request finished: the bridge is clean, kept warm for the next run
             self.abandon.detach()
             release(self.bridge, self.args, self.model_folder)
         return record

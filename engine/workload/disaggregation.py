@@ -1,7 +1,8 @@
 """A lane's `disaggregation` option, checked at the edge: `{"prefill": P, "decode": D}` engines (1 to 3 each).
 
 A lane that sets it runs as a P/D lane (engine/disaggregation.py): prefill engines compute prompts and first tokens,
-decode engines take each request's KV blocks and run decode steps only. Every refusal names the field: a count out of
+decode engines take each request's KV blocks and run decode steps only; a vLLM lane (`"engine": "vllm"`) with it is
+a real vLLM pair, one engine a side (engine/peers/vllm_pd_lane.py). Every refusal names the field: a count out of
 range, an unknown key, a policy other than continuous, a fleet (data_parallel_size) or an option this first version
 does not carry across a hand-off (a KV budget, which can preempt a decode engine's request into a prefill there;
 speculative decoding). It does not know how a P/D lane runs.
@@ -27,7 +28,12 @@ def disaggregation_option(item: dict, at: str, limits: Limits, config: EngineCon
                                                   f"got {str(value)[:40]}")
     if not limits.fleets:
         raise WorkloadError(where, "P/D lanes are off on this server (limits.fleets)")
-    if item.get("engine", "batch-lanes") != "batch-lanes" or item.get("policy") != "continuous":
+    if item.get("engine") == "vllm":   # a real vLLM pair (engine/peers/vllm_pd_lane.py): one engine a side
+        for key in PD_KEYS:
+            if raw.get(key, 1) != 1:
+                raise WorkloadError(f"{where}.{key}", "a vLLM P/D lane is one vLLM prefill engine and one vLLM "
+                                                      "decode engine (ExampleConnector joins a pair)")
+    elif item.get("engine", "batch-lanes") != "batch-lanes" or item.get("policy") != "continuous":
         raise WorkloadError(where, "takes a continuous lane of our engine: each prefill and decode engine is a "
                                    "continuous engine")
     if item.get("data_parallel_size", 1) != 1 or "router" in item:

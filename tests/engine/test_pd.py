@@ -93,6 +93,7 @@ def test_pd_vs_colocated_preset_decoders_never_stall_and_first_tokens_come_later
     ({"policy": "static", "disaggregation": {}}, "lanes[0].disaggregation"),
     ({"data_parallel_size": 2, "router": "round_robin", "disaggregation": {}}, "lanes[0].data_parallel_size"),
     ({"kv_budget": 256, "disaggregation": {}}, "lanes[0].kv_budget"),
+    ({"engine": "vllm", "disaggregation": {"prefill": 1, "decode": 2}}, "lanes[0].disaggregation.decode"),  # a pair
 ])
 def test_bad_disaggregation_options_name_the_field(lane, field):
     raw = {"requests": [{"id": "A", "prompt": "hi", "max_new_tokens": 2}],

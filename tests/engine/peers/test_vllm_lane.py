@@ -40,7 +40,7 @@ def test_a_vllm_lane_maps_the_options_it_sets_to_vllms_names():
     ({"engine": "vllm", "fused": True}, "lanes[1].fused", "one forward"),
     ({"engine": "vllm", "speculative": {"method": "prompt_lookup", "k": 2}}, "lanes[1].speculative", "ngram"),
     ({"engine": "vllm", "scheduling_policy": "sjf"}, "lanes[1].scheduling_policy", "fcfs"),
-    ({"engine": "vllm", "kv_block_size": 24}, "lanes[1].kv_block_size", "multiple of 16"),
+    ({"engine": "vllm", "kv_block_size": 24}, "lanes[1].kv_block_size", "multiple of 32"),
     ({"engine": "tgi"}, "lanes[1].engine", "batch-lanes, vllm"),
     ({"engine": "vllm", "chunk_size": 0}, "lanes[1].chunk_size", ""),
 ])
