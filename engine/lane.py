@@ -80,8 +80,6 @@ class Lane:
     def step(self) -> StepRecord | None:
         """Run one step; None once every request has been returned."""
         if self.done:
-            if hasattr(self.runner, "close"):  # a tensor-parallel runner's ranks end with the lane
-                self.runner.close()
             return None
         if self.scheduler.timed:
             self.wait_for_work()
@@ -105,6 +103,8 @@ class Lane:
         record = self.record(StepFacts(out, result, update.written, update.texts, returned, kv_used, kv_blocks_used,
                                        cached_blocks, start, ms))
         self.records.append(record)
+        if self.done and hasattr(self.runner, "close"):  # a tensor-parallel runner's ranks end with the lane
+            self.runner.close()
         return record
 
     def wait_for_work(self) -> None:

@@ -32,6 +32,7 @@ def workload(lanes: list, demo: str = "mixed", **changes):
     return {**json.loads((ROOT / "demos" / f"{demo}.json").read_text()), "lanes": lanes, **changes}
 
 
+@pytest.mark.slow
 def test_tp2_lane_writes_the_plain_lanes_tokens_and_splits_its_steps(tiny_folder):
     engine = Engine(tiny_folder)
     wl = engine.prepare(parse_workload(workload(["continuous", TP2]), CLI_LIMITS))
@@ -51,6 +52,7 @@ def test_tp2_lane_writes_the_plain_lanes_tokens_and_splits_its_steps(tiny_folder
     assert not any(p.is_alive() for p in procs)  # the ranks ended with the lane
 
 
+@pytest.mark.slow
 def test_a_rank_that_dies_ends_the_run_naming_it(tiny_folder):
     runner = TensorParallelRunner(tiny_folder, 2, slots=2, num_blocks=8, block_size=8)
     runner.procs[1].kill()
