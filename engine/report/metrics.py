@@ -269,18 +269,21 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
     out["step_time_spread"] = step_time_spread(recs)
     out["token_utilization"] = token_utilization(recs, lane_block_size(recs, workload))
     out.update(dict.fromkeys(FLEET_METRICS))  # a fleet's numbers: none for a lane of one engine
-    out.update(tensor_parallel_figures(recs))  # a tensor-parallel lane's forward split: none for one process
+    out.update(tensor_parallel_figures(recs))  # a tensor-parallel lane's forward split (a lane of one process: no keys)
     out["simulated"] = simulated
     out["requests"] = per
     return out
 
 
 def tensor_parallel_figures(recs: list[dict]) -> dict:
-    """A tensor-parallel lane's mean compute and all-reduce ms per step that computed (None: a lane of one process)."""
+    """A tensor-parallel lane's mean compute and all-reduce ms (and all-reduces) per step that computed; no keys for
+    a lane of one process, whose metrics (and static/js/core/metrics.js's, tests/golden/metrics.json) stay as they were."""
     split = [r for r in recs if r.get("allreduce_ms") is not None]
-    return {"mean_compute_ms": _mean([r["compute_ms"] for r in split]) if split else None,
-            "mean_allreduce_ms": _mean([r["allreduce_ms"] for r in split]) if split else None,
-            "allreduces_per_step": _mean([r["allreduces"] for r in split]) if split else None}
+    if not split:
+        return {}
+    return {"mean_compute_ms": _mean([r["compute_ms"] for r in split]),
+            "mean_allreduce_ms": _mean([r["allreduce_ms"] for r in split]),
+            "allreduces_per_step": _mean([r["allreduces"] for r in split])}
 
 
 REQUEST_FIELDS = ("arrival", "arrival_ms", "first_token_step", "finish_step", "return_step", "ttft_steps",

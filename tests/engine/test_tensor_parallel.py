@@ -48,7 +48,7 @@ def test_tp2_lane_writes_the_plain_lanes_tokens_and_splits_its_steps(tiny_folder
     assert all(r.compute_ms > 0 and r.allreduce_ms > 0 for r in computed)
     assert all(r.compute_ms is None for r in run.lanes["continuous"].records)
     metrics = run_metrics(run.records(), wl)
-    assert metrics["TP=2"]["mean_allreduce_ms"] > 0 and metrics["continuous"]["mean_allreduce_ms"] is None
+    assert metrics["TP=2"]["mean_allreduce_ms"] > 0 and "mean_allreduce_ms" not in metrics["continuous"]
     assert not any(p.is_alive() for p in procs)  # the ranks ended with the lane
 
 
