@@ -17,6 +17,7 @@ from engine.report.fleet_metrics import FLEET_METRICS, FLEET_REQUEST_FIELDS, fle
 from engine.report.pd_metrics import PD_REQUEST_FIELDS, pd_metrics
 from engine.report.metric_table import METRICS, TABLES, Column, Metric, format_value  # noqa: F401 (re-exported)
 from engine.report.stats import mean as _mean, percentile  # noqa: F401 (percentile re-exported)
+from engine.report.tp_metrics import tensor_parallel_figures
 from engine.step import SlotState, StepRecord
 from engine.workload.slo import slo_figures
 from engine.workload.workload import Workload
@@ -273,17 +274,6 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
     out["simulated"] = simulated
     out["requests"] = per
     return out
-
-
-def tensor_parallel_figures(recs: list[dict]) -> dict:
-    """A tensor-parallel lane's mean compute and all-reduce ms (and all-reduces) per step that computed; no keys for
-    a lane of one process, whose metrics (and static/js/core/metrics.js's, tests/golden/metrics.json) stay as they were."""
-    split = [r for r in recs if r.get("allreduce_ms") is not None]
-    if not split:
-        return {}
-    return {"mean_compute_ms": _mean([r["compute_ms"] for r in split]),
-            "mean_allreduce_ms": _mean([r["allreduce_ms"] for r in split]),
-            "allreduces_per_step": _mean([r["allreduces"] for r in split])}
 
 
 REQUEST_FIELDS = ("arrival", "arrival_ms", "first_token_step", "finish_step", "return_step", "ttft_steps",
