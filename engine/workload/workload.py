@@ -167,7 +167,7 @@ def parse_lanes(raw, defaults: EngineConfig, limits: Limits, timed: bool = False
                     raise WorkloadError(f"{at}.{key}", f"applies to {' and '.join(policies)} lanes, not to a "
                                                        f"{policy} lane")
             config = _config(defaults, _options(item, f"{at}.", limits, timed), f"{at}.")
-            tensor_parallel_check(item, at, config)
+            tensor_parallel_check(item, at, config, limits)
             spec = LaneSpec(name, policy, config, *(("vllm", vllm) if vllm is not None else ()),
                             fleet=fleet_option(item, at, limits),
                             disaggregation=disaggregation_option(item, at, limits, config))

@@ -71,5 +71,7 @@ def test_sizes_the_heads_do_not_divide_and_options_it_cannot_combine_with_are_re
         parse_workload(workload([{**TP2, "tensor_parallel_size": 0}]), CLI_LIMITS)
     with pytest.raises(WorkloadError, match="speculative"):
         parse_workload(workload([{**TP2, "speculative": {"method": "prompt_lookup"}}]), CLI_LIMITS)
+    with pytest.raises(WorkloadError, match=r"lanes\[0\]\.tensor_parallel_size.*at most 1"):
+        parse_workload(workload([TP2]))  # the server's limits
     with pytest.raises(WorkloadError, match=r"tensor_parallel_size.*simulator"):
         Engine(None).prepare(parse_workload(workload([TP2]), CLI_LIMITS))
