@@ -75,3 +75,19 @@ def test_sizes_the_heads_do_not_divide_and_options_it_cannot_combine_with_are_re
         parse_workload(workload([TP2]))  # the server's limits
     with pytest.raises(WorkloadError, match=r"tensor_parallel_size.*simulator"):
         Engine(None).prepare(parse_workload(workload([TP2]), CLI_LIMITS))
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_smollm2_at_tp3_writes_the_plain_lanes_tokens_on_the_mixed_demo(smol):
+    engine = Engine(smol)
+    wl = engine.prepare(parse_workload(workload(["continuous", {**TP2, "name": "TP=3", "tensor_parallel_size": 3}]),
+                                       CLI_LIMITS))
+    run = engine.start(wl)
+    lane = run.lanes["TP=3"]
+    assert lane.runner.shard == (3 * 64, 576)  # 3 of the 9 query heads
+    run.run_to_end()
+    tokens = {name: {r.id: r.output_ids for r in lane.requests} for name, lane in run.lanes.items()}
+    assert tokens["TP=3"] == tokens["continuous"]
+    calls = {"decode": 1, "prefill": 1, "split": 2}
+    assert all(r.allreduces == 60 * calls[r.forward.value] for r in lane.records if r.forward_ms)  # 2 a layer
