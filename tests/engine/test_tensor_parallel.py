@@ -40,6 +40,7 @@ def test_tp2_lane_writes_the_plain_lanes_tokens_and_splits_its_steps(tiny_folder
     lane = run.lanes["TP=2"]
     procs = list(lane.runner.procs)
     assert lane.runner.shard == (2 * 16, 64)  # 2 of the 4 query heads (head_dim 16) of a 64-wide model
+    assert lane.runner.kv_bytes == run.lanes["continuous"].runner.kv_bytes  # each rank's pool: half the K/V heads
     run.run_to_end()
     tokens = {name: {r.id: r.output_ids for r in lane.requests} for name, lane in run.lanes.items()}
     assert tokens["TP=2"] == tokens["continuous"]
