@@ -15,6 +15,7 @@ Which sizes a model takes is `tp_problem`'s to say (the heads must divide). What
 policies; speculative rows (refused by EngineConfig) and prompt logprobs (not carried to the ranks).
 """
 import os
+import random
 import socket
 import statistics
 import time
@@ -56,7 +57,9 @@ def tp_problem(lm: LoadedModel | None, size: int) -> str | None:
 
 
 def free_port() -> int:
-    for port in PORTS:
+    """A port of PORTS nothing listens on, tried in random order: two lanes starting at once (two test workers)
+    rarely pick the same one before either's rank 0 binds it."""
+    for port in random.sample(PORTS, len(PORTS)):
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
