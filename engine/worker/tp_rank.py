@@ -75,6 +75,7 @@ def load_shard(folder: str, size: int) -> torch.nn.Module:
     from transformers.distributed import DistributedConfig
     from transformers.utils import logging
     logging.set_verbosity_error()
+    logging.disable_progress_bar()  # N ranks' "Loading weights" bars would interleave on the lane's stderr
     model = AutoModelForCausalLM.from_pretrained(folder, distributed_config=DistributedConfig(tp_size=size),
                                                  dtype=torch.float32, attn_implementation="sdpa")
     return model.eval()
