@@ -16,6 +16,7 @@ PREEMPTIONS = ("recompute", "swap")    # policies.py: what becomes of a preempte
 # speculative decoding (sched/speculative.py proposes and accepts)
 METHODS = ("prompt_lookup",)
 MAX_K = 16  # most tokens one step may propose for one request
+MAX_TENSOR_PARALLEL = 9  # most ranks of a tensor-parallel lane (SmolLM2's 9 query heads; one process each)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class EngineConfig:
     speculative: SpeculativeConfig | None = None  # propose tokens by prompt lookup and verify them in one forward (None: off)
     kv_allocation: str = "paged"          # "paged": a request's blocks grow one at a time; "reserve": prompt + max_new_tokens at admission
     preemption: str = "recompute"         # continuous lane under a KV budget: "recompute" a victim later, or "swap" its blocks to a host pool
+    tensor_parallel_size: int = 1         # processes the model's weights are sharded over (engine/worker/tensor_parallel.py; 1: none)
 
     def __post_init__(self):
         if not isinstance(self.slots, int) or not 1 <= self.slots <= 256:
@@ -86,6 +88,12 @@ class EngineConfig:
                              "so it never preempts")
         if self.speculative is not None and not isinstance(self.speculative, SpeculativeConfig):
             raise ValueError(f"speculative must be a SpeculativeConfig or unset, got {self.speculative!r}")
+        tp = self.tensor_parallel_size
+        if isinstance(tp, bool) or not isinstance(tp, int) or not 1 <= tp <= MAX_TENSOR_PARALLEL:
+            raise ValueError(f"tensor_parallel_size must be an integer from 1 to {MAX_TENSOR_PARALLEL}, got {str(tp)[:40]}")
+        if tp > 1 and self.speculative is not None:
+            raise ValueError("tensor_parallel_size does not combine with speculative: the ranks return logits and the "
+                             "lane picks tokens; accepting proposals across ranks is not built")
 
     @property
     def kv_blocks(self) -> int | None:

@@ -22,6 +22,7 @@ from engine.worker.model import LoadedModel
 from engine.sched.policies import POLICIES
 from engine.spec import RequestSpec, max_row_len, row_capacity
 from engine.worker.runner import ModelRunner
+from engine.worker.tensor_parallel import TensorParallelRunner, tp_problem
 from engine.workload.siblings import written_index
 from engine.worker.sim import SIM_COPY_MS_PER_BLOCK, SimNoise, SimRunner, sim_prompt_ids
 from engine.step import StepRecord
@@ -90,6 +91,9 @@ class Engine:
         where = f" on lane {lane.name!r}" if len(workload.lanes) > 1 else ""
         if lane.engine == "vllm" and (problem := vllm_lane_problem(self.lm)) is not None:
             raise WorkloadError(f"lanes[{index}].engine", f"a vLLM lane {problem}")
+        if config.tensor_parallel_size > 1 and (problem := tp_problem(self.lm, config.tensor_parallel_size)):
+            at = "" if config.tensor_parallel_size == workload.config.tensor_parallel_size else f"lanes[{index}]."
+            raise WorkloadError(f"{at}tensor_parallel_size", problem)
         if self.lm is None and config.speculative is not None:
             field = "speculative" if config.speculative == workload.config.speculative else f"lanes[{index}].speculative"
             raise WorkloadError(field, "needs the model's tokens: the simulator writes placeholders, so prompt lookup "
@@ -147,10 +151,15 @@ class Engine:
             else config.slots * row_len
         noise = None if self.sim_noise is None else self.sim_noise.factors(name)
         blocks = scheduler.blocks
-        runner = SimRunner(config.slots, blocks.num_blocks, blocks.block_size, blocks.host_blocks, fused=config.fused,
-                           noise=noise) if self.lm is None else \
-            ModelRunner(self.lm, config.slots, blocks.num_blocks, blocks.block_size, host_blocks=blocks.host_blocks,
-                        fused=config.fused)
+        if self.lm is None:
+            runner = SimRunner(config.slots, blocks.num_blocks, blocks.block_size, blocks.host_blocks,
+                               fused=config.fused, noise=noise)
+        elif config.tensor_parallel_size > 1:  # the model's weights sharded over ranks, each its own process
+            runner = TensorParallelRunner(self.lm, config.tensor_parallel_size, config.slots, blocks.num_blocks,
+                                          blocks.block_size, host_blocks=blocks.host_blocks, fused=config.fused)
+        else:
+            runner = ModelRunner(self.lm, config.slots, blocks.num_blocks, blocks.block_size,
+                                 host_blocks=blocks.host_blocks, fused=config.fused)
         return Lane(name, scheduler, runner, kv_capacity)
 
     def pd_lane(self, spec: LaneSpec, workload: Workload, row_len: int, eos_ids: frozenset[int],

@@ -152,6 +152,12 @@ class StepRecord:
     kv_swapped: dict[str, int] | None = None  # requests whose host-pool holding changed: host blocks held now (0: none)
     kv_tokens: dict[str, int] | None = None   # every request holding device blocks: tokens whose K/V they hold
     copy_ms: float = 0.0                # of `ms`, the time of this step's block copies (swap out/in, copy-on-write)
+    # a tensor-parallel lane (engine/worker/tensor_parallel.py): its forward split, the mean over its ranks (None: a
+    # lane of one process). compute is the rank's forward less its all-reduces (the lm_head's gather is compute here)
+    compute_ms: float | None = None     # of `forward_ms`, computing on the rank's shard of the weights
+    allreduce_ms: float | None = None   # of `forward_ms`, inside all-reduces (2 a layer: after o_proj, after down_proj),
+                                        # waiting for the slowest rank included
+    allreduces: int | None = None       # how many all-reduces the step's forward calls made
     kv_pool: dict | None = None         # the lane's KV facts, on its first record only: kv_bytes (its device K/V
                                         # tensors), num_blocks, block_size, host_blocks, kv_allocation, preemption
     waits: dict[str, dict] = field(default_factory=dict)  # every id in `waiting` -> why it was not admitted
@@ -194,6 +200,11 @@ class StepRecord:
             d["copy_ms"] = round(self.copy_ms, 3)
         else:
             del d["copy_ms"]
+        for key in ("compute_ms", "allreduce_ms", "allreduces"):  # a lane of one process says nothing of ranks
+            if d[key] is None:
+                del d[key]
+            elif key != "allreduces":
+                d[key] = round(d[key], 3)
         if not self.waits:  # written only when someone waits: stored runs stay small
             del d["waits"]
         if self.replicas is None:  # a lane of one engine says nothing of fleets

@@ -46,6 +46,8 @@ class ForwardResult:
     forward_ms: float              # time inside forward calls (synchronized on CUDA)
     forward: Forward               # which calls: NONE, PREFILL, DECODE, SPLIT (two calls) or FUSED (one call, both kinds)
     copy_ms: float = 0.0           # time of the step's block copies (swap out/in, copy-on-write), before the forward
+    tp: dict | None = None         # a tensor-parallel runner's split of the forward: compute_ms, allreduce_ms, allreduces
+                                   # (mean over its ranks; engine/worker/tensor_parallel.py); None: one process
 
 
 def call_kind(calls: int, prefills: bool) -> Forward:

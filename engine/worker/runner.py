@@ -46,14 +46,15 @@ class ModelRunner:
     simulated = False
 
     def __init__(self, lm: LoadedModel, slots: int, num_blocks: int, block_size: int = 16, host_blocks: int = 0,
-                 fused: bool = False):
+                 fused: bool = False, kv_heads: int | None = None):
         cfg = lm.model.config
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         self.lm = lm
         self.fused = fused
         self.packed = can_pack(lm.model, lm.device)
-        self.cache = PagedKVCache(cfg.num_hidden_layers, num_blocks, block_size, cfg.num_key_value_heads, head_dim,
-                                  lm.dtype, lm.device, host_blocks)
+        # kv_heads: a tensor-parallel rank's own share of the model's K/V heads (its pool holds only those)
+        self.cache = PagedKVCache(cfg.num_hidden_layers, num_blocks, block_size, kv_heads or cfg.num_key_value_heads,
+                                  head_dim, lm.dtype, lm.device, host_blocks)
         # decode calls (one token a row) go through our own step where the model allows; everything else, and
         # every call of a model it cannot run, through transformers' forward
         self.fast = FastDecode(lm.model, self.cache, self.packed, slots) \

@@ -23,6 +23,7 @@ from engine.workload.arrivals import generate_requests
 from engine.config import EngineConfig, LaneSpec
 from engine.workload.disaggregation import disaggregation_option
 from engine.workload.fleet import FLEET_KEYS, fleet_option
+from engine.workload.tensor_parallel import tensor_parallel_check
 from engine.limits import CLI_LIMITS, Limits, WorkloadError, check_int, check_number, check_str, reject_unknown
 from engine.sched.policies import TRAITS, options_only_for
 from engine.spec import RequestSpec
@@ -166,6 +167,7 @@ def parse_lanes(raw, defaults: EngineConfig, limits: Limits, timed: bool = False
                     raise WorkloadError(f"{at}.{key}", f"applies to {' and '.join(policies)} lanes, not to a "
                                                        f"{policy} lane")
             config = _config(defaults, _options(item, f"{at}.", limits, timed), f"{at}.")
+            tensor_parallel_check(item, at, config, limits)
             spec = LaneSpec(name, policy, config, *(("vllm", vllm) if vllm is not None else ()),
                             fleet=fleet_option(item, at, limits),
                             disaggregation=disaggregation_option(item, at, limits, config))
