@@ -162,6 +162,8 @@ def test_memory_pressure_shows_a_tall_kv_bar_a_preemption_flag_and_zooms_to_a_st
     assert after["w"] >= 3 * before["w"], (before, after)
     assert lanes(tab, "layout.origin") == 20 and lanes(tab, "playhead") == lanes(tab, "limit")  # the drag did not seek
     cell = tab.evaluate("() => window.__lanes.cellRect('continuous KV 224', 30, 0)")
+    tab.evaluate("(y) => window.scrollBy(0, y)", canvas["y"] + cell["y"] - 360)  # the cell mid-viewport: a click
+    canvas = tab.locator("#lanes").bounding_box()                                 # outside it would miss the page
     tab.mouse.click(canvas["x"] + cell["x"] + cell["w"] / 2, canvas["y"] + cell["y"] + cell["h"] / 2)
     tab.wait_for_function("() => window.__lanes.playhead === 30")
     assert tab.text_content('#metrics-table td[data-lane="continuous KV 224"][data-metric="steps"]') == "30"
