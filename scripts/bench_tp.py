@@ -12,23 +12,13 @@ the medians in ms and the machine's load. A benchmark that prints figures, not a
 import argparse
 import datetime
 import os
-import socket
 import statistics
 import time
 
 import torch
 import torch.multiprocessing as mp
 
-
-def free_port(lo: int = 29800, hi: int = 29900) -> int:
-    for port in range(lo, hi):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                continue
-    raise RuntimeError("no free port in 29800-29899")
+from engine.worker.tensor_parallel import free_port
 
 
 def timed(model, rows: int, iters: int) -> float:

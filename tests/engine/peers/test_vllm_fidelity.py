@@ -5,13 +5,12 @@ dies ends the run with a clear error. One vLLM start for the whole module (its b
 run here has the same vLLM lane), since a start is ~60 s on 2 cores. Needs `make vllm` (.venv-vllm): skipped
 without it, a failure under CI=true or BATCH_LANES_REQUIRE_VLLM=1."""
 import json
-import os
 
 import pytest
 
-from engine import Engine, parse_workload
+from engine import parse_workload
 from engine.step import SlotState
-from engine.peers.vllm_process import VllmError, vllm_available
+from engine.peers.vllm_process import VllmError
 from tests.kit.reference import PROMPTS, outputs, solo_generate
 from tests.kit import ROOT
 
@@ -34,16 +33,6 @@ def distinct_runs(paths) -> dict[str, list]:
 RUNS = distinct_runs(DEMOS)
 VLLM_LANE = {"name": "vLLM", "engine": "vllm"}
 SLOTS = 4  # every run here: one vLLM configuration (max_num_seqs 4), so one vLLM start
-
-
-@pytest.fixture(scope="module")
-def engine(smol):
-    if not vllm_available():
-        why = "the vLLM lane's virtualenv (.venv-vllm) is missing: run `make vllm`"
-        if os.environ.get("CI") == "true" or os.environ.get("BATCH_LANES_REQUIRE_VLLM") == "1":
-            pytest.fail(f"{why} (CI=true / BATCH_LANES_REQUIRE_VLLM=1)")
-        pytest.skip(why)
-    return Engine(smol)
 
 
 def run_beside(engine, workload: dict):

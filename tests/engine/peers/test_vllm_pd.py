@@ -6,13 +6,12 @@ records (prefill and decode engine records, one transfer per handed-off request 
 blocks of K and V, every layer) and its five TTFT parts add up to its TTFT. Needs `make vllm` (.venv-vllm): skipped
 without it, a failure under CI=true or BATCH_LANES_REQUIRE_VLLM=1. Two vLLM starts (prefill, decode), at once."""
 import json
-import os
 
 import pytest
 
-from engine import Engine, parse_workload
+from engine import parse_workload
 from engine.peers.vllm_pair import PAIR_BLOCK
-from engine.peers.vllm_process import VllmError, vllm_available
+from engine.peers.vllm_process import VllmError
 from engine.report.metrics import lane_metrics
 from tests.kit import ROOT
 from tests.kit.reference import PROMPTS
@@ -20,16 +19,6 @@ from tests.kit.reference import PROMPTS
 pytestmark = [pytest.mark.vllm, pytest.mark.model]
 PAIR = {"name": "vLLM P/D", "engine": "vllm", "disaggregation": {"prefill": 1, "decode": 1}}
 KV_BYTES_PER_TOKEN = 46_080   # SmolLM2 float32: K and V x 30 layers x 3 heads x 64 x 4 bytes
-
-
-@pytest.fixture(scope="module")
-def engine(smol):
-    if not vllm_available():
-        why = "the vLLM lane's virtualenv (.venv-vllm) is missing: run `make vllm`"
-        if os.environ.get("CI") == "true" or os.environ.get("BATCH_LANES_REQUIRE_VLLM") == "1":
-            pytest.fail(f"{why} (CI=true / BATCH_LANES_REQUIRE_VLLM=1)")
-        pytest.skip(why)
-    return Engine(smol)
 
 
 def run_all(engine, workload: dict):
