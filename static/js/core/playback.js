@@ -91,3 +91,19 @@ export function switchClock(pb, clock, reference) {
   }
   return { ...pb, clock, t };
 }
+
+/**
+ * A memo of a run's clock facts: how far the playhead may go, where ±1 lands, and whether more can arrive, computed
+ * once per (run, clock). `finishedStatus`: the run status that means every lane is done.
+ */
+export function createClockInfo(finishedStatus) {
+  let memo = { key: [], value: null };
+  return function clockInfo(derived, clock) {
+    const key = [derived, clock];
+    if (key.every((k, i) => k === memo.key[i])) return memo.value;
+    const lanes = derived.lanes.map((l) => ({ end: l.timeline.end, starts: l.timeline.starts, done: l.done }));
+    memo = { key, value: { limit: extent(lanes, clock), edges: boundaries(lanes, clock),
+      finished: Boolean(derived.run && derived.run.status === finishedStatus) } };
+    return memo.value;
+  };
+}

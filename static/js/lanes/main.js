@@ -11,8 +11,8 @@ import { requestGenerated } from "./arrivalpanel.js";
 import { Input, bindControls, syncControls } from "../ui/controls.js";
 import { createEditor } from "./editor.js";
 import * as exporter from "./exports.js";
-import { computeLayout, lanesInTurn, nextTurn, timeAt } from "../canvas/layout.js";
-import { legendEntries, legendTextWidth } from "../canvas/legend.js";
+import { nextTurn, timeAt } from "../canvas/layout.js";
+import { createLaneLayout } from "./lanelayout.js";
 import { placeLegendKeys } from "./legendkeys.js";
 import { decodeHash, encodeMix, writeUrl } from "../ui/mixurl.js";
 import { isTimed } from "../core/metrics.js";
@@ -24,7 +24,7 @@ import { TURN, bindPresent, syncPresent } from "./present.js";
 import { exposeProbe } from "./probe.js";
 import { draw } from "../canvas/renderer.js";
 import { allRevealed, maskScene, revealSpan } from "./reveal.js";
-import { buildScene, deriveRun, laneRows, legendFlags, nextDomain } from "../canvas/scene.js";
+import { buildScene, deriveRun, nextDomain } from "../canvas/scene.js";
 import { createClass } from "./class.js";
 import { createShare } from "./share.js";
 import { connect } from "../ui/socket.js";
@@ -40,29 +40,17 @@ import { createTokenCount } from "./tokencount.js";
 import { MEMORY, bindMemory, showMemory } from "./memmap-view.js";
 import { followZoom, viewOf } from "./zoom.js";
 import { SLO, createSloTargets } from "./slotargets.js";
+import { createSubmits } from "./submits.js";
+import { $, pageDom } from "./pagedom.js";
 
-const $ = (id) => document.getElementById(id);
-const dom = {
-  wrap: $("canvas-wrap"), canvas: $("lanes"), empty: $("empty"), tooltip: $("tooltip"), narration: $("narration"),
-  btnStart: $("btn-start"), btnBack: $("btn-back"), btnPlay: $("btn-play"), btnFwd: $("btn-fwd"), btnEnd: $("btn-end"),
-  btnHelp: $("btn-help"), helpClose: $("help-close"), help: $("help"), scrub: $("scrub"), readout: $("readout"),
-  speed: $("speed"), requestLane: $("request-lane"), requestRows: $("request-rows"), metricsTable: $("metrics-table"),
-  metricsCheck: $("metrics-check"), editorDetails: $("editor-details"), presetButtons: $("preset-buttons"),
-  lesson: $("lesson"), lessonMore: $("lesson-more"), lessonSummary: $("lesson-more-summary"), lessonFull: $("lesson-full"),
-  lessonWhy: $("lesson-why"), runStatus: $("run-status"), runLink: $("run-link"), modelStatus: $("model-status"),
-  modelText: $("model-text"), modelProgress: $("model-progress"), stage: document.querySelector(".stage"),
-  exports: { png: $("export-png"), json: $("export-json"), csv: $("export-csv"), trace: $("export-trace") },
-  btnPresent: $("btn-present"), reveal: $("reveal"), presetPick: $("preset-pick"), btnZoomIn: $("btn-zoom-in"),
-  btnZoomOut: $("btn-zoom-out"), btnZoomReset: $("btn-zoom-reset"), btnLive: $("btn-live"), legendKeys: $("legend-keys"),
-  zoomBand: $("zoom-band"), presentTotals: $("present-totals"),
-  laneTurn: $("lane-turn"), laneTurnText: $("lane-turn-text"), lanesPrev: $("btn-lanes-prev"), lanesNext: $("btn-lanes-next"),
-};
-
+const dom = pageDom();
 const serverEvents = [];
 const inputs = [];
 const push = (action) => inputs.push(action);
 const references = createReferences($("references"), { runPreset: (name) => push({ type: "preset", name }),
   member: () => ({ role: klass.role, credentials: klass.credentials() }) });
+const submits = createSubmits();
+const layoutOf = createLaneLayout();
 const reducedMotion = matchMedia("(prefers-reduced-motion: reduce)");
 
 let state = createState();
@@ -87,7 +75,6 @@ const classPage = Boolean(document.body.dataset.classCode);  // /c/<code>: its a
 const socket = connect(serverEvents);
 const editor = createEditor($("editor"), { onChange: () => push({ type: "mix-changed" }), onRun: () => push({ type: "run" }),
   onGenerate: (spec) => push({ type: "generate", spec }) });
-dom.runMix = $("run-mix");
 const panels = createPanelView(dom);  // the tables and the tooltip, rebuilt when what they show changed
 const sloTargets = createSloTargets($("slo-targets"), push);  // the SLO's targets, the run's or the teacher's
 bindControls(dom, push);
@@ -116,16 +103,8 @@ fetch("/api/presets").then((r) => r.json()).then((body) => push({ type: "presets
 fetch("/api/limits").then((r) => r.json()).then((limits) => push({ type: "limits", limits })).catch(() => {});
 if (document.body.dataset.runId) state = applyEvent(state, { type: Action.WATCHING, payload: { run_id: document.body.dataset.runId } });
 
-let clockMemo = { key: [], value: null };
-/** How far the playhead may go, where ±1 lands, and whether more can arrive: once per (run, clock). */
-function clockInfo(derived) {
-  const key = [derived, pb.clock];
-  if (key.every((k, i) => k === clockMemo.key[i])) return clockMemo.value;
-  const lanes = derived.lanes.map((l) => ({ end: l.timeline.end, starts: l.timeline.starts, done: l.done }));
-  clockMemo = { key, value: { limit: playback.extent(lanes, pb.clock), edges: playback.boundaries(lanes, pb.clock),
-    finished: Boolean(derived.run && derived.run.status === RunStatus.FINISHED) } };
-  return clockMemo.value;
-}
+const clockOf = playback.createClockInfo(RunStatus.FINISHED);
+const clockInfo = (derived) => clockOf(derived, pb.clock);
 
 /** Ask to run the editor's mix; it goes out when it can (nextSend). False when the editor shows errors instead. */
 function want() {
@@ -145,7 +124,7 @@ function sendWhatIsNext() {
     state = applyEvent(state, { type: Action.CANCELLING, payload: { run_id: next.runId } });
   } else {
     socket.submit(next.workload, next.lanes);
-    submitTimes = [...submitTimes.slice(-60), performance.now()];
+    submits.sent();
     state = applyEvent(state, { type: Action.SUBMITTED, payload: null });
   }
 }
@@ -166,27 +145,11 @@ function onClass(event) {
   if (teachers) follow(teachers);
 }
 
-let submitLimit = null;  // submits a minute the server takes from this page (/api/limits), outside a class's teacher
-let submitTimes = [];   // when this page sent its recent submits (performance.now() ms)
-
-/** A submit the server would refuse (the class's submits locked, or this page's submits a minute spent): refused here
- * with the server's words, so the run on screen is never stopped for a submit that cannot start. */
+/** A submit the server would refuse is refused here with the server's words (submits.js). */
 function lockedOut(name) {
-  const refuse = (message, field, code) => {
-    state = { ...state, error: { message, field, run_id: null, code, refused: name } };
-    return true;
-  };
-  if (klass.locked()) {
-    return refuse(`class ${klass.info.code}: the teacher has locked submits for now; watch the teacher's run (your own `
-      + "can go once they unlock them)", "class", "locked");
-  }
-  const recent = submitTimes.filter((t) => performance.now() - t < 60_000);
-  if (submitLimit && klass.role !== "teacher" && recent.length >= submitLimit) {
-    const wait = Math.ceil((60_000 - (performance.now() - recent[recent.length - submitLimit])) / 1000);
-    return refuse(`too many submits: the limit is ${submitLimit} per minute per client; wait ${wait} s`, "submit",
-      "rate_limited");
-  }
-  return false;
+  const why = submits.refusal(klass);
+  if (why) state = { ...state, error: { ...why, run_id: null, refused: name } };
+  return Boolean(why);
 }
 
 function onServer(event) {
@@ -262,7 +225,7 @@ function onInput(a, derived) {
     case "limits":
       editor.setLimits(a.limits);
       promptLimit = a.limits.max_prompt_chars ?? promptLimit;
-      submitLimit = Number(a.limits.submits_per_minute) || null;
+      submits.setLimit(a.limits.submits_per_minute);
       break;
     case "preset": {
       const preset = presets.find((p) => p.name === a.name);
@@ -349,26 +312,6 @@ function onInput(a, derived) {
   }
 }
 
-let layoutMemo = { key: [], value: null };
-/** The layout of the lanes over `axis` ({from, span}); `maxHeight`: presenter mode's budget (null: the page scrolls),
- * under which lanes never shrink below what the back of the room reads: those that do not fit take turns. */
-function layoutOf(derived, axis, maxHeight) {
-  const width = dom.wrap.clientWidth;
-  const key = [derived, width, ui.view, pb.clock, axis.from, axis.span, maxHeight, ui.present, ui.reveal, ui.laneFrom, ui.slo];
-  if (key.every((k, i) => k === layoutMemo.key[i])) return layoutMemo.value;
-  const workload = derived.run && derived.run.workload;
-  const lanes = derived.drawn.map((l) => ({ name: l.name, title: l.title, rows: laneRows(l, ui.view, l.workload || workload),
-    starts: l.timeline.starts, ends: l.timeline.ends, gaps: l.timeline.gaps, arrivals: derived.marks ? l.timeline.arrivals : null,
-    kvBudget: l.kvBudget, preemptions: l.mayPreempt ? l.timeline.preemptions : null, load: Boolean(l.loads), positions: l.positions }));
-  const px = ui.present ? 16 : 12;  // layout.js TYPE.legend
-  const flags = legendFlags(derived, { view: ui.view, clock: pb.clock, slo: ui.slo });  // reveal: waits are possible, not seen
-  const legend = { entries: legendEntries(ui.reveal ? { ...flags, waiting: derived.marks } : flags, px, ui.present),
-    measure: (text) => legendTextWidth(text, px) };
-  const opts = { view: ui.view, clock: pb.clock, domain: axis.span, from: axis.from, legend, maxHeight, present: ui.present };
-  layoutMemo = { key, value: ui.present && maxHeight ? lanesInTurn(width, lanes, opts, ui.laneFrom) : computeLayout(width, lanes, opts) };
-  return layoutMemo.value;
-}
-
 function render() {
   const derived = deriveRun(state.run);
   domain = nextDomain(derived, domain);
@@ -386,7 +329,7 @@ function render() {
   const full = revealed ? whole : revealSpan(shown, whole, pb.clock, false);
   shownAxis = { full, ...viewOf(ui.zoom, pb.clock, full) };
   const budget = ui.present && derived.lanes.length ? presenterBudget(dom.wrap, dom.stage) : null;
-  const layout = layoutOf(derived, shownAxis, budget);
+  const layout = layoutOf(derived, shownAxis, budget, { width: dom.wrap.clientWidth, ui, clock: pb.clock });
   shownLayout = layout;
   const memory = showMemory({ canvas: $("memmap"), button: $("btn-memory"), scale: $("memmap-scale") }, ui.memory, derived,
     scene, state.run, { width: dom.wrap.clientWidth, maxHeight: budget, present: ui.present });  // the memory map in place of the lanes
