@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from engine.sched.batch import ForwardResult, SchedulerOutput
+from engine.report.placement import placement
 from engine.request import Request
 from engine.sched.scheduler import Scheduler
 from engine.worker import Runner
@@ -166,6 +167,7 @@ class Lane:
             kv_blocks_cached=facts.kv_blocks_cached,
             start_ms=facts.start_ms, ms=facts.ms, forward_ms=result.forward_ms, forward=result.forward,
             simulated=self.runner.simulated, copy_ms=result.copy_ms, **(result.tp or {}),
+            placement=None if self.records else self.placement(),
             **self.memory_map())
 
     @staticmethod
@@ -188,6 +190,11 @@ class Lane:
         tokens = {r.id: r.num_cached for r in self.scheduler.requests if r.id in blocks.tables}
         return {"kv_tables": tables, "kv_dropped": dropped, "kv_swapped": swapped, "kv_tokens": tokens,
                 "kv_cached": cached if changed else None, "kv_pool": None if self.records else self.kv_pool()}
+
+    def placement(self) -> dict | None:
+        """Where a split runner's processes ran (engine/report/placement.py); None for a runner of one process."""
+        processes = getattr(self.runner, "processes", None)
+        return placement(processes, self.runner.transport, self.runner.device) if processes else None
 
     def kv_pool(self) -> dict:
         """The lane's KV memory: the bytes its runner's K/V tensors take, its pool of blocks, how it allocates."""

@@ -5,7 +5,8 @@
 shard; each step it sends every rank the step's rows (slot, state, tokens, start, block table, request id) and
 block copies, waits for every rank's reply, and picks the tokens itself from the logits rank 0 sends back (greedy,
 sampled, grammars and logprobs exactly as `ModelRunner.pick` does, on the lane's own requests). The step's
-`ForwardResult.tp` carries the ranks' mean compute and all-reduce time.
+`ForwardResult.tp` carries the ranks' mean compute and all-reduce time, whole and per decoder layer; `processes`,
+`transport` and `device` are what the lane's `placement` is built from (engine/report/placement.py).
 
 Ranks are the lane's own: they end when the lane is done (`close`), when the runner is dropped, or when the driver's
 process goes. Every wait has a timeout: a rank that dies or stops answering ends the run with `TensorParallelError`
@@ -32,6 +33,7 @@ from engine.worker.tp_rank import COLLECTIVE_TIMEOUT_S, rank_main
 
 PORTS = range(29800, 29900)  # this project's torch.distributed master ports
 START_TIMEOUT_S = 300        # spawning, importing torch and loading a shard, on a loaded 2-core machine
+TRANSPORT = "gloo all-reduce over loopback TCP"  # what carries the ranks' partial sums (the placement's words)
 STEP_TIMEOUT_S = COLLECTIVE_TIMEOUT_S + 30  # a step's replies: the ranks' own collective timeout fires first
 
 
@@ -110,6 +112,10 @@ class TensorParallelRunner:
         self.kv_bytes = sum(info["kv_bytes"] for info in ready)   # every rank's pool: its own K/V heads
         self.shard = ready[0]["q_proj"]                            # rank 0's q_proj: (heads / N * head_dim, hidden)
         self.pids = [info["pid"] for info in ready]
+        self.processes = ([{"role": "driver", "pid": os.getpid(), "threads": torch.get_num_threads()}]  # the lane's
+                          + [{"role": f"tp rank {rank}", "pid": pid, "threads": threads}         # placement's
+                             for rank, pid in enumerate(self.pids)])
+        self.transport, self.device = TRANSPORT, "cpu"
         self._reference_ms: float | None = None
 
     # -- talking to the ranks -------------------------------------------------------------------------------
@@ -179,7 +185,10 @@ class TensorParallelRunner:
         figures = [r[1] for r in replies]
         tp = {"compute_ms": statistics.fmean(f["forward_ms"] - f["allreduce_ms"] for f in figures),
               "allreduce_ms": statistics.fmean(f["allreduce_ms"] for f in figures),
-              "allreduces": figures[0]["allreduces"]}
+              "allreduces": figures[0]["allreduces"],
+              "layer_ms": tuple((statistics.fmean(f["layers"][i][0] for f in figures),    # per decoder layer: compute,
+                                 statistics.fmean(f["layers"][i][1] for f in figures))    # all-reduce (mean over ranks)
+                                for i in range(len(figures[0]["layers"])))}
         return ForwardResult(tokens if rows else {}, forward_ms, kind if rows else Forward.NONE, tp=tp)
 
     def reference_ms(self) -> float:

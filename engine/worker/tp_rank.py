@@ -7,7 +7,8 @@ output gathered), builds a `RankRunner` whose paged KV pool holds only this rank
 driver's messages on its pipe until told to stop: every rank runs the same rows (the collectives pair them up), and
 rank 0 sends back the logits of the rows that want a token. The driver (`tensor_parallel.TensorParallelRunner`) picks
 the tokens. Each reply carries the rank's forward time and the time it spent inside all-reduces
-(`torch.distributed.all_reduce` timed in this process: transformers' row-wise layers call it at inference).
+(`torch.distributed.all_reduce` timed in this process: transformers' row-wise layers call it at inference), and per
+decoder layer its forward's time less its all-reduces and its all-reduces' time (forward hooks on each layer).
 
 What it does not know: requests beyond their ids, sampling, grammars, logprobs (the driver's), scheduling.
 """
@@ -28,24 +29,45 @@ IDLE_POLL_S = 1.0           # how often an idle rank checks that its driver stil
 
 
 class AllReduceClock:
-    """Times every `torch.distributed.all_reduce` this process makes (the wrapper stays for the process's life)."""
+    """Times every `torch.distributed.all_reduce` this process makes (the wrapper stays for the process's life), and,
+    with forward hooks on the decoder layers, each layer's forward and the all-reduces made inside it."""
 
-    def __init__(self):
+    def __init__(self, layers: list[torch.nn.Module]):
         import torch.distributed as dist
         self.ms, self.calls, inner = 0.0, 0, dist.all_reduce
+        self.layer_ms = [0.0] * len(layers)       # per layer: its forward's wall time (all-reduces included)
+        self.layer_reduce_ms = [0.0] * len(layers)  # per layer: of which inside all-reduces
+        self.current: int | None = None           # the layer whose forward is running (None: outside the layers)
+        self.entered = 0.0
 
         def timed(*args, **kwargs):
             t0 = time.perf_counter()
             try:
                 return inner(*args, **kwargs)
             finally:
-                self.ms += (time.perf_counter() - t0) * 1000
+                ms = (time.perf_counter() - t0) * 1000
+                self.ms += ms
                 self.calls += 1
+                if self.current is not None:
+                    self.layer_reduce_ms[self.current] += ms
         dist.all_reduce = timed
+        for i, layer in enumerate(layers):
+            layer.register_forward_pre_hook(lambda module, args, i=i: self.enter(i))
+            layer.register_forward_hook(lambda module, args, output, i=i: self.leave(i))
 
-    def take(self) -> tuple[float, int]:
-        """(ms, calls) since the last take."""
-        out, self.ms, self.calls = (self.ms, self.calls), 0.0, 0
+    def enter(self, i: int) -> None:
+        self.current, self.entered = i, time.perf_counter()
+
+    def leave(self, i: int) -> None:
+        self.layer_ms[i] += (time.perf_counter() - self.entered) * 1000
+        self.current = None
+
+    def take(self) -> tuple[float, int, list[tuple[float, float]]]:
+        """(ms, calls, per layer (compute ms, all-reduce ms)) since the last take."""
+        layers = [(total - reduce, reduce) for total, reduce in zip(self.layer_ms, self.layer_reduce_ms)]
+        out = (self.ms, self.calls, layers)
+        self.ms, self.calls = 0.0, 0
+        self.layer_ms, self.layer_reduce_ms = [0.0] * len(layers), [0.0] * len(layers)
         return out
 
 
@@ -97,7 +119,7 @@ def rank_main(rank: int, size: int, port: int, folder: str, pool: dict, conn, th
                          decode_step="eager")  # the fast step's fused kernels read whole, unsharded weights
         runner = RankRunner(lm, pool["slots"], pool["num_blocks"], pool["block_size"], pool["host_blocks"],
                             fused=pool["fused"], kv_heads=cfg.num_key_value_heads // size)
-        clock = AllReduceClock()
+        clock = AllReduceClock(list(model.model.layers))
         q = model.model.layers[0].self_attn.q_proj.weight
         local = q.to_local() if hasattr(q, "to_local") else q
         conn.send(("ready", {"kv_bytes": runner.kv_bytes, "q_proj": tuple(local.shape), "pid": os.getpid()}))
@@ -127,5 +149,5 @@ def rank_main(rank: int, size: int, port: int, folder: str, pool: dict, conn, th
             conn.send(("error", f"rank {rank} failed mid-step: {str(e).splitlines()[0][:300]}"))
             return
         forward_ms = (time.perf_counter() - t0) * 1000
-        ms, calls = clock.take()
-        conn.send(("done", out, {"forward_ms": forward_ms, "allreduce_ms": ms, "allreduces": calls}))
+        ms, calls, layers = clock.take()
+        conn.send(("done", out, {"forward_ms": forward_ms, "allreduce_ms": ms, "allreduces": calls, "layers": layers}))

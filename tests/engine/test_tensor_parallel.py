@@ -12,7 +12,7 @@ from engine.report.metrics import run_metrics
 from engine.worker.tensor_parallel import TensorParallelError, TensorParallelRunner
 from engine.workload.workload import CLI_LIMITS, WorkloadError, parse_workload
 from tests.kit import ROOT
-from tests.kit.tiny import tiny_model
+from tests.kit.tiny import tiny_model_folder
 
 TP2 = {"name": "TP=2", "policy": "continuous", "tensor_parallel_size": 2}
 
@@ -20,12 +20,7 @@ TP2 = {"name": "TP=2", "policy": "continuous", "tensor_parallel_size": 2}
 @pytest.fixture(scope="module")
 def tiny_folder(tmp_path_factory):
     """The tiny model saved as a Hugging Face folder: each rank loads its shard from it."""
-    lm = tiny_model()
-    folder = tmp_path_factory.mktemp("tiny")
-    lm.model.save_pretrained(folder)
-    lm.tokenizer.save_pretrained(folder)
-    lm.folder = folder
-    return lm
+    return tiny_model_folder(tmp_path_factory.mktemp("tiny"))
 
 
 def workload(lanes: list, demo: str = "mixed", **changes):
@@ -47,9 +42,19 @@ def test_tp2_lane_writes_the_plain_lanes_tokens_and_splits_its_steps(tiny_folder
     computed = [r for r in lane.records if r.forward_ms]
     assert computed and all(r.allreduces == 2 * 2 * (1 + (r.forward.value == "split")) for r in computed)
     assert all(r.compute_ms > 0 and r.allreduce_ms > 0 for r in computed)
+    for r in computed:  # per layer, measured in the ranks: the layers' all-reduces are the step's, their time within it
+        assert len(r.layer_ms) == 2 and all(c > 0 and a > 0 for c, a in r.layer_ms)
+        assert sum(a for _, a in r.layer_ms) == pytest.approx(r.allreduce_ms, rel=1e-6)
+        assert sum(c + a for c, a in r.layer_ms) < r.forward_ms
+    placed = lane.records[0].placement
+    assert [p["role"] for p in placed["processes"]] == ["driver", "tp rank 0", "tp rank 1"]
+    assert [p["pid"] for p in placed["processes"][1:]] == [p.pid for p in procs]
+    assert placed["transport"] == "gloo all-reduce over loopback TCP" and placed["says"].startswith("2 rank processes")
+    assert all(r.placement is None for r in lane.records[1:])
     assert all(r.compute_ms is None for r in run.lanes["continuous"].records)
     metrics = run_metrics(run.records(), wl)
     assert metrics["TP=2"]["mean_allreduce_ms"] > 0 and "mean_allreduce_ms" not in metrics["continuous"]
+    assert metrics["TP=2"]["placement"] == placed and "placement" not in metrics["continuous"]
     assert not any(p.is_alive() for p in procs)  # the ranks ended with the lane
 
 
@@ -72,8 +77,9 @@ def test_sizes_the_heads_do_not_divide_and_options_it_cannot_combine_with_are_re
         parse_workload(workload([{**TP2, "tensor_parallel_size": 0}]), CLI_LIMITS)
     with pytest.raises(WorkloadError, match="speculative"):
         parse_workload(workload([{**TP2, "speculative": {"method": "prompt_lookup"}}]), CLI_LIMITS)
-    with pytest.raises(WorkloadError, match=r"lanes\[0\]\.tensor_parallel_size.*at most 1"):
-        parse_workload(workload([TP2]))  # the server's limits
+    with pytest.raises(WorkloadError, match=r"lanes\[0\]\.tensor_parallel_size.*at most 3"):
+        parse_workload(workload([{**TP2, "tensor_parallel_size": 9}]))  # the server's limits: 3 ranks at most
+    assert parse_workload(workload([{**TP2, "tensor_parallel_size": 3}])).lanes  # the preset's size runs there
     with pytest.raises(WorkloadError, match=r"tensor_parallel_size.*simulator"):
         Engine(None).prepare(parse_workload(workload([TP2]), CLI_LIMITS))
 

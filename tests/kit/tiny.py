@@ -67,3 +67,13 @@ def tiny_model() -> LoadedModel:
     model.generation_config.eos_token_id = None
     return LoadedModel(model, tokenizer, "tiny-random-llama", torch.device("cpu"), torch.float32, frozenset(),
                        tokenizer.pad_token_id)
+
+
+def tiny_model_folder(folder) -> LoadedModel:
+    """`tiny_model()` saved as a Hugging Face folder under `folder` (its `folder` set): what a tensor-parallel lane's
+    ranks each load their shard from."""
+    lm = tiny_model()
+    lm.model.save_pretrained(folder)
+    lm.tokenizer.save_pretrained(folder)
+    lm.folder = folder
+    return lm
