@@ -52,6 +52,14 @@ class Run:
     def records(self) -> dict[str, list[StepRecord]]:
         return {name: lane.records for name, lane in self.lanes.items()}
 
+    def close(self) -> None:
+        """End what the lanes hold outside this process (a tensor-parallel lane's rank processes): the run finished,
+        failed or was cancelled. Idempotent; a lane of one process holds nothing to end."""
+        for lane in self.lanes.values():
+            runner = getattr(lane, "runner", None)
+            if hasattr(runner, "close"):
+                runner.close()
+
 
 class Engine:
     def __init__(self, lm: LoadedModel | None, limits: Limits = Limits(), sim_noise: SimNoise | None = None):

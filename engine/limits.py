@@ -35,7 +35,8 @@ class Limits:
     max_lane_kv_tokens: int = 8192  # KV a lane allocates: slots x (longest prompt + largest max_new_tokens)
     max_total_tokens: int = 12288   # prompt + new tokens of all requests together: bounds a run's compute
     fleets: bool = True             # data-parallel lanes (engine/fleet.py): the page draws each replica as a sub-lane
-    max_tensor_parallel: int = 1    # ranks a tensor-parallel lane may spawn (processes each): the CLI's only, for now
+    max_tensor_parallel: int = 3    # ranks a tensor-parallel lane may spawn (a process each, for the run's length):
+                                    # 3 is SmolLM2-135M's size (its 9 query and 3 KV heads), the tensor-parallel preset's
 
 
 # A looser set for the CLI: the simulator previews big workloads, and a file on disk is trusted more.

@@ -49,6 +49,7 @@ class JobSteps(Protocol):
     def start(self) -> None: ...
     def step(self) -> None: ...
     def finish(self) -> None: ...
+    def close(self) -> None: ...   # after the job ended, however it ended: end what its run holds (ranks)
 
 
 class RunSteps:
@@ -79,6 +80,11 @@ class RunSteps:
             if rec is not None:
                 self.records.setdefault(lane, []).append(rec)
         ctx.publish(Event.TICK, tick_payload(self.job.run_id, run.t, lanes))
+
+    def close(self) -> None:
+        """A tensor-parallel lane's ranks end with the run: finished, failed (a rank died) or cancelled."""
+        if self.run is not None:
+            self.run.close()
 
     def finish(self) -> None:
         ctx, job = self.ctx, self.job

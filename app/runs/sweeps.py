@@ -64,6 +64,9 @@ class SweepSteps:
         ctx.publish(Event.SWEEP_POINT, {"run_id": job.run_id, **self.points[-1], "done": len(self.points),
                                         "total": len(job.prepared)})
 
+    def close(self) -> None:
+        """Nothing held past a rate's run: each run's lanes end their own ranks when done (engine/lane.py)."""
+
     def finish(self) -> None:
         self.ctx.publish(Event.SWEEP_FINISHED, {"run_id": self.job.run_id, "points": self.points})
         self.ctx.finish(False)

@@ -224,6 +224,8 @@ class EngineWorker:
         except Exception as e:  # one broken job must not stop the worker: end it with run_error, take the next
             log.exception("run %s failed", job.run_id)
             self.emit(self.book.end(job, RunStatus.FAILED, f"the engine failed during this run: {type(e).__name__}: {e}"))
+        finally:
+            steps.close()  # a tensor-parallel lane's ranks end with the run, however it ended
 
     def _held(self, job: Job, held: dict) -> bool:
         """Whether `job` waits this turn, paused by its class's teacher (then after a short sleep). Its room is told
