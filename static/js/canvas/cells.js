@@ -26,7 +26,8 @@ export const PALETTE = Object.freeze({
   waiting: "#f6eaa6", waitingMark: "#8a7400", waitingText: "#4d4100",
   arrival: "#009e73",
   route: "#cc79a7",  // a fleet replica's arrival marks: where the router sent each request
-  load: "#0072b2", loadTrack: "#eef3f8",  // a fleet replica's load band: its requests running or waiting
+  load: "#0072b2", loadTrack: "#eef3f8",
+  compute: "#0072b2", allreduce: "#d55e00", splitTrack: "#f1f2f4",  // a TP lane's step: computing on a shard, all-reduces  // a fleet replica's load band: its requests running or waiting
   transfer: "#5e3c99", transferBand: "rgba(94, 60, 153, 0.35)",  // a P/D hand-off: its KV blocks copied to a decode engine
   kv: "#b8619a", kvTrack: "#f4ecf1", kvBudget: "#6b3a57",
   playhead: "#1d2330",

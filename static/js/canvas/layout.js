@@ -16,6 +16,8 @@
 const RIGHT = 20;
 const MARK_H = 11;   // the band of arrival marks above a lane's grid
 const KV_GAP = 6;
+const SPLIT_H = 12;  // a tensor-parallel lane's band under its grid: each step's compute and all-reduce
+const NOTE_H = 16;   // the placement line under a split lane's title: where its processes ran
 const LOAD_H = 18;   // a fleet replica's load band, under its grid: its requests running or waiting over time
 const LEGEND_H = 58;  // room for the legend to wrap onto a second row (when its items are not placed here)
 const NARROW = 560;  // below this canvas width the legend starts at the left edge, not under the grid
@@ -97,13 +99,15 @@ function stack(lanes, rowHs, kvHs, { size, gridX, gridW, compact }) {
     const rowH = rowHs[i];
     const title = { x: 0, y, h: titleH };
     const markH = lane.arrivals ? MARK_H : 0;
-    const marks = { x: gridX, y: y + titleH, w: gridW, h: markH };
+    const note = { x: gridX, y: y + titleH, w: gridW, h: lane.note ? NOTE_H : 0 };
+    const marks = { x: gridX, y: note.y + note.h, w: gridW, h: markH };
     const flags = { x: gridX, y: marks.y + markH, w: gridW, h: lane.preemptions ? size.flagH : 0 };
     const grid = { x: gridX, y: flags.y + flags.h, w: gridW, h: rowH * lane.rows.length };
-    const load = { x: gridX, y: grid.y + grid.h + (lane.load ? KV_GAP : 0), w: gridW, h: lane.load ? LOAD_H : 0 };
+    const split = { x: gridX, y: grid.y + grid.h + (lane.split ? 3 : 0), w: gridW, h: lane.split ? SPLIT_H : 0 };
+    const load = { x: gridX, y: split.y + split.h + (lane.load ? KV_GAP : 0), w: gridW, h: lane.load ? LOAD_H : 0 };
     const kv = { x: gridX, y: load.y + load.h + KV_GAP, w: gridW, h: kvHs[i] };
     y = kv.y + kv.h + (i === lanes.length - 1 && size.endGap !== undefined ? size.endGap : laneGap);
-    return { ...lane, rowH, title, marks, flags, grid, load, kv };
+    return { ...lane, rowH, title, note, marks, flags, grid, split, load, kv };
   });
   return { placed, y };
 }
@@ -112,7 +116,8 @@ function stack(lanes, rowHs, kvHs, { size, gridX, gridW, compact }) {
  * lanes: [{name, rows: [label...], starts: [ms], ends: [ms], gaps: [{step, from, to}], arrivals:
  * [{id, arrival, arrival_ms}] | null (no arrival marks), kvBudget (optional: a KV budget binds, its bar is taller),
  * preemptions (optional: [{step, id, slot}] for a lane that may preempt: a band of flags above its grid), load
- * (optional: a fleet's replica: a band under its grid for its load over time)}];
+ * (optional: a fleet's replica: a band under its grid for its load over time), split (optional: a tensor-parallel lane:
+ * a band under its grid, each step's compute and all-reduce), note (optional: a line under its title, its placement)}];
  * clock: "steps" | "ms"; domain: steps or ms the x axis spans, from `from` (default 0); legend (optional):
  * {entries, measure} to place the legend's items (see placeLegend), else a fixed band; maxHeight (optional): the
  * canvas height to fit; present: presenter mode's larger type; compact: the tighter titles and gaps of three or
@@ -259,7 +264,8 @@ export function flagRects(layout, lane, p) {
 }
 
 /**
- * What is under a canvas point: {lane, kind: "cell", step, row}, {lane, kind: "gap", gap},
+ * What is under a canvas point: {lane, kind: "cell", step, row}, {lane, kind: "gap", gap}, {lane, kind: "split", step}
+ * (a tensor-parallel lane's band of forward splits),
  * {lane, kind: "mark", marks: [...]} (arrival marks within 6 px), or null.
  */
 export function hitTest(layout, x, y) {
@@ -269,6 +275,14 @@ export function hitTest(layout, x, y) {
     if (m.h && y >= m.y && y < m.y + m.h) {
       const near = (lane.arrivals || []).filter((k) => Math.abs(markX(layout, k) - x) <= 6);
       return near.length ? { lane: lane.name, kind: "mark", marks: near } : null;
+    }
+    const sp = lane.split;
+    if (sp && sp.h && y >= sp.y && y < sp.y + sp.h) {
+      for (let s = 1; s <= lane.ends.length; s += 1) {
+        const [x0, x1] = stepSpan(layout, lane, s);
+        if (x >= x0 && x < x1) return { lane: lane.name, kind: "split", step: s };
+      }
+      return null;
     }
     const g = lane.grid;
     if (y < g.y || y >= g.y + g.h || x < g.x) continue;

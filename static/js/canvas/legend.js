@@ -18,6 +18,8 @@ const DEADLINE = "deadline";  // an SLO's TTFT deadline on a request's row (the 
 const MISSED = "missed";    // the ring on the cell where a request missed its SLO
 const ROUTED = "routed";    // a fleet replica's arrival mark: where the router sent a request
 const LOAD = "load";        // a fleet replica's load band
+const COMPUTE = "compute";  // a tensor-parallel step's bar: computing on the rank's shard
+const ALLREDUCE = "allreduce";  // and waiting in all-reduces
 const TRANSFER = "transfer";  // a P/D hand-off: the copy of a request's KV blocks to a decode engine, and its arrival there
 
 // [kind, label, cell info, glossary term, short label (presenter mode: one row; the glossary says the rest)]
@@ -36,6 +38,8 @@ const LEGEND = [
   [ARRIVAL, "request arrives", {}, "arrival", "arrives"],
   [ROUTED, "routed: the router sent it here", {}, "routed", "routed"],
   [LOAD, "replica load: running + waiting", {}, "replica_load", "load"],
+  [COMPUTE, "TP step: compute on a shard", {}, "tp_compute", "compute"],
+  [ALLREDUCE, "TP step: all-reduce", {}, "allreduce", "all-reduce"],
   [TRANSFER, "KV copied: prefill \u2192 decode engine", {}, "transfer", "KV copy"],
   [DEADLINE, "TTFT deadline (SLO)", {}, "slo", "deadline"],
   [MISSED, "missed the SLO", { label: "" }, "slo", "SLO miss"],
@@ -55,6 +59,7 @@ function shown(kind, flags, term) {
   if (kind === ARRIVAL) return flags.marks && !flags.fleetOnly;  // a fleet's arrivals are its routing marks
   if (kind === ROUTED || kind === LOAD) return Boolean(flags.fleet);
   if (kind === TRANSFER) return Boolean(flags.pd);
+  if (kind === COMPUTE || kind === ALLREDUCE) return Boolean(flags.split);
   if (kind === CACHED) return Boolean(flags.prefixCache);
   if (kind === DEADLINE) return Boolean(flags.slo) && flags.view === "requests";
   if (kind === MISSED) return Boolean(flags.slo);
@@ -107,6 +112,10 @@ function drawEntry(ctx, entry, x, y, px, h = 18) {
     drawMark(ctx, x + 12, { y: y + h / 2 - 5, h: 10 }, PALETTE.transfer);
   } else if (entry.kind === LOAD) drawLoad(ctx, swatch, [[x, x + 6], [x + 6, x + 12], [x + 12, x + 18], [x + 18, x + 26]], [1, 3, 2, 4], 4);
   else if (entry.kind === KV) drawKvSwatch(ctx, swatch);
+  else if (entry.kind === COMPUTE || entry.kind === ALLREDUCE) {
+    ctx.fillStyle = entry.kind === COMPUTE ? PALETTE.compute : PALETTE.allreduce;
+    ctx.fillRect(swatch.x, swatch.y + 4, swatch.w, swatch.h - 8);
+  }
   else if (entry.kind === CACHED) drawCell(ctx, swatch, Phase.PREFILL, info);
   else if (entry.kind === DEADLINE) drawDeadline(ctx, x + 4, swatch);
   else if (entry.kind === MISSED) drawSloMiss(ctx, swatch);

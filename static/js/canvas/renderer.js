@@ -13,6 +13,8 @@ import { noting } from "./ink.js";
 import { handoffLines, transferBand } from "./pdlanes.js";
 import { PRESENT_MIN, TYPE, axisTicks, cellRect, columnRect, flagRects, flagText, gapRect, markX, stepSpan, timeX } from "./layout.js";
 import { drawLegend } from "./legend.js";
+import { drawPlacement, drawSplit } from "./tplanes.js";
+import { placementLine } from "../core/tpsplit.js";
 import { stepPosition } from "../core/slo.js";
 import { Phase } from "../core/vocab.js";
 
@@ -160,6 +162,12 @@ function drawGutter(ink, layout, lane, data) {
     const words = now === null ? [`load (max ${data.loadMax})`, "load"] : [`load ${now} (max ${data.loadMax})`, `load ${now}`, String(now)];
     ctx.fillText(fitText(ctx, words, grid.x - 10) || "", grid.x - 8, lane.load.y + lane.load.h / 2);
   }
+  if (lane.split && lane.split.h) {  // a tensor-parallel lane: its band of compute and all-reduce bars
+    ctx = ink("row");
+    ctx.font = `${Math.max(9, type.label - 1)}px ${FONT}`;
+    ctx.fillStyle = PALETTE.muted;
+    ctx.fillText(fitText(ctx, ["compute | all-reduce", "fwd split", "TP"], grid.x - 10) || "", grid.x - 8, lane.split.y + lane.split.h / 2);
+  }
   if (marks.h) {
     ctx = ink("row");
     ctx.font = `${Math.max(9, type.label - 1)}px ${FONT}`;
@@ -182,7 +190,7 @@ function drawLane(ink, layout, lane, scene) {
   const steps = Math.min(data.records.length, data.revealed);
   ctx.save();
   ctx.beginPath();
-  ctx.rect(grid.x, marks.y, Math.max(0, xPlay - grid.x), kv.y + kv.h - marks.y);
+  ctx.rect(grid.x, marks.y, Math.max(0, xPlay - grid.x), kv.y + kv.h - marks.y);  // (the split band lies between)
   ctx.clip();
   for (const gap of data.timeline.gaps) {  // the part swept so far: its label centres on what is shown, not the whole wait
     const rect = gap.step <= data.records.length && gapRect(layout, lane, gap);
@@ -194,6 +202,7 @@ function drawLane(ink, layout, lane, scene) {
   }
   for (let s = 1; s <= steps; s += 1) drawStep(ctx, layout, lane, data, scene, s);
   if (lane.load && lane.load.h && data.loads) drawLoad(ctx, lane.load, loadSpans(layout, lane, steps), data.loads, data.loadMax);
+  if (lane.split && lane.split.h) drawSplit(ctx, lane.split, loadSpans(layout, lane, steps), data.records);
   if (data.slo) drawSlo(ctx, layout, lane, data, scene.view, steps);
   if (marks.h) {  // a decode engine's marks: its hand-offs, each after the band of its copy (ms clock)
     for (const a of data.timeline.arrivals) {
@@ -245,6 +254,7 @@ function drawTitle(ctx, layout, lane, scene) {
   ctx.font = `600 ${type.title}px ${FONT}`;
   ctx.fillStyle = PALETTE.text;
   ctx.fillText(name, grid.x, y);
+  if (lane.note && lane.note.h) drawPlacement(ctx, lane.note, placementLine(data.placement), type.caption - 1, room);
 }
 
 /** A P/D lane's hand-offs swept so far: a dashed line from the prefill engine's slots down to the decode engine's mark. */

@@ -14,6 +14,7 @@ import { sloVerdicts, withSlo } from "../core/slo.js";
 import { estimateSteps, gapAt, laneTimeline, perRecords, stepAt, stepCount } from "../core/timeline.js";
 import { RunStatus, SlotState } from "../core/vocab.js";
 import { count } from "../core/words.js";
+import { hasSplit } from "../core/tpsplit.js";
 
 const metricsOf = perRecords(laneMetrics);
 const partial = new WeakMap();  // records array -> Map(step -> metrics of records[0..step))
@@ -49,7 +50,8 @@ function derive(run) {
     const config = resolvedConfig(run.laneConfigs, name);
     const kvBudget = Boolean(config.config.kv_budget);
     return { name, policy: config.policy, config, title: laneTitle(config), records, done: Boolean(run.done[name]),
-      timeline: laneTimeline(records, run.workload), kvBudget, mayPreempt: kvBudget && traitsOf(config.policy).preempts };
+      timeline: laneTimeline(records, run.workload), kvBudget, mayPreempt: kvBudget && traitsOf(config.policy).preempts,
+      split: hasSplit(records), placement: records.length ? records[0].placement : undefined };  // core/tpsplit.js
   });
   const metrics = Object.fromEntries(lanes.map((l) => [l.name, metricsOf(l.records, run.workload)]));
   const drawn = lanes.flatMap((l) => {  // a P/D lane: its engines by role; a fleet: its replicas
@@ -187,7 +189,8 @@ export function legendFlags(derived, { view, clock, slo = null }) {
   const drawn = derived.drawn || [];
   const fleets = drawn.map((l) => l.fleet !== undefined && !l.pd);  // routing marks and load bands
   const pd = drawn.some((l) => l.pd);  // a P/D lane: its prefill and decode engines, the hand-offs' copies
-  return { view, preemption, waiting, marks: derived.marks, prefixCache, speculative, swap, swapOnly,
+  const split = drawn.some((l) => l.split);  // a tensor-parallel lane: compute and all-reduce bars
+  return { view, preemption, waiting, marks: derived.marks, prefixCache, speculative, swap, swapOnly, split,
     slo: Boolean(sloOf(derived, slo)), fleet: fleets.some(Boolean), fleetOnly: fleets.length > 0 && fleets.every(Boolean), pd };
 }
 

@@ -30,6 +30,7 @@ export function hovered(layout, scene, point) {
     const marks = hit.marks.filter((m) => markX(layout, m) <= timeX(layout, scene.t));
     return marks.length ? { lane, hit: { ...hit, marks }, focus: marks.length === 1 ? marks[0].id : null } : null;
   }
+  if (hit.kind === "split") return hit.step <= lane.revealed ? { lane, hit, focus: null } : null;
   if (hit.kind === "gap") return hit.gap.step <= lane.records.length ? { lane, hit, focus: null } : null;
   if (hit.step > lane.revealed) return null;
   const what = cellAt(lane, scene.view, hit.step, hit.row);

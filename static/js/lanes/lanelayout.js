@@ -17,7 +17,8 @@ export function createLaneLayout() {
     const workload = derived.run && derived.run.workload;
     const lanes = derived.drawn.map((l) => ({ name: l.name, title: l.title, rows: laneRows(l, ui.view, l.workload || workload),
       starts: l.timeline.starts, ends: l.timeline.ends, gaps: l.timeline.gaps, arrivals: derived.marks ? l.timeline.arrivals : null,
-      kvBudget: l.kvBudget, preemptions: l.mayPreempt ? l.timeline.preemptions : null, load: Boolean(l.loads), positions: l.positions }));
+      kvBudget: l.kvBudget, preemptions: l.mayPreempt ? l.timeline.preemptions : null, load: Boolean(l.loads), positions: l.positions,
+      split: Boolean(l.split), note: Boolean(l.placement) }));
     const px = ui.present ? 16 : 12;  // layout.js TYPE.legend
     const flags = legendFlags(derived, { view: ui.view, clock, slo: ui.slo });  // reveal: waits are possible, not seen
     const legend = { entries: legendEntries(ui.reveal ? { ...flags, waiting: derived.marks } : flags, px, ui.present),

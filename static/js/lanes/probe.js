@@ -12,6 +12,7 @@
 import { cellRect, columnRect, flagRects, gapRect, markX, timeX } from "../canvas/layout.js";
 import { transferBand } from "../canvas/pdlanes.js";
 import { loadBars } from "../canvas/cells.js";
+import { splitBars } from "../core/tpsplit.js";
 import { PALETTE, loadSpans, sloMarks } from "../canvas/renderer.js";
 
 function withoutRequests(m) {
@@ -76,7 +77,7 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
       turn: layout.turn ? { ...layout.turn } : null,
       canvas: { left: rect.left + window.scrollX, top: rect.top + window.scrollY },
       lanes: layout.lanes.map((l) => ({ name: l.name, title: l.title, marks: l.marks, flags: l.flags, grid: l.grid, load: l.load, kv: l.kv,
-        rowH: l.rowH, rows: l.rows.length })),
+        split: l.split, note: l.note, rowH: l.rowH, rows: l.rows.length })),
     },
     /** The SLO's targets in force ({ttft_ms, tpot_ms}: the teacher's, else the run's), or null. */
     slo: scene.sloTargets || null,
@@ -92,6 +93,15 @@ export function exposeProbe({ state, pb, ui, derived, layout, scene, shown, limi
       const data = scene.lanes.find((d) => d.name === lane);
       if (!l || !l.load || !l.load.h || !data || !data.loads) return [];
       return loadBars(l.load, loadSpans(layout, l, Math.min(data.records.length, data.revealed)), data.loads, data.loadMax);
+    },
+    /** A tensor-parallel lane's step bars as drawn (core/tpsplit.js splitBars): [{step, kind, x, w, ms, y, h}]; empty
+     * for a lane of one process. */
+    splitBars(lane) {
+      const l = laneLayout(lane);
+      const data = scene.lanes.find((d) => d.name === lane);
+      if (!l || !l.split || !l.split.h || !data) return [];
+      return splitBars(loadSpans(layout, l, Math.min(data.records.length, data.revealed)), data.records)
+        .map((b) => ({ ...b, y: l.split.y, h: l.split.h }));
     },
     /** A lane's preemption flags as drawn: [{id, step, pill: {x, y, w, h}, pole: {...}}] (empty: it cannot preempt). */
     preemptions(lane) {

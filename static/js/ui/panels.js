@@ -16,6 +16,7 @@ import { termNode } from "./tips.js";
 import { Forward, Phase, StopReason } from "../core/vocab.js";
 import { waitTerm, waitText } from "../core/waits.js";
 import { chipText } from "../core/words.js";
+import { splitLines } from "../core/tpsplit.js";
 
 const dash = "\u2013";
 const ms = (v) => (v === null || v === undefined ? dash : `${Math.round(v)}`);
@@ -245,6 +246,7 @@ export function tooltipParts(lane, hit, view, workload = null) {
       coming.length ? `arrivals meanwhile: ${coming.map((a) => `${a.id} at ${seconds(a.arrival_ms)}`).join(", ")}`
         : "arrivals meanwhile: none (a wait deadline ends it)"];
   }
+  if (hit.kind === "split") return splitLines(lane.name, lane.records, hit.step);
   if (hit.kind === "mark") {
     if (lane.pd && lane.pd.role === "decode") {  // a decode engine: its marks are the hand-offs that reached it
       return [`${lane.fleet} \u00b7 decode engine ${lane.pd.index + 1} \u00b7 KV copied in`, ...hit.marks.flatMap((a) =>
