@@ -10,6 +10,7 @@ import { bothEvict, copyCheaper, fillsMoreOfItsBlocks, losesLessToPreemption, ru
 import { laneBlockSize } from "../core/metrics.js";
 import { noiseClause, outlierClause } from "./noise.js";
 import { decodersNeverStall, firstTokensLaterByCopy } from "./pdlesson.js";
+import { tpSlowerHere } from "./tplesson.js";
 
 /** Why, as far as the run can say: its measured noise, and the worst outlier of the lanes named (if any stands out). */
 function why(derived, lanes) {
@@ -133,6 +134,7 @@ export const CHECKS = Object.freeze({
   achieves_more_hits: achievesMoreHits,
   decoders_never_stall: (derived, c) => decodersNeverStall(derived, c, laneOf, why),  // pdlesson.js: the P/D lesson
   first_tokens_later_by_copy: (derived, c) => firstTokensLaterByCopy(derived, c, laneOf, why),
+  tp_slower_here: (derived, c) => tpSlowerHere(derived, c, laneOf, why),  // tplesson.js: the tensor-parallel lesson
   finishes_no_later: finishesNoLater,
   first_tokens_sooner: firstTokensSooner,
   no_long_stall: noLongStall,

@@ -3,7 +3,9 @@
  * (the prompt tokens of request LONG: the total of its first prefill cell in any lane),
  * `{static.longest_step_share}` (the share of lane "static"'s wall time its longest step took),
  * `{8 slots.wall_s}` (that lane's wall time, 2 decimals), `{8 slots.mean_ttft_ms}` (a mean time: whole ms), a
- * fleet's `prefix_hit_rate_*` (a percentage), or any other number of a lane's metrics.
+ * fleet's `prefix_hit_rate_*` (a percentage), a lane's `median_step_ms` and a tensor-parallel lane's `allreduce_share`
+ * (tplesson.js), a named model's scale figures (`{Llama-3.1-70B.weights_gb_per_device}`, core/tpscale.js: computed
+ * from its config, known before the run), or any other number of a lane's metrics.
  * A value not known yet (the lane still runs, or no run of this mix) shows as "…"; a raw `{...}`
  * never shows. A prompt's token count comes from run_started (`run.promptTokens`, what a spectator has from the
  * start), else from the records. Then every claim of the lesson (claims.js) the finished run contradicts is
@@ -12,6 +14,8 @@
 import { applyClaims, claimDetails, markClaims } from "./claims.js";
 import { memoryValue } from "./memlesson.js";
 import { pdValue } from "./pdlesson.js";
+import { tpValue } from "./tplesson.js";
+import { scaleValue } from "../core/tpscale.js";
 import { laneBlockSize } from "../core/metrics.js";
 
 const PLACEHOLDER = /\{([^{}]+)\.([A-Za-z_0-9]+)\}/g;
@@ -35,6 +39,8 @@ function laneValue(lane, m, key, workload) {
   if (memory !== undefined) return memory;
   const pd = pdValue(m, key);  // {lane.pd_*}: a P/D lane's copies and ITL / TTFT percentiles in whole ms
   if (pd !== undefined) return pd;
+  const tp = tpValue(lane, key);  // {lane.median_step_ms}, {lane.allreduce_share}: the tensor-parallel lesson's
+  if (tp !== undefined) return tp;
   if (key === "longest_step_share") {
     const longest = Math.max(0, ...lane.records.map((r) => r.ms));
     return m.wall_s > 0 ? `${Math.round((longest / (m.wall_s * 1000)) * 100)}%` : null;
@@ -72,8 +78,9 @@ function fill(text, name, derived) {
   const filled = String(text).replace(PLACEHOLDER, (_, subject, key) => {
     if (!ours) return UNKNOWN;
     const lane = derived.lanes.find((l) => l.name === subject);
+    const scale = lane ? undefined : scaleValue(subject, key);  // {Llama-3.1-70B.weights_gb_per_device}: core/tpscale.js
     const value = lane ? laneValue(lane, derived.metrics[subject], key, run.workload)
-      : key === "prompt_tokens" ? promptTokens(run, derived.lanes, subject) : null;
+      : scale !== undefined ? scale : key === "prompt_tokens" ? promptTokens(run, derived.lanes, subject) : null;
     return value ?? UNKNOWN;
   });
   const clean = filled.replace(/\{[^}]*(\}|$)/g, UNKNOWN);  // a placeholder cut short (or unknown shape) never shows raw

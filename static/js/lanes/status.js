@@ -35,8 +35,11 @@ export function emptyText(state, missingRun, viewOnly = false) {
 }
 
 /** Why a preset cannot run on this server, or null: one with a vLLM lane where vLLM is not installed (the model's
- * status says `vllm: false` and why). Before the status arrives nothing is known, so nothing is refused. */
+ * status says `vllm: false` and why), or a tensor-parallel lane on the simulator. Before the status arrives nothing is known, so nothing is refused. */
 export function presetProblem(preset, model) {
+  if (splitsWeights(preset) && model && model.model === "simulator") {
+    return "Not available on this server: its tensor-parallel lane needs the real model (the simulator has no weights to shard).";
+  }
   if (!startsVllm(preset) || !model || model.vllm !== false) return null;
   return `Not available on this server: its vLLM lane ${model.vllm_problem || "needs vLLM, which is not installed here"}.`;
 }
@@ -71,6 +74,11 @@ export function highlightedPreset(state, presetName, presets) {
   if (!(state.error && state.error.refused)) return presetName;
   const shown = state.run && state.run.workload ? state.run.workload.name : null;
   return presets.some((p) => p.name === shown) ? shown : null;
+}
+
+/** Whether a workload has a tensor-parallel lane (its ranks shard the real model's weights). */
+function splitsWeights(workload) {
+  return Boolean(workload && Array.isArray(workload.lanes) && workload.lanes.some((l) => l && l.tensor_parallel_size > 1));
 }
 
 /** Whether a run's workload has a vLLM lane, whose engine starts before the run's first step. */

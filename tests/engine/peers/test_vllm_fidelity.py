@@ -66,7 +66,7 @@ def test_the_vllm_lane_writes_what_generate_and_our_continuous_lane_write_on_eve
 
 def test_every_demo_is_in_one_run_and_demos_in_one_run_run_alike():
     assert sorted(p for group in RUNS.values() for p in group) == DEMOS
-    assert {"memory-pressure+swap-vs-recompute", "long-prompt+vllm"} <= set(RUNS)
+    assert {"memory-pressure+swap-vs-recompute", "long-prompt+vllm", "mixed+tensor-parallel"} <= set(RUNS)
     for group in RUNS.values():
         workloads = [parse_workload(json.loads(p.read_text()), slots=SLOTS, lanes=["continuous"]) for p in group]
         assert len({json.dumps([s.__dict__ for s in w.requests], sort_keys=True, default=str) for w in workloads}) == 1
