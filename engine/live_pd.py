@@ -49,6 +49,7 @@ class LivePDLane(LiveLane):
         self.first: dict[str, tuple] = {}               # request -> (prefill record, its cell, moments): not yet told
         self.made: list[dict] = []                      # hand-offs whose first decode step ended (`handoffs`)
         self.exited: str | None = None                  # how the last worker ended, for /healthz
+        self.ensure_worker()                            # it loads the model while the server waits for requests
 
     def make_lane(self, config, scheduler_class=None, name: str = "live") -> Lane:
         """A decode engine: decode rows only; queued hand-offs hold their copied blocks as running ones do, so its
@@ -108,6 +109,8 @@ class LivePDLane(LiveLane):
             item = self.inbox.get_nowait()
             if item[0] == "add":
                 _, spec, listener = item
+                if self.worker is not None and self.worker.exit_code() is not None:
+                    self.worker_gone()          # it died while idle: the ones it held end, this one goes to a new one
                 self.listeners[spec.id] = listener
                 self.at_prefill[spec.id] = spec
                 if not self.ensure_worker().send("add", spec):

@@ -37,13 +37,22 @@ class PrefillWorker:
                  region_blocks: int, regions: int, t0: float):
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
+        self.loaded = ctx.Value("i", 0, lock=False)   # the worker's compute threads once its model is loaded (0: not yet)
         self.process = ctx.Process(target=prefill_main, name="batch-lanes prefill worker", daemon=True,
-                                   args=(child, model, config, row_len, segment, region_blocks, regions, t0))
+                                   args=(child, model, config, row_len, segment, region_blocks, regions, t0,
+                                         self.loaded))
         self.process.start()
         child.close()                       # only the child holds its end: its death closes the pipe here
         self.pid = self.process.pid
-        self.threads: int | None = None     # the worker's compute threads, once it said it is ready
-        self.ready = False
+
+    @property
+    def ready(self) -> bool:
+        """Whether its model is loaded (readable from any thread: /healthz)."""
+        return self.loaded.value > 0
+
+    @property
+    def threads(self) -> int | None:
+        return self.loaded.value or None
 
     def send(self, *message) -> bool:
         """Send a message; False when the worker is gone."""
@@ -58,10 +67,7 @@ class PrefillWorker:
         out = []
         try:
             while self.conn.poll(wait_s if not out else 0):
-                message = self.conn.recv()
-                if message[0] == "ready":
-                    self.ready, self.threads = True, message[2]
-                out.append(message)
+                out.append(self.conn.recv())
         except (EOFError, OSError):
             return None
         return out
@@ -79,7 +85,7 @@ class PrefillWorker:
 
 
 def prefill_main(conn, model: tuple[str, str, str], config: EngineConfig, row_len: int, segment: str,
-                 region_blocks: int, regions: int, t0: float) -> None:
+                 region_blocks: int, regions: int, t0: float, loaded) -> None:
     """The worker process: load the model, then prefill and hand off until told to stop or the pipe closes."""
     from engine.threads import configure
     configure()
@@ -95,7 +101,8 @@ def prefill_main(conn, model: tuple[str, str, str], config: EngineConfig, row_le
     except Exception as e:  # the serving process says why on its streams and its log
         conn.send(("load_failed", f"{type(e).__name__}: {e}"))
         return
-    conn.send(("ready", os.getpid(), compute_threads()))
+    loaded.value = compute_threads()
+    conn.send(("ready", os.getpid(), loaded.value))
     free = list(range(regions))                 # regions of the segment the decode side has read
     admitted: dict[str, float] = {}             # request -> start of the step that first admitted it
     wrote: dict[str, object] = {}               # request handed off -> the record of the step that wrote its token
