@@ -37,7 +37,7 @@ class PrefillWorker:
                  region_blocks: int, regions: int, t0: float):
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.loaded = ctx.Value("i", 0, lock=False)   # the worker's compute threads once its model is loaded (0: not yet)
+        self.loaded = ctx.Value("i", 0, lock=False)   # its compute threads once its model is loaded (0: not yet)
         self.process = ctx.Process(target=prefill_main, name="batch-lanes prefill worker", daemon=True,
                                    args=(child, model, config, row_len, segment, region_blocks, regions, t0,
                                          self.loaded))
