@@ -11,6 +11,7 @@ import time
 import pytest
 
 from engine import Engine
+from engine.config import live_config, live_pd
 from engine.live import LiveLane
 from engine.live_pd import LivePDLane
 from engine.request import RequestSpec
@@ -123,3 +124,11 @@ def test_a_prefill_worker_that_dies_ends_its_requests_with_an_error_and_the_pair
     assert fresh != pid and prefill_alive(fresh)
     lane.close()                                                 # the pair's worker ends with the lane
     assert not prefill_alive(fresh)
+
+
+def test_a_served_pair_is_one_prefill_worker_and_one_decode_engine_and_bad_shapes_name_the_field():
+    assert live_pd(PD) and not live_pd({}) and not live_pd(None)
+    for bad in ({"prefill": 2, "decode": 1}, {"prefill": 1}, "1+1"):
+        with pytest.raises(ValueError, match="^disaggregation: a served P/D pair is"):
+            live_config(4, 64, {"disaggregation": bad})
+    assert live_config(4, 64, PD).slots == 4      # not an option of how the lane batches: it is taken out
