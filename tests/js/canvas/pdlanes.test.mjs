@@ -151,3 +151,14 @@ test("the vLLM P/D pair is drawn as our P/D lanes are: its two engines, its hand
   assert.equal(d.metrics[PAIR.lane].placement.says, PAIR.records[0].placement.says);
   assert.equal(pdCell("pd.copied", d.metrics[PAIR.lane]).split(" \u00b7 ")[0], `${PAIR.expected.pd.blocks} blk`);
 });
+
+test("the compare page lays out a P/D lane's engines, the lanes its scene draws (it laid out the lane and failed)", async () => {
+  const { layoutLanes, mergeScenes } = await import("../../../static/js/compare/runs.js");
+  const { buildScene } = await import("../../../static/js/canvas/scene.js");
+  const derived = golden();
+  const side = { label: "A", derived, run: { workload: CASE.workload } };
+  const scene = mergeScenes([side], [buildScene(derived, { view: "slots", clock: "ms", t: 1000, focus: null })]);
+  const laid = layoutLanes([side], "slots").map((l) => l.name);
+  assert.deepEqual(laid, ["A \u00b7 P/D 1+1/prefill0", "A \u00b7 P/D 1+1/decode0"]);
+  assert.deepEqual(scene.lanes.map((l) => l.name), laid, "every laid-out lane has its scene lane");
+});
