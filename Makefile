@@ -8,7 +8,7 @@ PORT   ?= 5000
 # idle OpenMP threads sleep rather than spin: on 2 shared cores spinning made decode steps ~50x slower
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: setup run check test bench clean browser redis scale kernels vllm router fleet
+.PHONY: setup run run-pd check test bench clean browser redis scale kernels vllm router fleet
 
 VENDOR := static/vendor/socket.io.min.js static/vendor/uPlot.iife.min.js static/vendor/uPlot.min.css
 
@@ -79,6 +79,11 @@ fleet: setup router
 
 run: setup
 	$(PY) -m app --host $(HOST) --port $(PORT)
+
+# the OpenAI endpoint served by a P/D pair: a prefill worker process hands each prompt's KV blocks to this process's
+# decode engine through shared memory (docs/disaggregation.md, "Served")
+run-pd: setup
+	$(PY) -m app --host $(HOST) --port $(PORT) --live-options '{"disaggregation": {"prefill": 1, "decode": 1}}'
 
 # the fast tier on two pytest workers (pytest-xdist): every test with none of the tier marks (pyproject.toml), then
 # the page's JS tests (tests/js/, a folder per wing of static/js)

@@ -113,6 +113,10 @@ def config_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         parser.error(f"--metrics-prefix {config['METRICS_PREFIX']!r}: letters, digits and _ only, not starting with a digit")
     config["LIMITS"] = replace(DEFAULTS["LIMITS"], **changes)
     config["LIVE_OPTIONS"] = live_options(args.live_options, parser)
+    from engine.config import live_pd
+    if live_pd(config["LIVE_OPTIONS"]) and config["BACKEND"] == "sim":
+        parser.error("--live-options: disaggregation needs the model (a served P/D pair copies real KV blocks), "
+                     "not --backend sim")
     return config
 
 

@@ -200,7 +200,18 @@ class LaneSpec:
 # chunks mixed into the running requests' decode step, under a token budget (a prompt longer than the room left
 # is chunked by it), in one forward a step, so a long prompt never stalls the streams for a whole prefill call.
 # Measured best of four option sets (docs/live-api.md, scripts/live_bench.py).
-LIVE_OPTIONS = {"max_batch_tokens": 256, "chunk_size": None, "fused": True}
+LIVE_OPTIONS = {"max_batch_tokens": 256, "chunk_size": None, "fused": True,
+                "disaggregation": None}   # {"prefill": 1, "decode": 1}: a served P/D pair (engine/live_pd.py)
+LIVE_PD = {"prefill": 1, "decode": 1}
+
+
+def live_pd(options: dict | None) -> bool:
+    """Whether the live options ask for a served P/D pair; ValueError naming the field unless it is one of each."""
+    pd = (options or {}).get("disaggregation")
+    if pd is not None and pd != LIVE_PD:
+        raise ValueError(f"disaggregation: a served P/D pair is {LIVE_PD} (one prefill worker, one decode engine), "
+                         f"got {pd!r}")
+    return pd is not None
 
 
 def live_config(slots: int, row_len: int, options: dict | None = None) -> EngineConfig:
@@ -212,6 +223,8 @@ def live_config(slots: int, row_len: int, options: dict | None = None) -> Engine
         raise ValueError(f"unknown live option {', '.join(sorted(unknown))}; known: {', '.join(LIVE_OPTIONS)}")
     if isinstance(options["max_batch_tokens"], int):
         options["max_batch_tokens"] = max(options["max_batch_tokens"], slots)  # every running request decodes
+    live_pd(options)
+    del options["disaggregation"]   # not how a lane batches: which processes run it
     if not isinstance(options["fused"], bool):
         raise ValueError(f"fused must be true or false, got {options['fused']!r}")
     # a prefix cache (prompts that share a prefix reuse its K/V: the API's cached_tokens), within a KV budget of

@@ -21,8 +21,12 @@ inter-token latency shows with arrivals in ms); step k routes the arrivals of st
 engines the hand-offs of step k - 1. It does not know how an
 engine schedules or computes, nor what the copy goes through.
 """
+import os
+
 from engine.kv.transfer import KVChannel
 from engine.lane import Lane
+from engine.report.placement import placement
+from engine.worker.model import compute_threads
 from engine.request import Request, RequestStatus
 from engine.spec import RequestSpec
 from engine.step import Forward, Route, StepRecord, Transfer
@@ -113,9 +117,29 @@ class PDLane:
                             forward=Forward.NONE, simulated=all(lane.runner.simulated for lane in self.engines),
                             replicas=tuple(stepped), routes=tuple(routes),
                             roles=("prefill",) * len(self.prefill) + ("decode",) * len(self.decode),
-                            transfers=tuple(transfers))
+                            transfers=tuple(transfers), placement=None if self.records else self.placement())
         self.records.append(record)
         return record
+
+    def placement(self) -> dict | None:
+        """Where the lane ran (engine/report/placement.py): every engine in this one process, stepping in turn, so
+        one engine's threads compute at a time; the copy goes through a shared-memory segment. None on the
+        simulator, which runs nowhere."""
+        lm = getattr(self.engines[0].runner, "lm", None)
+        if self.channel.simulated or lm is None:
+            return None
+        threads, pid = compute_threads(), os.getpid()
+        roles = ["prefill"] * len(self.prefill) + ["decode"] * len(self.decode)
+        device = "cpu" if lm.device.type == "cpu" else f"{lm.device.type}:{lm.device.index or 0}"
+        out = placement([{"role": role, "pid": pid, "threads": threads} for role in roles],
+                        "shared memory (multiprocessing.shared_memory), both sides in this one process", device)
+        # one process whose engines take turns: their threads are not added up (placement() adds up processes')
+        out["oversubscribed"] = device == "cpu" and threads > out["cores"]
+        domains = "one memory domain" if out["memory_domains"] == 1 else f"{out['memory_domains']} memory domains"
+        out["says"] = (f"{len(roles)} engines in one process of {threads} thread{'s' * (threads != 1)}, computing in "
+                       f"turn, on {out['cores']} cores, {domains}: "
+                       + ("oversubscribed" if out["oversubscribed"] else "not oversubscribed"))
+        return out
 
     def shared_clock(self) -> float:
         """Step clock: when the lane's next step starts: once its slowest engine step that computed something ended

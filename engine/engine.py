@@ -17,6 +17,7 @@ from engine.kv.transfer import KVChannel
 from engine.sched.handoff import DecodeScheduler, PrefillScheduler
 from engine.sched.scheduler import Scheduler
 from engine.lane import Lane
+from engine.report.placement import placement
 from engine.sched.router import Router
 from engine.worker.model import LoadedModel
 from engine.sched.policies import POLICIES
@@ -143,7 +144,8 @@ class Engine:
             return FleetLane(spec.name, replicas, router, list(workload.requests), workload.timed)
         if spec.disaggregation is not None and spec.engine == "vllm":  # a real vLLM pair, its own KV connector
             from engine.peers.vllm_pd_lane import VllmPDLane
-            return VllmPDLane(spec, list(workload.requests), workload.timed, self.lm, str(self.lm.folder))
+            return VllmPDLane(spec, list(workload.requests), workload.timed, self.lm, str(self.lm.folder),
+                              place=placement)
         if spec.disaggregation is not None:  # prefill engines and decode engines, KV blocks copied between
             return self.pd_lane(spec, workload, row_len, eos_ids, pad_id)
         if spec.engine == "vllm":  # a real vLLM engine in its own process (started here: ~60 s)

@@ -34,13 +34,7 @@ class LiveLane:
         self.engine = engine
         self.row_len = row_len or min(limits.max_prompt_tokens + limits.max_new_tokens,
                                       lm.max_context if lm is not None else 1 << 30)
-        config = live_config(slots, self.row_len, options)
-        scheduler = ContinuousScheduler(config, [], eos_ids=frozenset() if lm is None else lm.eos_ids,
-                                        pad_id=0 if lm is None else lm.pad_id, timed=True)
-        blocks = scheduler.blocks
-        runner = SimRunner(slots, blocks.num_blocks, blocks.block_size, fused=config.fused) if lm is None else \
-            ModelRunner(lm, slots, blocks.num_blocks, blocks.block_size, fused=config.fused)
-        self.lane = Lane("live", scheduler, runner, kv_capacity=slots * self.row_len)
+        self.lane = self.make_lane(live_config(slots, self.row_len, options))
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()   # ("add", spec, listener) | ("cancel", request id)
         self.listeners: dict[str, Listener] = {}
         self.calls: list[tuple[Listener, StepRecord | None, SlotRecord | None]] = []  # what `notify` will tell
@@ -49,6 +43,16 @@ class LiveLane:
         self.t0 = time.monotonic()
         self.queued = 0                                       # requests in the inbox or waiting for a slot
         self.failure: str | None = None                       # why the last aborted step failed (for its listeners)
+
+    def make_lane(self, config, scheduler_class=ContinuousScheduler, name: str = "live") -> Lane:
+        """The lane this live lane steps: `scheduler_class` on `config`, over a runner of its block manager's pool."""
+        lm, slots = self.engine.lm, config.slots
+        scheduler = scheduler_class(config, [], eos_ids=frozenset() if lm is None else lm.eos_ids,
+                                    pad_id=0 if lm is None else lm.pad_id, timed=True)
+        blocks = scheduler.blocks
+        runner = SimRunner(slots, blocks.num_blocks, blocks.block_size, fused=config.fused) if lm is None else \
+            ModelRunner(lm, slots, blocks.num_blocks, blocks.block_size, fused=config.fused)
+        return Lane(name, scheduler, runner, kv_capacity=slots * self.row_len)
 
     @property
     def scheduler(self) -> ContinuousScheduler:
@@ -87,10 +91,7 @@ class LiveLane:
             return None
         self.lane.clock = max(self.lane.clock, self.now_ms())  # the wall clock: idle time is waiting
         record = self.lane.step()
-        cells = {c.request: c for c in record.slots if c.request}
-        for request_id in cells.keys() | set(record.finished) | set(record.returned):
-            if request_id in self.requests and request_id in self.listeners:
-                self.calls.append((self.listeners[request_id], record, cells.get(request_id)))
+        self.tell(record)
         for request_id in record.returned:
             self.requests.pop(request_id, None)
             self.listeners.pop(request_id, None)
@@ -98,6 +99,13 @@ class LiveLane:
         self.queued = len(self.scheduler.waiting) + self.inbox.qsize()
         self.recent.append(record)
         return record
+
+    def tell(self, record: StepRecord) -> None:
+        """Queue for `notify` what `record` did to each request of this lane that took part in it."""
+        cells = {c.request: c for c in record.slots if c.request}
+        for request_id in cells.keys() | set(record.finished) | set(record.returned):
+            if request_id in self.requests and request_id in self.listeners:
+                self.calls.append((self.listeners[request_id], record, cells.get(request_id)))
 
     def _drain(self) -> None:
         while True:

@@ -219,6 +219,8 @@ class LiveGateway:
             requests = [self.requests[i].summary.to_dict() for i in ids if i in self.requests]
             if self.metrics is not None:
                 self._count_step(rec)
+                for handoff in getattr(self.lane, "handoffs", list)():   # a served P/D pair: the five TTFT parts, the copy's bytes
+                    self.metrics.handed_off(handoff["ttft_parts"], handoff["bytes"])
         return [Send(Event.LIVE_STEP, {"record": rec, "requests": requests}, LIVE_ROOM)]
 
     def _count_step(self, rec: dict) -> None:

@@ -53,5 +53,8 @@ class LaneHandle(Protocol):
         """Ids as text, special tokens kept (None: no model yet; ValueError: an id outside the vocabulary)."""
     def token_texts(self, ids: list[int]) -> list[str]:
         """Each id decoded alone, special tokens kept (how logprobs name their tokens)."""
+    def handoffs(self) -> list[dict]:
+        """A served P/D pair's hand-offs whose first decode step ended since the last call ({request, blocks, bytes,
+        ttft_parts}); [] for a colocated lane."""
     def vocab_size(self) -> int | None:
         """Token ids below this are valid prompt ids (None: the simulator, which has no logits either)."""

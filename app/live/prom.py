@@ -30,6 +30,12 @@ ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.
 REQUEST_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
                    480.0, 960.0, 1920.0, 7680.0)
 PREEMPTION_BUCKETS = (0, 1, 2, 3, 4, 5, 10, 20, 50)   # a request's preemptions
+# a served P/D pair's five TTFT parts (docs/disaggregation.md): batch_lanes:pd_<part>_time_seconds
+PD_PARTS = {"prefill_queue": "P/D: time from arrival to the prefill worker's step that admitted the request.",
+            "prefill": "P/D: time from that step's start to the end of the prefill step that wrote the first token.",
+            "kv_transfer": "P/D: the KV blocks' copy, prefill worker to decode engine (both sides, measured).",
+            "decode_queue": "P/D: time from the copy's end to the decode engine's first step for the request.",
+            "first_decode": "P/D: that step (the first and second tokens reach the client at its end)."}
 ITERATION_BUCKETS = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 
 
@@ -82,6 +88,11 @@ class LiveMetrics:
                                        token_buckets)
         self.iteration = hist("iteration_tokens_total", "Tokens a step computed (prompt and generated).",
                               ITERATION_BUCKETS)
+        # a served P/D pair (engine/live_pd.py): the five parts of a handed-off request's TTFT as the client sees it
+        # (its first token comes with its second, from the decode engine), and the KV bytes copied between the two
+        self.pd_parts = {part: hist(f"pd_{part}_time_seconds", doc, TTFT_BUCKETS) for part, doc in PD_PARTS.items()}
+        self.pd_bytes = Counter(p + "pd_kv_transfer_bytes", "KV cache bytes copied from the prefill worker to the "
+                                "decode engine (blocks x block bytes).", m, registry=r)
         self.prompt_tokens = Counter(p + "prompt_tokens", "Prompt tokens of the requests served.", m, registry=r)
         self.generation_tokens = Counter(p + "generation_tokens", "Tokens generated.", m, registry=r)
         self.preemptions = Counter(p + "num_preemptions", "Requests evicted from the live lane.", m, registry=r)
@@ -140,6 +151,13 @@ class LiveMetrics:
         self.request_prompt.labels(*model).observe(prompt_tokens)
         self.request_generation.labels(*model).observe(generation_tokens)
         self.ended(reason)
+
+    def handed_off(self, parts_ms: dict[str, float], kv_bytes: int) -> None:
+        """A served P/D pair's hand-off, once its first decode step ended: its five TTFT parts (ms) and bytes."""
+        model = self._m()
+        for part, ms in parts_ms.items():
+            self.pd_parts["kv_transfer" if part == "transfer" else part].labels(*model).observe(max(0.0, ms) / 1000)
+        self.pd_bytes.labels(*model).inc(kv_bytes)
 
     def ended(self, reason: str) -> None:
         """Count a request that ended, by `reason` (FINISHED_REASONS)."""

@@ -42,9 +42,33 @@ class LiveDriver:
         """The live lane, made once the model is ready (None before, or where this worker has none)."""
         with self._lock:
             if self.lane is None and self.status()["ready"] and self.slots_n:
-                from engine.live import LiveLane
+                from engine.config import live_pd
+                if live_pd(self.options_in):   # a served P/D pair: a prefill worker process and this decode engine
+                    from engine.live_pd import LivePDLane as LiveLane
+                else:
+                    from engine.live import LiveLane
                 self.lane = LiveLane(self.engine(), slots=self.slots_n, options=self.options_in)
             return self.lane
+
+    def handoffs(self) -> list[dict]:
+        """A served P/D pair's hand-offs whose first decode step ended since the last call (engine.live_pd); []."""
+        return self.lane.handoffs() if self.lane is not None and hasattr(self.lane, "handoffs") else []
+
+    def pair(self) -> dict | None:
+        """A served P/D pair's processes and placement (/healthz), None for a colocated lane or before it is made."""
+        if self.lane is None or not hasattr(self.lane, "processes"):
+            return None
+        from engine.live_pd import TRANSPORT
+        from engine.report.placement import placement
+        processes = self.lane.processes()
+        return {"processes": processes, "placement": placement(
+            [{k: p[k] for k in ("role", "pid", "threads")} for p in processes], TRANSPORT,
+            self.engine().lm.device.type)}
+
+    def close(self) -> None:
+        """End the processes the lane started (a served P/D pair's prefill worker)."""
+        if self.lane is not None and hasattr(self.lane, "close"):
+            self.lane.close()
 
     def has_work(self) -> bool:
         return self.lane is not None and self.lane.has_work()

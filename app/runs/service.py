@@ -58,6 +58,9 @@ class Runs:
             body["status"] = "degraded"
         if s["error"]:
             body["error"] = s["error"]
+        pair = self.worker.live.pair() if self.worker is not None else None
+        if pair is not None:   # a served P/D pair: its prefill worker's and decode engine's processes, where they ran
+            body["pd"] = pair
         return body, 503 if s["error"] or not delivering else 200
 
     # -- submit, watch, cancel, leave ----------------------------------------------------------------

@@ -95,6 +95,7 @@ class EngineWorker:
         join = getattr(self._task, "join", None)  # a Thread; a green thread just ends
         if join is not None:
             join(timeout)
+        self.live.close()                         # a served P/D pair's prefill worker ends with the server
 
     def alive(self) -> bool:
         """Whether the loop still runs (GET /health): a Thread's is_alive, a green thread's not `dead`."""

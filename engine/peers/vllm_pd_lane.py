@@ -20,6 +20,7 @@ when the slowest step k - 1 that computed something ended and its saves were don
 step k + 1. Arrivals in ms: each engine on its own clock, one engine a lane step (the one whose next step starts
 first), a request given to the decode engine once its save is done.
 """
+import os
 import weakref
 from dataclasses import replace
 
@@ -31,14 +32,19 @@ from engine.peers.vllm_options import engine_args
 from engine.peers.vllm_pair import acquire_pair, release_pair
 
 INF = float("inf")
+TRANSPORT = ("vLLM ExampleConnector: one safetensors file per layer per request on /dev/shm (tmpfs: memory), "
+             "written by the prefill engine, read by the decode engine")
+BRIDGE_BIND = "0-1"   # engine/peers/vllm_bridge.py's default binding of each engine's OpenMP threads
 THROUGH = "vllm_example_connector"   # safetensors files under /dev/shm, one per layer per request (tmpfs: memory)
 
 
 class VllmPDLane:
     """A Lane-like lane (name, records, clock, done, requests, step()) over a vLLM prefill engine and decode engine."""
 
-    def __init__(self, spec: LaneSpec, requests: list[RequestSpec], timed: bool, lm, model_folder: str):
+    def __init__(self, spec: LaneSpec, requests: list[RequestSpec], timed: bool, lm, model_folder: str,
+                 place=None):
         self.name, self.spec, self.lm = spec.name, spec, lm
+        self.place = place   # placement(processes, transport) (engine/report/placement.py; peers sit below report)
         self.specs = list(requests)
         self.args, self.model_folder = engine_args(spec), model_folder
         self.pair = acquire_pair(model_folder, self.args)   # a warm pair, or two vLLM starts (~45 s each, at once)
@@ -152,10 +158,23 @@ class VllmPDLane:
         end = max([r.start_ms + r.ms for r in made] + [t.start_ms + t.ms for t in transfers], default=start)
         record = StepRecord(lane=self.name, step=k, slots=(), start_ms=start, ms=round(end - start, 3),
                             forward=Forward.NONE, replicas=tuple(stepped), routes=tuple(routes),
-                            roles=("prefill", "decode"), transfers=tuple(transfers))
+                            roles=("prefill", "decode"), transfers=tuple(transfers),
+                            placement=None if self.records else self.placement())
         self.records.append(record)
         self.clock = max(self.clock, end)
         return record
+
+    def placement(self) -> dict | None:
+        """Where the pair ran (`place`: engine/report/placement.py's, handed in by the engine): two bridge processes,
+        each a vLLM engine whose OpenMP threads are bound to the same cores (VLLM_CPU_OMP_THREADS_BIND,
+        engine/peers/vllm_bridge.py), joined by ExampleConnector's files on /dev/shm."""
+        if self.place is None:
+            return None
+        binding = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", BRIDGE_BIND)
+        threads = sum(int(b or a) - int(a) + 1 for a, _, b in (part.partition("-") for part in binding.split(",")))
+        return self.place([{"role": role, "pid": bridge.proc.pid, "threads": threads}
+                          for role, bridge in (("prefill", self.pair.prefill), ("decode", self.pair.decode))],
+                         TRANSPORT)
 
     def shared_clock(self) -> float:
         """When step k starts: once the slowest engine step k - 1 that computed something ended and the saves of its

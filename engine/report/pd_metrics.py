@@ -46,6 +46,8 @@ def pd_metrics(recs: list[dict], workload, one_lane) -> dict:
     out.update({"mean_load_imbalance": None, "max_load_imbalance": None, "prefix_hit_rate_available": None,
                 "prefix_hit_rate_achieved": None})
     out["requests"] = per
+    if recs[0].get("placement"):  # a split lane's machine statement (engine/report/placement.py)
+        out["placement"] = recs[0]["placement"]
     moved = list(transfers.values())
     blocks = sum(t["blocks"] for t in moved)
     out["pd"] = {"prefill": P, "decode": len(roles) - P, "transfers": len(moved), "blocks": blocks,

@@ -70,6 +70,11 @@ class LoadedModel:
         return self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
 
 
+def compute_threads() -> int:
+    """This process's torch compute threads (what a split lane's placement counts as its busy threads)."""
+    return torch.get_num_threads()
+
+
 def default_model_path() -> Path:
     spec = importlib.util.find_spec(DEFAULT_PACKAGE)  # found, not imported: the package imports `llm`
     if spec is None or not spec.submodule_search_locations:

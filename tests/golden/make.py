@@ -2,7 +2,7 @@
 them, one case per kind of lane. tests/engine/report/test_metrics_golden.py (pytest) and tests/js/core/metrics.test.mjs (node) hold
 lane_metrics and static/js/core/metrics.js to these answers, without a model or a browser.
 
-    python -m tests.golden.make            # every case; the real-model ones (speculative, pd_model) load it once
+    python -m tests.golden.make            # every case; the real-model ones (speculative, pd_model, pd_vllm) load it once
     python -m tests.golden.make --sim      # only the simulator's cases (keeps the stored real-model cases' records,
                                            # their expected metrics computed again from them)
 
@@ -37,6 +37,9 @@ CASES = {
     "pd": ("pd-vs-colocated", "P/D 1+1", False),  # prefill and decode engines: the hand-off and the five TTFT parts
     "pd_model": ("pd-vs-colocated", "P/D 1+1", True),  # the same on SmolLM2: KV blocks copied through shared memory
     "speculative": ("spec-quote", "prompt lookup", True),
+    # the real vLLM P/D pair (where `make vllm` ran): its records in our P/D lanes' shape, ExampleConnector's copies
+    "pd_vllm": ("pd-vs-colocated", {"name": "vLLM P/D", "engine": "vllm",
+                                    "disaggregation": {"prefill": 1, "decode": 1}}, True),
 }
 # An SLO a case sets that its demo does not (the arrivals, sjf and long-prompt demos carry their own): the fleet's
 # pooled SLO figures held in both languages.

@@ -62,12 +62,15 @@ export function defaultClock(sides) {
   return sides.some((s) => s.derived.timed) ? "ms" : "steps";
 }
 
-/** Both runs' lanes, A's first, as computeLayout takes them (named "A · static"). */
+/**
+ * Both runs' drawn lanes, A's first, as computeLayout takes them (named "A · static"): a fleet's replicas and a P/D
+ * lane's engines, as the main page draws them (buildScene's lanes are these).
+ */
 export function layoutLanes(sides, view) {
-  return sides.flatMap((s) => s.derived.lanes.map((l) => ({
+  return sides.flatMap((s) => (s.derived.drawn || s.derived.lanes).map((l) => ({
     name: sideName(s.label, l.name), title: `${s.label} \u00b7 ${l.title}`, side: s.label,
-    rows: laneRows(l, view, s.run.workload), starts: l.timeline.starts, ends: l.timeline.ends, gaps: l.timeline.gaps,
-    arrivals: s.derived.marks ? l.timeline.arrivals : null })));
+    rows: laneRows(l, view, l.workload || s.run.workload), starts: l.timeline.starts, ends: l.timeline.ends,
+    gaps: l.timeline.gaps, arrivals: s.derived.marks ? l.timeline.arrivals : null, positions: l.positions })));
 }
 
 /**

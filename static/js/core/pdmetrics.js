@@ -147,6 +147,7 @@ export function pdMetrics(records, workload, laneMetrics) {
   for (const key of FLEET_METRICS) out[key] = null;
   out.simulated = done.every((p) => p.simulated);
   out.requests = Object.fromEntries(per.map((q) => [q.id, q]));
+  if (records.length && records[0].placement) out.placement = records[0].placement;  // where it ran (placement.py)
   const moved = [...transfers.values()];
   const blocks = moved.reduce((n, t) => n + t.blocks, 0);
   const ms = moved.reduce((n, t) => n + t.ms, 0);

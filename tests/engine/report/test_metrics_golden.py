@@ -13,7 +13,7 @@ from tests.kit import ROOT
 
 CASES = json.loads((ROOT / "tests" / "golden" / "metrics.json").read_text())
 KINDS = {"static", "dynamic", "continuous", "chunked_prefill", "preemption", "swap", "prefix_cache", "speculative",
-         "ms_arrivals_dynamic", "ms_arrivals_continuous", "pd", "pd_model"}
+         "ms_arrivals_dynamic", "ms_arrivals_continuous", "pd", "pd_model", "pd_vllm"}
 
 
 def computed(case: dict) -> dict:
@@ -38,6 +38,10 @@ def test_the_fixture_holds_every_kind_of_lane_and_each_shows_what_it_is_for():
     assert facts["pd"]["pd"]["through"] == ["simulated"] and facts["pd_model"]["pd"]["through"] == ["shared_memory"]
     assert facts["pd_model"]["simulated"] is False
     assert facts["pd_model"]["pd"]["bytes"] == facts["pd_model"]["pd"]["blocks"] * 737280 > 0
+    # the real vLLM pair: ExampleConnector's full 32-token blocks, and where its two processes ran
+    assert facts["pd_vllm"]["pd"]["through"] == ["vllm_example_connector"]
+    assert facts["pd_vllm"]["pd"]["bytes"] == facts["pd_vllm"]["pd"]["blocks"] * 32 * 46080 > 0
+    assert [p["role"] for p in facts["pd_vllm"]["placement"]["processes"]] == ["prefill", "decode"]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

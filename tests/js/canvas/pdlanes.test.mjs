@@ -128,3 +128,37 @@ test("on the step clock an engine's steps stand at the lane steps they ran in", 
   assert.deepEqual(stepSpan(layout, { positions: [2, 5] }, 2), [40, 50]);
   assert.deepEqual(stepSpan(layout, {}, 2), [10, 20], "a lane of one engine: its own steps");
 });
+
+// The real vLLM P/D pair (engine/peers/vllm_pd_lane.py) on the page: its records have our P/D lanes' shape, so the
+// same code draws it. Records: the golden `pd_vllm` case (one run of the pair on pd-vs-colocated, SmolLM2).
+const PAIR = JSON.parse(readFileSync(new URL("../../golden/metrics.json", import.meta.url), "utf8")).pd_vllm;
+
+test("the vLLM P/D pair is drawn as our P/D lanes are: its two engines, its hand-offs at its loads' ends", () => {
+  const d = deriveRun({ id: "pair", status: "finished", workload: PAIR.workload, lanes: [PAIR.lane],
+    laneConfigs: PAIR.workload.lanes, records: { [PAIR.lane]: PAIR.records }, done: { [PAIR.lane]: true }, t: 0 });
+  assert.deepEqual(d.drawn.map((l) => [l.title, l.pd.role]), [
+    ["vLLM P/D \u00b7 prefill engine 1 of 1", "prefill"], ["vLLM P/D \u00b7 decode engine 1 of 1", "decode"]]);
+  const moved = pdTransfers(PAIR.records);
+  assert.equal(moved.length, Object.keys(PAIR.expected.requests).length, "every request handed off");
+  const marks = d.drawn[1].timeline.arrivals;
+  for (const t of moved) {
+    assert.equal(marks.find((a) => a.id === t.request).arrival_ms, readyMs(t));
+    assert.equal(t.bytes, t.blocks * 32 * 46080, "the connector's bytes: full 32-token blocks x SmolLM2's bytes a token");
+  }
+  const mark = marks.find((a) => a.id === moved[0].request);
+  const lines = tooltipLines(d.drawn[1], { kind: "mark", marks: [mark] }, "slots", PAIR.workload);
+  assert.ok(lines[1].endsWith("(through vllm_example_connector)"), lines[1]);
+  assert.equal(d.metrics[PAIR.lane].placement.says, PAIR.records[0].placement.says);
+  assert.equal(pdCell("pd.copied", d.metrics[PAIR.lane]).split(" \u00b7 ")[0], `${PAIR.expected.pd.blocks} blk`);
+});
+
+test("the compare page lays out a P/D lane's engines, the lanes its scene draws (it laid out the lane and failed)", async () => {
+  const { layoutLanes, mergeScenes } = await import("../../../static/js/compare/runs.js");
+  const { buildScene } = await import("../../../static/js/canvas/scene.js");
+  const derived = golden();
+  const side = { label: "A", derived, run: { workload: CASE.workload } };
+  const scene = mergeScenes([side], [buildScene(derived, { view: "slots", clock: "ms", t: 1000, focus: null })]);
+  const laid = layoutLanes([side], "slots").map((l) => l.name);
+  assert.deepEqual(laid, ["A \u00b7 P/D 1+1/prefill0", "A \u00b7 P/D 1+1/decode0"]);
+  assert.deepEqual(scene.lanes.map((l) => l.name), laid, "every laid-out lane has its scene lane");
+});
