@@ -81,7 +81,7 @@ def load_shard(folder: str, size: int) -> torch.nn.Module:
     return model.eval()
 
 
-def rank_main(rank: int, size: int, port: int, folder: str, pool: dict, conn, threads: int) -> None:
+def rank_main(rank: int, conn, size: int, port: int, folder: str, pool: dict, threads: int) -> None:
     """The rank process: join the group, load its shard, build its runner, answer the driver until "stop"."""
     import torch.distributed as dist
     torch.set_num_threads(threads)
