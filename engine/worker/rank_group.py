@@ -89,6 +89,19 @@ class RankGroup:
                 self.fail(f"{self.noun} {min(waiting)} did not answer within {timeout_s:.0f} s")
         return out
 
+    def ask(self, i: int, timeout_s: float) -> tuple:
+        """Process i's next reply (the tuple after its kind), as `replies` would wait for it alone."""
+        conn, deadline = self.conns[i], time.monotonic() + timeout_s
+        while not conn.poll(0.005):
+            if not self.procs[i].is_alive():
+                self.fail(f"{self.noun} {i} stopped")
+            if time.monotonic() > deadline:
+                self.fail(f"{self.noun} {i} did not answer within {timeout_s:.0f} s")
+        msg = conn.recv()
+        if msg[0] == "error":
+            self.fail(msg[1])
+        return msg[1:]
+
     def fail(self, what: str):
         """Stop every process and raise, naming first one that died (the others' errors follow from it)."""
         for p in self.procs:

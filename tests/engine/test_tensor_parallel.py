@@ -12,20 +12,8 @@ from engine.report.metrics import run_metrics
 from engine.worker.tensor_parallel import TensorParallelError, TensorParallelRunner
 from engine.workload.workload import CLI_LIMITS, WorkloadError, parse_workload
 from tests.kit import ROOT
-from tests.kit.tiny import tiny_model
 
 TP2 = {"name": "TP=2", "policy": "continuous", "tensor_parallel_size": 2}
-
-
-@pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory):
-    """The tiny model saved as a Hugging Face folder: each rank loads its shard from it."""
-    lm = tiny_model()
-    folder = tmp_path_factory.mktemp("tiny")
-    lm.model.save_pretrained(folder)
-    lm.tokenizer.save_pretrained(folder)
-    lm.folder = folder
-    return lm
 
 
 def workload(lanes: list, demo: str = "mixed", **changes):
