@@ -187,7 +187,8 @@ class Lane:
         changed, self.last_cached = cached != self.last_cached, cached
         tokens = {r.id: r.num_cached for r in self.scheduler.requests if r.id in blocks.tables}
         return {"kv_tables": tables, "kv_dropped": dropped, "kv_swapped": swapped, "kv_tokens": tokens,
-                "kv_cached": cached if changed else None, "kv_pool": None if self.records else self.kv_pool()}
+                "kv_cached": cached if changed else None, "kv_pool": None if self.records else self.kv_pool(),
+                "placement": None if self.records else getattr(self.runner, "placement", None)}
 
     def kv_pool(self) -> dict:
         """The lane's KV memory: the bytes its runner's K/V tensors take, its pool of blocks, how it allocates."""

@@ -168,6 +168,8 @@ class StepRecord:
     bubble_formula: float | None = None   # GPipe's (p-1)/(m+p-1) (a split step: sum(p-1) / sum(m_c+p-1) over its calls)
     kv_pool: dict | None = None         # the lane's KV facts, on its first record only: kv_bytes (its device K/V
                                         # tensors), num_blocks, block_size, host_blocks, kv_allocation, preemption
+    placement: dict | None = None       # a split lane's machine statement, on its first record only: where its
+                                        # processes ran (engine/report/placement.py); None: a lane of one process
     waits: dict[str, dict] = field(default_factory=dict)  # every id in `waiting` -> why it was not admitted
                                         # (engine/waits.py Wait.to_dict: {"reason": "kv_blocks", "short": 3})
     # a fleet (a data-parallel lane, engine/fleet.py): its own `slots` are empty; each replica's step is a whole
@@ -200,6 +202,8 @@ class StepRecord:
                 d[key] = list(d[key])
         if self.kv_pool is None:
             del d["kv_pool"]
+        if self.placement is None:
+            del d["placement"]
         if self.kv_cached is None:
             del d["kv_cached"]
         else:

@@ -12,5 +12,6 @@ def pipeline_parallel_figures(recs: list[dict]) -> dict:
     piped = [r for r in recs if r.get("bubble_fraction") is not None]
     if not piped:
         return {}
-    return {"mean_bubble_fraction": mean([r["bubble_fraction"] for r in piped]),
+    return {"placement": recs[0].get("placement"),  # where its stages ran (engine/report/placement.py)
+            "mean_bubble_fraction": mean([r["bubble_fraction"] for r in piped]),
             "mean_bubble_formula": mean([r["bubble_formula"] for r in piped])}

@@ -18,6 +18,7 @@ import time
 
 import torch
 
+from engine.report.placement import placement
 from engine.sched.batch import ForwardResult, Row, call_kind
 from engine.step import Forward, SlotState
 from engine.worker.model import LoadedModel
@@ -26,6 +27,7 @@ from engine.worker.rank_group import START_TIMEOUT_S, RankGroup, SplitLaneError,
 from engine.worker.runner import ModelRunner
 from engine.worker.tensor_parallel import STEP_TIMEOUT_S, split_problem
 
+TRANSPORT = "gloo send/recv over loopback TCP (torch.distributed.pipelining)"  # what carries the activations
 CLOCK_SAMPLES = 5   # round trips per stage when aligning clocks (the one of least delay is kept)
 
 
@@ -81,6 +83,10 @@ class PipelineParallelRunner:
         self.layers = [tuple(info["layers"]) for info in ready]   # [first, end) layer of each stage
         self.pids = [info["pid"] for info in ready]
         self.offsets = [self.clock_offset(i) for i in range(size)]
+        self.placement = placement([{"role": f"pp stage {i}", "pid": pid, "threads": self.threads}
+                                    for i, pid in enumerate(self.pids)]
+                                   + [{"role": "driver", "pid": os.getpid(), "threads": torch.get_num_threads()}],
+                                   TRANSPORT, "cpu")
         self._reference_ms: float | None = None
 
     def clock_offset(self, stage: int) -> float:

@@ -51,6 +51,11 @@ def test_pp2_lane_writes_the_plain_lanes_tokens_and_times_its_stages(tiny_folder
     assert all(r.stage_grid is None for r in run.lanes["continuous"].records)
     metrics = run_metrics(run.records(), wl)
     assert 0 < metrics["PP=2"]["mean_bubble_fraction"] < 1 and "mean_bubble_fraction" not in metrics["continuous"]
+    place = lane.records[0].placement  # where it ran: the lane's first record, and its metrics
+    assert [(p["role"], p["pid"]) for p in place["processes"][:2]] == [("pp stage 0", procs[0].pid),
+                                                                        ("pp stage 1", procs[1].pid)]
+    assert place["processes"][2]["role"] == "driver" and "pipelining" in place["transport"]
+    assert metrics["PP=2"]["placement"] == place and lane.records[1].placement is None
     assert "stage_grid" in computed[0].to_dict() and "stage_grid" not in run.lanes["continuous"].records[0].to_dict()
     if demo == "long-prompt":  # a stage that dies ends the run naming it, and the other stage is stopped
         procs[1].kill()
