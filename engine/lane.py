@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from engine.sched.batch import ForwardResult, SchedulerOutput
+from engine.report.placement import placement
 from engine.request import Request
 from engine.sched.scheduler import Scheduler
 from engine.worker import Runner
@@ -188,7 +189,12 @@ class Lane:
         tokens = {r.id: r.num_cached for r in self.scheduler.requests if r.id in blocks.tables}
         return {"kv_tables": tables, "kv_dropped": dropped, "kv_swapped": swapped, "kv_tokens": tokens,
                 "kv_cached": cached if changed else None, "kv_pool": None if self.records else self.kv_pool(),
-                "placement": None if self.records else getattr(self.runner, "placement", None)}
+                "placement": None if self.records else self.placement()}
+
+    def placement(self) -> dict | None:
+        """Where a split lane's processes run (a runner that names its `processes`); None for a lane of one process."""
+        processes = getattr(self.runner, "processes", None)
+        return None if processes is None else placement(processes, self.runner.transport, self.runner.device)
 
     def kv_pool(self) -> dict:
         """The lane's KV memory: the bytes its runner's K/V tensors take, its pool of blocks, how it allocates."""

@@ -18,7 +18,6 @@ import time
 
 import torch
 
-from engine.report.placement import placement
 from engine.sched.batch import ForwardResult, Row, call_kind
 from engine.step import Forward, SlotState
 from engine.worker.model import LoadedModel
@@ -83,10 +82,11 @@ class PipelineParallelRunner:
         self.layers = [tuple(info["layers"]) for info in ready]   # [first, end) layer of each stage
         self.pids = [info["pid"] for info in ready]
         self.offsets = [self.clock_offset(i) for i in range(size)]
-        self.placement = placement([{"role": f"pp stage {i}", "pid": pid, "threads": self.threads}
-                                    for i, pid in enumerate(self.pids)]
-                                   + [{"role": "driver", "pid": os.getpid(), "threads": torch.get_num_threads()}],
-                                   TRANSPORT, "cpu")
+        # where it runs, for the lane's placement (engine/report/placement.py): the stages, and the driver that waits
+        self.processes = [{"role": f"pp stage {i}", "pid": pid, "threads": self.threads}
+                          for i, pid in enumerate(self.pids)] \
+            + [{"role": "driver", "pid": os.getpid(), "threads": torch.get_num_threads()}]
+        self.transport, self.device = TRANSPORT, "cpu"
         self._reference_ms: float | None = None
 
     def clock_offset(self, stage: int) -> float:

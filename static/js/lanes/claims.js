@@ -10,6 +10,7 @@ import { bothEvict, copyCheaper, fillsMoreOfItsBlocks, losesLessToPreemption, ru
 import { laneBlockSize } from "../core/metrics.js";
 import { noiseClause, outlierClause } from "./noise.js";
 import { decodersNeverStall, firstTokensLaterByCopy } from "./pdlesson.js";
+import { fewerBubbles } from "./pplesson.js";
 
 /** Why, as far as the run can say: its measured noise, and the worst outlier of the lanes named (if any stands out). */
 function why(derived, lanes) {
@@ -134,6 +135,7 @@ export const CHECKS = Object.freeze({
   decoders_never_stall: (derived, c) => decodersNeverStall(derived, c, laneOf, why),  // pdlesson.js: the P/D lesson
   first_tokens_later_by_copy: (derived, c) => firstTokensLaterByCopy(derived, c, laneOf, why),
   finishes_no_later: finishesNoLater,
+  fewer_bubbles: (derived, c) => fewerBubbles(derived, c, laneOf),                  // pplesson.js: the pipeline lesson
   first_tokens_sooner: firstTokensSooner,
   no_long_stall: noLongStall,
   first_token_later: firstTokenLater,
