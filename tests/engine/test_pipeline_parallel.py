@@ -4,7 +4,7 @@ micro-batches. The tiny model (2 layers) at PP=2 writes the plain continuous lan
 long-prompt demos; its records carry the stage x time grid (the activations flow: a micro-batch starts on stage 1
 only after it ended on stage 0) with the measured bubble fraction beside GPipe's formula; its stages end with the
 lane (or, killed, end the run naming the stage); sizes the layers do not divide, and what it cannot combine with, are
-refused naming the field. (SmolLM2 at PP=2: docs/parallelism.md.)"""
+refused naming the field. (SmolLM2 at PP=2: scripts/bench_pp.py, figures in docs/parallelism.md.)"""
 import json
 
 import pytest
