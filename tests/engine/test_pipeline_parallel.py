@@ -1,7 +1,8 @@
 """Pipeline-parallel lanes (engine/worker/pipeline_parallel.py): the model's layers cut into stage processes joined by
 torch.distributed.pipelining, each stage's KV pool holding its own layers, every forward call split into
-micro-batches. The tiny model (2 layers) at PP=2 writes the plain continuous lane's tokens on the mixed and
-long-prompt demos; its records carry the stage x time grid (the activations flow: a micro-batch starts on stage 1
+micro-batches. The tiny model (2 layers) at PP=2 writes the plain continuous lane's tokens for the requests of the
+mixed and long-prompt demos (in one run, both demos' requests together: one pair of stage processes to pay for, on
+a CI budget); its records carry the stage x time grid (the activations flow: a micro-batch starts on stage 1
 only after it ended on stage 0) with the measured bubble fraction beside GPipe's formula; its stages end with the
 lane (or, killed, end the run naming the stage); sizes the layers do not divide, and what it cannot combine with, are
 refused naming the field. (SmolLM2 at PP=2: scripts/bench_pp.py, figures in docs/parallelism.md.)"""
@@ -22,21 +23,26 @@ def workload(lanes: list, demo: str = "mixed", **changes):
     return {**json.loads((ROOT / "demos" / f"{demo}.json").read_text()), "lanes": lanes, **changes}
 
 
+def both_demos() -> dict:
+    """The mixed demo with the long-prompt demo's requests beside its own (both count arrivals in steps)."""
+    long_prompt = json.loads((ROOT / "demos" / "long-prompt.json").read_text())["requests"]
+    mixed = workload(["continuous", PP2])
+    return {**mixed, "requests": mixed["requests"] + long_prompt}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("demo", ["mixed", "long-prompt"])
-def test_pp2_lane_writes_the_plain_lanes_tokens_and_times_its_stages(tiny_folder, demo):
+def test_pp2_lane_writes_the_plain_lanes_tokens_and_times_its_stages(tiny_folder):
     engine = Engine(tiny_folder)
-    wl = engine.prepare(parse_workload(workload(["continuous", PP2], demo), CLI_LIMITS))
+    wl = engine.prepare(parse_workload(both_demos(), CLI_LIMITS))
     run = engine.start(wl)
     lane = run.lanes["PP=2"]
     procs = list(lane.runner.procs)
-    if demo == "long-prompt":  # keep the stages past the run: this run's stage 1 is then killed
-        lane.runner.close = lambda: None
+    lane.runner.close = lambda: None  # keep the stages past the run: its stage 1 is then killed
     assert lane.runner.layers == [(0, 1), (1, 2)]  # one of the tiny model's 2 layers a stage
     assert lane.runner.kv_bytes == run.lanes["continuous"].runner.kv_bytes  # each stage's pool: its own layer's K/V
     run.run_to_end()
     tokens = {name: {r.id: r.output_ids for r in lane.requests} for name, lane in run.lanes.items()}
-    assert tokens["PP=2"] == tokens["continuous"]
+    assert tokens["PP=2"] == tokens["continuous"] and {"R8", "LONG"} <= set(tokens["PP=2"])
     computed = [r for r in lane.records if r.forward_ms]
     for r in computed:
         assert len(r.micro_batches) == (2 if r.forward.value == "split" else 1) and max(r.micro_batches) <= 2
@@ -57,12 +63,11 @@ def test_pp2_lane_writes_the_plain_lanes_tokens_and_times_its_stages(tiny_folder
     assert place["processes"][2]["role"] == "driver" and "pipelining" in place["transport"]
     assert metrics["PP=2"]["placement"] == place and lane.records[1].placement is None
     assert "stage_grid" in computed[0].to_dict() and "stage_grid" not in run.lanes["continuous"].records[0].to_dict()
-    if demo == "long-prompt":  # a stage that dies ends the run naming it, and the other stage is stopped
-        procs[1].kill()
-        lane.runner._reference_ms = None
-        with pytest.raises(PipelineParallelError, match=r"pipeline stage 1 \(pid \d+\) died"):
-            lane.runner.reference_ms()
-    assert not any(p.is_alive() for p in procs)  # the stages ended with the lane (or with the error)
+    procs[1].kill()  # a stage that dies ends the run naming it, and the other stage is stopped
+    lane.runner._reference_ms = None
+    with pytest.raises(PipelineParallelError, match=r"pipeline stage 1 \(pid \d+\) died"):
+        lane.runner.reference_ms()
+    assert not any(p.is_alive() for p in procs)  # the error stopped the other stage too
 
 
 def test_sizes_the_layers_do_not_divide_and_options_it_cannot_combine_with_are_refused(tiny):

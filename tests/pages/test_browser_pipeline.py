@@ -1,33 +1,17 @@
-"""The pipeline-bubbles preset's PP=2 m=4 lane on the page (docs/parallelism.md), against `python -m app` on the tiny
-model's folder (two layers: one a stage; the stage processes are real, the weights random, which is all the drawing
-needs; one lane and short requests, so the test pays for one pair of stage processes): under the lanes, the lane's
+"""The pipeline-bubbles preset's PP=2 m=4 lane on the page (docs/parallelism.md), on the session's real-model server
+(one lane and short requests, so the test pays for one pair of SmolLM2 stage processes): under the lanes, the lane's
 stage x time grid for the step at the playhead, one bar per micro-batch per stage where the records put it, the idle
 time grey between, and the measured bubble beside the formula as the records say. The preset's claims:
-tests/js/lanes/pplesson.test.mjs; SmolLM2's own figures: docs/parallelism.md. Its call ~60 s at load 10 on 2 cores."""
+tests/js/lanes/pplesson.test.mjs; the bubbles' figures: docs/parallelism.md."""
 import json
 
 import pytest
 
-from tests.kit.browser import ARTIFACTS, ROOT, rgb, share, watched_context
+from tests.kit.browser import ARTIFACTS, ROOT, rgb, share
 from tests.kit.page import lanes, mix_link, open_page, stored, to_end, wait_finished
-from tests.kit.server import live_server
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.model]
 LANES = ["PP=2 m=4"]
-
-
-@pytest.fixture(scope="module")
-def server(browser, tiny_folder, tmp_path_factory):
-    assert (ROOT / "static" / "vendor" / "socket.io.min.js").is_file(), "static/vendor is missing: run `make setup`"
-    with live_server("--model", str(tiny_folder.folder), data_dir=tmp_path_factory.mktemp("data")) as url:
-        yield url
-
-
-@pytest.fixture
-def context(browser, server):
-    ctx = watched_context(browser, viewport={"width": 1280, "height": 900})
-    yield ctx
-    ctx.close()
 
 
 def grid_pixels(tab, rect: dict) -> list[tuple]:
