@@ -17,15 +17,8 @@ from engine import Engine
 from engine.report.metrics import run_metrics
 from engine.worker.model import load_model
 from engine.workload.workload import CLI_LIMITS, parse_workload
+from scripts.bench_tp_lane import medians
 from tests.kit import ROOT
-
-
-def medians(records) -> str:
-    kinds = {}
-    for r in records:
-        if r.forward_ms:
-            kinds.setdefault(r.forward.value, []).append(r.ms)
-    return ", ".join(f"{k} {statistics.median(v):.1f} ms (n={len(v)})" for k, v in sorted(kinds.items()))
 
 
 def divergence(plain: dict, split: dict) -> str:

@@ -25,7 +25,8 @@ from torch import nn
 from engine.step import SlotState
 from engine.worker.kv_cache import PagedKVCache
 from engine.worker.linears import additive_mask
-from engine.worker.tp_rank import COLLECTIVE_TIMEOUT_S, IDLE_POLL_S, row_of
+from engine.worker.rank_group import next_message, one_line
+from engine.worker.tp_rank import COLLECTIVE_TIMEOUT_S, row_of
 
 
 def cut(model: nn.Module, stage: int, size: int) -> nn.Module:
@@ -169,17 +170,9 @@ def stage_main(stage: int, conn, size: int, port: int, folder: str, pool: dict, 
         runner = StageRunner(cut(model, stage, size), stage, size, pool, cfg.num_key_value_heads, head_dim)
         conn.send(("ready", {"kv_bytes": runner.cache.kv_bytes, "layers": layers, "pid": os.getpid()}))
     except Exception as e:  # noqa: BLE001 -- said to the driver as one line, then the process ends
-        conn.send(("error", f"stage {stage} could not start: {type(e).__name__}: {str(e).splitlines()[0][:300]}"))
+        conn.send(("error", f"stage {stage} could not start: {type(e).__name__}: {one_line(e)}"))
         return
-    while True:
-        if not conn.poll(IDLE_POLL_S):
-            if os.getppid() != parent:  # the driver is gone: end with it
-                return
-            continue
-        msg = conn.recv()
-        if msg[0] == "stop":
-            dist.destroy_process_group()
-            return
+    while (msg := next_message(conn, parent)) is not None:
         if msg[0] == "clock":  # the driver aligns this process's clock with its own
             conn.send(("done", time.perf_counter()))
             continue
@@ -187,6 +180,7 @@ def stage_main(stage: int, conn, size: int, port: int, folder: str, pool: dict, 
             _, rows, ops, m = msg
             kept = runner.run([row_of(r) for r in rows], ops, m)
         except RuntimeError as e:  # a send/recv timed out or a peer's socket closed: a stage died mid-step
-            conn.send(("error", f"stage {stage} failed mid-step: {str(e).splitlines()[0][:300]}"))
+            conn.send(("error", f"stage {stage} failed mid-step: {one_line(e)}"))
             return
         conn.send(("done", kept, runner.spans))
+    dist.destroy_process_group()

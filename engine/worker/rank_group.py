@@ -7,6 +7,7 @@ deadline, and turns a process that dies, fails or stops answering into one error
 never left hanging). Processes end when the lane is done (`close`), when the group is dropped, or when the driver's
 process goes (each checks its parent while idle). It knows nothing of models, rows or what the processes compute.
 """
+import os
 import random
 import socket
 import time
@@ -16,6 +17,7 @@ import torch.multiprocessing as mp
 
 PORTS = range(29800, 29900)  # this project's torch.distributed master ports
 START_TIMEOUT_S = 300        # spawning, importing torch and loading a part of the model, on a loaded 2-core machine
+IDLE_POLL_S = 1.0            # how often an idle worker process checks that its driver still lives
 
 
 class SplitLaneError(RuntimeError):
@@ -33,6 +35,21 @@ def free_port() -> int:
             except OSError:
                 continue
     raise SplitLaneError(f"no free port in {PORTS.start}-{PORTS.stop - 1} for a split lane's group")
+
+
+def next_message(conn, parent: int) -> tuple | None:
+    """A worker process's side: the driver's next message, waited for; None when the driver says "stop" or its
+    process `parent` is gone (the worker then ends)."""
+    while not conn.poll(IDLE_POLL_S):
+        if os.getppid() != parent:
+            return None
+    msg = conn.recv()
+    return None if msg[0] == "stop" else msg
+
+
+def one_line(e: BaseException) -> str:
+    """An exception as the one line a worker says to its driver."""
+    return f"{str(e).splitlines()[0][:300]}" if str(e) else type(e).__name__
 
 
 def stop_processes(procs: list, conns: list) -> None:
