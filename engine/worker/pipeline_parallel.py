@@ -130,7 +130,7 @@ class PipelineParallelRunner:
 
     def reference_ms(self) -> float:
         """A one-row step through the stages, timed once (what a step that computes nothing lasts before one
-        measured): a prefill of one pad token at position 0 of block 0, which no request holds yet."""
+        measured, so before any request holds a block): a prefill of one pad token at position 0 of block 0."""
         if self._reference_ms is None:
             t0 = time.perf_counter()
             self.stages.send(("run", [(0, SlotState.PREFILL.value, [self.lm.pad_id], 0, True, (0,), "reference")],

@@ -18,6 +18,7 @@ their ids, sampling, grammars, logprobs, scheduling.
 import datetime
 import os
 import time
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -27,6 +28,18 @@ from engine.worker.kv_cache import PagedKVCache
 from engine.worker.linears import additive_mask
 from engine.worker.rank_group import next_message, one_line
 from engine.worker.tp_rank import COLLECTIVE_TIMEOUT_S, row_of
+
+
+MAX_SCHEDULES = 64  # shapes kept (a prefill call's columns vary): past this many the oldest are dropped
+
+
+class Planned(NamedTuple):
+    """One row of a call as its micro-batch plans the cache: where it reads and writes, and what sdpa may skip."""
+    table: tuple[int, ...]      # the row's block table (the lane's)
+    write: list[int]            # per column, the position its K/V is written at (-1: a padded column, written nowhere)
+    kv_len: int                 # positions the row reads
+    start: int                  # its first real position
+    length: int | None          # its real columns (None: a padding row of an uneven last micro-batch)
 
 
 def cut(model: nn.Module, stage: int, size: int) -> nn.Module:
@@ -77,7 +90,7 @@ class StageRunner:
         self.width, self.vocab = model.config.hidden_size, model.config.vocab_size
         self.schedules: dict[tuple[int, int, int], object] = {}
         self.spans: list[tuple[int, int, float, float]] = []   # (call, micro-batch, start, end) perf_counter seconds
-        self.call_index, self.rows = 0, []
+        self.call_index, self.rows = 0, []  # rows: the call's Planned rows, padding rows last
 
     def spans_of_call(self) -> list:
         return [s for s in self.spans if s[0] == self.call_index]
@@ -89,6 +102,8 @@ class StageRunner:
         from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
         key = (per, q, m)
         if key not in self.schedules:
+            if len(self.schedules) >= MAX_SCHEDULES:
+                del self.schedules[next(iter(self.schedules))]
             module, hidden = self.module, torch.empty(per, q, self.width)
             given = torch.empty(per, q, dtype=torch.long) if module.first else hidden
             sent = torch.empty(per, self.vocab) if module.last else hidden
@@ -100,11 +115,11 @@ class StageRunner:
     def plan(self, idx: list[int], pos: torch.Tensor):
         """Plan the cache for rows `idx` of the call (a micro-batch); its attention mask (None where sdpa needs none)."""
         rows = [self.rows[i] for i in idx]
-        kv_len = max(r[2] for r in rows)
-        self.cache.plan([r[0] for r in rows], [r[1] for r in rows], kv_len)
+        kv_len = max(r.kv_len for r in rows)
+        self.cache.plan([r.table for r in rows], [r.write for r in rows], kv_len)
         q = pos.shape[1]
-        same = len({r[3] for r in rows}) == 1 and all(r[4] == q for r in rows)  # (a padding row's length: None)
-        if self.sdpa and same and (q == 1 or rows[0][3] == 0):
+        same = len({r.start for r in rows}) == 1 and all(r.length == q for r in rows)
+        if self.sdpa and same and (q == 1 or rows[0].start == 0):
             return None  # every row reads one token, or its whole prompt from position 0: as ModelRunner.needs_mask
         visible = torch.arange(kv_len) <= pos[:, :, None]  # (b, Q, kv_len)
         return additive_mask(visible, torch.float32)[:, None]
@@ -122,11 +137,11 @@ class StageRunner:
             real = list(range(r.start, r.start + len(r.token_ids)))
             ids.append([self.pad_id] * pad + r.token_ids)
             pos.append([0] * pad + real)
-            self.rows.append((r.blocks, [-1] * pad + real, r.start + len(r.token_ids), r.start, len(r.token_ids)))
+            self.rows.append(Planned(r.blocks, [-1] * pad + real, r.start + len(r.token_ids), r.start, len(r.token_ids)))
         for _ in range(per * m - len(rows)):  # a row that writes nothing and reads its table's position 0
             ids.append([self.pad_id] * q)
             pos.append([0] * q)
-            self.rows.append(((0,), [-1] * q, 1, 0, None))
+            self.rows.append(Planned((0,), [-1] * q, 1, 0, None))
         ids, pos = torch.tensor(ids), torch.tensor(pos)  # (B', Q)
         idx = torch.arange(len(ids))
         schedule = self.schedule(per, q, m)
