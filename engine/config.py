@@ -16,6 +16,7 @@ PREEMPTIONS = ("recompute", "swap")    # policies.py: what becomes of a preempte
 # speculative decoding (sched/speculative.py proposes and accepts)
 METHODS = ("prompt_lookup",)
 MAX_K = 16  # most tokens one step may propose for one request
+MAX_PIPELINE_PARALLEL = 30  # most stages of a pipeline-parallel lane (SmolLM2's 30 layers; one process each)
 MAX_TENSOR_PARALLEL = 9  # most ranks of a tensor-parallel lane (SmolLM2's 9 query heads; one process each)
 
 
@@ -56,6 +57,8 @@ class EngineConfig:
     kv_allocation: str = "paged"          # "paged": a request's blocks grow one at a time; "reserve": prompt + max_new_tokens at admission
     preemption: str = "recompute"         # continuous lane under a KV budget: "recompute" a victim later, or "swap" its blocks to a host pool
     tensor_parallel_size: int = 1         # processes the model's weights are sharded over (engine/worker/tensor_parallel.py; 1: none)
+    pipeline_parallel_size: int = 1       # processes the model's layers are cut into, a stage each (engine/worker/pipeline_parallel.py)
+    micro_batches: int = 1                # a pipeline-parallel lane: micro-batches each forward call's rows are split into
 
     def __post_init__(self):
         if not isinstance(self.slots, int) or not 1 <= self.slots <= 256:
@@ -94,6 +97,28 @@ class EngineConfig:
         if tp > 1 and self.speculative is not None:
             raise ValueError("tensor_parallel_size does not combine with speculative: the ranks return logits and the "
                              "lane picks tokens; accepting proposals across ranks is not built")
+        self.check_pipeline()
+
+    def check_pipeline(self) -> None:
+        pp, m = self.pipeline_parallel_size, self.micro_batches
+        if isinstance(pp, bool) or not isinstance(pp, int) or not 1 <= pp <= MAX_PIPELINE_PARALLEL:
+            raise ValueError(f"pipeline_parallel_size must be an integer from 1 to {MAX_PIPELINE_PARALLEL}, "
+                             f"got {str(pp)[:40]}")
+        if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= self.slots:
+            raise ValueError(f"micro_batches must be an integer from 1 to the lane's slots ({self.slots}): a "
+                             f"micro-batch holds at least one row, got {str(m)[:40]}")
+        if pp == 1:
+            if m != 1:
+                raise ValueError("micro_batches applies to a pipeline-parallel lane: give it pipeline_parallel_size")
+            return
+        for key, given, why in (
+                ("tensor_parallel_size", self.tensor_parallel_size != 1, "stages of tensor-parallel ranks are not built"),
+                ("speculative", self.speculative is not None, "the last stage returns logits and the lane picks tokens; "
+                                                              "accepting proposals across stages is not built"),
+                ("fused", self.fused, "a fused step packs every row into one sequence, which cannot be split into "
+                                      "micro-batches of rows")):
+            if given:
+                raise ValueError(f"{key} does not combine with pipeline_parallel_size {pp}: {why}")
 
     @property
     def kv_blocks(self) -> int | None:

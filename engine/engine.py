@@ -23,6 +23,7 @@ from engine.worker.model import LoadedModel
 from engine.sched.policies import POLICIES
 from engine.spec import RequestSpec, max_row_len, row_capacity
 from engine.worker.runner import ModelRunner
+from engine.worker.pipeline_parallel import PipelineParallelRunner, pp_problem
 from engine.worker.tensor_parallel import TensorParallelRunner, tp_problem
 from engine.workload.siblings import written_index
 from engine.worker.sim import SIM_COPY_MS_PER_BLOCK, SimNoise, SimRunner, sim_prompt_ids
@@ -103,6 +104,9 @@ class Engine:
         if config.tensor_parallel_size > 1 and (problem := tp_problem(self.lm, config.tensor_parallel_size)):
             at = "" if config.tensor_parallel_size == workload.config.tensor_parallel_size else f"lanes[{index}]."
             raise WorkloadError(f"{at}tensor_parallel_size", problem)
+        if config.pipeline_parallel_size > 1 and (problem := pp_problem(self.lm, config.pipeline_parallel_size)):
+            at = "" if config.pipeline_parallel_size == workload.config.pipeline_parallel_size else f"lanes[{index}]."
+            raise WorkloadError(f"{at}pipeline_parallel_size", problem)
         if self.lm is None and config.speculative is not None:
             field = "speculative" if config.speculative == workload.config.speculative else f"lanes[{index}].speculative"
             raise WorkloadError(field, "needs the model's tokens: the simulator writes placeholders, so prompt lookup "
@@ -167,6 +171,9 @@ class Engine:
         elif config.tensor_parallel_size > 1:  # the model's weights sharded over ranks, each its own process
             runner = TensorParallelRunner(self.lm, config.tensor_parallel_size, config.slots, blocks.num_blocks,
                                           blocks.block_size, host_blocks=blocks.host_blocks, fused=config.fused)
+        elif config.pipeline_parallel_size > 1:  # the model's layers cut into stages, each its own process
+            runner = PipelineParallelRunner(self.lm, config.pipeline_parallel_size, config.micro_batches, config.slots,
+                                            blocks.num_blocks, blocks.block_size, host_blocks=blocks.host_blocks)
         else:
             runner = ModelRunner(self.lm, config.slots, blocks.num_blocks, blocks.block_size,
                                  host_blocks=blocks.host_blocks, fused=config.fused)

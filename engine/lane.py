@@ -104,7 +104,7 @@ class Lane:
         record = self.record(StepFacts(out, result, update.written, update.texts, returned, kv_used, kv_blocks_used,
                                        cached_blocks, start, ms))
         self.records.append(record)
-        if self.done and hasattr(self.runner, "close"):  # a tensor-parallel runner's ranks end with the lane
+        if self.done and hasattr(self.runner, "close"):  # a split lane's processes end with the lane
             self.runner.close()
         return record
 
@@ -166,7 +166,7 @@ class Lane:
             kv_blocks_used=facts.kv_blocks_used, kv_blocks_total=s.blocks.num_blocks or 0,
             kv_blocks_cached=facts.kv_blocks_cached,
             start_ms=facts.start_ms, ms=facts.ms, forward_ms=result.forward_ms, forward=result.forward,
-            simulated=self.runner.simulated, copy_ms=result.copy_ms, **(result.tp or {}),
+            simulated=self.runner.simulated, copy_ms=result.copy_ms, **(result.tp or {}), **(result.pp or {}),
             placement=None if self.records else self.placement(),
             **self.memory_map())
 

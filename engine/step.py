@@ -160,10 +160,18 @@ class StepRecord:
     allreduces: int | None = None       # how many all-reduces the step's forward calls made
     layer_ms: tuple[tuple[float, float], ...] | None = None  # per decoder layer: (compute ms, all-reduce ms) of the
                                         # step's forward calls, measured in each rank (hooks), mean over ranks
-    placement: dict | None = None       # a split lane's machine statement, on its first record only: its processes,
-                                        # cores, memory domains, transport (engine/report/placement.py)
+    # a pipeline-parallel lane (engine/worker/pipeline_parallel.py): its stages' micro-batches (None: one process)
+    stage_grid: tuple[tuple[tuple[int, int, float, float], ...], ...] | None = None  # per stage, per micro-batch
+                                        # forward: (call, micro-batch, start ms, end ms) from the step's start, measured
+                                        # in the stage's process on the driver's clock (call 1: a split step's decodes)
+    micro_batches: tuple[int, ...] | None = None  # per forward call: the micro-batches its rows were split into
+    bubble_fraction: float | None = None  # measured: idle stage-time / stage-time from the first micro-batch's start
+                                        # to the last one's end, every stage
+    bubble_formula: float | None = None   # GPipe's (p-1)/(m+p-1) (a split step: sum(p-1) / sum(m_c+p-1) over its calls)
     kv_pool: dict | None = None         # the lane's KV facts, on its first record only: kv_bytes (its device K/V
                                         # tensors), num_blocks, block_size, host_blocks, kv_allocation, preemption
+    placement: dict | None = None       # a split lane's machine statement, on its first record only: where its
+                                        # processes ran (engine/report/placement.py); None: a lane of one process
     waits: dict[str, dict] = field(default_factory=dict)  # every id in `waiting` -> why it was not admitted
                                         # (engine/waits.py Wait.to_dict: {"reason": "kv_blocks", "short": 3})
     # a fleet (a data-parallel lane, engine/fleet.py): its own `slots` are empty; each replica's step is a whole
@@ -215,6 +223,12 @@ class StepRecord:
             del d["layer_ms"]
         else:
             d["layer_ms"] = [[round(c, 3), round(a, 3)] for c, a in self.layer_ms]
+        for key in ("stage_grid", "micro_batches", "bubble_fraction", "bubble_formula"):  # nor of stages
+            if d[key] is None:
+                del d[key]
+        if self.stage_grid is not None:
+            d["stage_grid"] = [[list(span) for span in stage] for stage in self.stage_grid]
+            d["micro_batches"] = list(self.micro_batches)
         if not self.waits:  # written only when someone waits: stored runs stay small
             del d["waits"]
         if self.replicas is None:  # a lane of one engine says nothing of fleets

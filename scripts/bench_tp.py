@@ -18,7 +18,7 @@ import time
 import torch
 import torch.multiprocessing as mp
 
-from engine.worker.tensor_parallel import free_port
+from engine.worker.rank_group import free_port
 
 
 def timed(model, rows: int, iters: int) -> float:

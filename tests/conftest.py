@@ -50,6 +50,18 @@ def tiny() -> LoadedModel:
 
 
 @pytest.fixture(scope="session")
+def tiny_folder(tmp_path_factory) -> LoadedModel:
+    """The tiny model saved as a Hugging Face folder: each process of a split lane (a TP rank, a PP stage) loads its
+    part from it."""
+    lm = tiny_model()
+    folder = tmp_path_factory.mktemp("tiny")
+    lm.model.save_pretrained(folder)
+    lm.tokenizer.save_pretrained(folder)
+    lm.folder = folder
+    return lm
+
+
+@pytest.fixture(scope="session")
 def browser():
     """Headless Debian Chromium through Playwright, one per session (tests/kit/browser.py: a skip, or under
     BATCH_LANES_REQUIRE_BROWSER=1 a failure, when it is missing)."""

@@ -17,6 +17,7 @@ from engine.report.fleet_metrics import FLEET_METRICS, FLEET_REQUEST_FIELDS, fle
 from engine.report.pd_metrics import PD_REQUEST_FIELDS, pd_metrics
 from engine.report.metric_table import METRICS, TABLES, Column, Metric, format_value  # noqa: F401 (re-exported)
 from engine.report.stats import mean as _mean, percentile  # noqa: F401 (percentile re-exported)
+from engine.report.pp_metrics import pipeline_parallel_figures
 from engine.report.tp_metrics import tensor_parallel_figures
 from engine.step import SlotState, StepRecord
 from engine.workload.slo import slo_figures
@@ -271,6 +272,7 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
     out["token_utilization"] = token_utilization(recs, lane_block_size(recs, workload))
     out.update(dict.fromkeys(FLEET_METRICS))  # a fleet's numbers: none for a lane of one engine
     out.update(tensor_parallel_figures(recs))  # a tensor-parallel lane's forward split (a lane of one process: no keys)
+    out.update(pipeline_parallel_figures(recs))  # a pipeline-parallel lane's bubbles (a lane of one process: no keys)
     if recs and recs[0].get("placement"):  # a split lane's machine statement (engine/report/placement.py)
         out["placement"] = recs[0]["placement"]
     out["simulated"] = simulated

@@ -48,6 +48,8 @@ class ForwardResult:
     copy_ms: float = 0.0           # time of the step's block copies (swap out/in, copy-on-write), before the forward
     tp: dict | None = None         # a tensor-parallel runner's split of the forward: compute_ms, allreduce_ms, allreduces
                                    # (mean over its ranks; engine/worker/tensor_parallel.py); None: one process
+    pp: dict | None = None         # a pipeline-parallel runner's stage x time grid and bubbles (StepRecord's stage_grid,
+                                   # micro_batches, bubble_fraction, bubble_formula); None: one process
 
 
 def call_kind(calls: int, prefills: bool) -> Forward:

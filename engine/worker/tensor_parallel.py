@@ -16,28 +16,23 @@ Which sizes a model takes is `tp_problem`'s to say (the heads must divide). What
 policies; speculative rows (refused by EngineConfig) and prompt logprobs (not carried to the ranks).
 """
 import os
-import random
-import socket
 import statistics
 import time
-import weakref
 
 import torch
-import torch.multiprocessing as mp
 
 from engine.sched.batch import ForwardResult, Row, call_kind
 from engine.step import Forward, SlotState
 from engine.worker.model import LoadedModel
+from engine.worker.rank_group import START_TIMEOUT_S, RankGroup, SplitLaneError, free_port
 from engine.worker.runner import ModelRunner
 from engine.worker.tp_rank import COLLECTIVE_TIMEOUT_S, rank_main
 
-PORTS = range(29800, 29900)  # this project's torch.distributed master ports
-START_TIMEOUT_S = 300        # spawning, importing torch and loading a shard, on a loaded 2-core machine
 TRANSPORT = "gloo all-reduce over loopback TCP"  # what carries the ranks' partial sums (the placement's words)
 STEP_TIMEOUT_S = COLLECTIVE_TIMEOUT_S + 30  # a step's replies: the ranks' own collective timeout fires first
 
 
-class TensorParallelError(RuntimeError):
+class TensorParallelError(SplitLaneError):
     """A rank died, failed or stopped answering: the lane cannot go on."""
 
 
@@ -51,38 +46,16 @@ def tp_problem(lm: LoadedModel | None, size: int) -> str | None:
         sizes = [n for n in range(2, heads + 1) if heads % n == 0 and kv % n == 0]
         return (f"must divide the model's {heads} query heads and {kv} KV heads (each rank holds whole heads); "
                 f"{size} does not. Sizes that do: {', '.join(map(str, sizes)) or 'none above 1'}")
+    return split_problem(lm)
+
+
+def split_problem(lm: LoadedModel) -> str | None:
+    """Why this loaded model cannot be split over processes at all (None: it can)."""
     if lm.folder is None:
-        return "needs a model loaded from a Hugging Face folder (each rank loads its shard from it)"
+        return "needs a model loaded from a Hugging Face folder (each process loads its part from it)"
     if lm.device.type != "cpu" or lm.dtype != torch.float32:
-        return "runs its ranks on CPU cores in float32 (gloo); this model is loaded elsewhere"
+        return "runs its processes on CPU cores in float32 (gloo); this model is loaded elsewhere"
     return None
-
-
-def free_port() -> int:
-    """A port of PORTS nothing listens on, tried in random order: two lanes starting at once (two test workers)
-    rarely pick the same one before either's rank 0 binds it."""
-    for port in random.sample(PORTS, len(PORTS)):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                continue
-    raise TensorParallelError(f"no free port in {PORTS.start}-{PORTS.stop - 1} for the ranks' group")
-
-
-def stop_ranks(procs: list, conns: list) -> None:
-    """Tell every rank to stop, then end any that did not within a few seconds."""
-    for conn in conns:
-        try:
-            conn.send(("stop",))
-        except (OSError, ValueError):
-            pass
-    for p in procs:
-        p.join(timeout=5)
-        if p.is_alive():
-            p.terminate()
-            p.join(timeout=5)
 
 
 class TensorParallelRunner:
@@ -94,21 +67,14 @@ class TensorParallelRunner:
                  host_blocks: int = 0, fused: bool = False):
         assert tp_problem(lm, size) is None, tp_problem(lm, size)
         self.lm, self.size, self.fused = lm, size, fused
-        ctx = mp.get_context("spawn")
         pool = {"slots": slots, "num_blocks": num_blocks, "block_size": block_size, "host_blocks": host_blocks,
                 "fused": fused, "pad_id": lm.pad_id}
         threads = max(1, (os.cpu_count() or 1) // size)
         port = free_port()
-        self.procs, self.conns = [], []
-        for rank in range(size):
-            mine, theirs = ctx.Pipe()
-            p = ctx.Process(target=rank_main, args=(rank, size, port, str(lm.folder), pool, theirs, threads),
-                            name=f"tp-rank{rank}", daemon=True)
-            p.start()
-            self.procs.append(p)
-            self.conns.append(mine)
-        self.stopper = weakref.finalize(self, stop_ranks, self.procs, self.conns)  # a lane dropped mid-run
-        ready = self.replies(START_TIMEOUT_S, "ready")
+        self.ranks = RankGroup(rank_main, [(size, port, str(lm.folder), pool, threads) for _ in range(size)],
+                               "tp-rank", "tensor-parallel", "rank", TensorParallelError)
+        self.procs = self.ranks.procs
+        ready = self.ranks.replies(START_TIMEOUT_S, "ready")
         self.kv_bytes = sum(info["kv_bytes"] for info in ready)   # every rank's pool: its own K/V heads
         self.shard = ready[0]["q_proj"]                            # rank 0's q_proj: (heads / N * head_dim, hidden)
         self.pids = [info["pid"] for info in ready]
@@ -118,53 +84,9 @@ class TensorParallelRunner:
         self.transport, self.device = TRANSPORT, "cpu"
         self._reference_ms: float | None = None
 
-    # -- talking to the ranks -------------------------------------------------------------------------------
-    def replies(self, timeout_s: float, kind: str) -> list:
-        """Each rank's next reply payload, in rank order; TensorParallelError (ranks stopped) if one fails, dies or
-        is silent for `timeout_s`."""
-        out, deadline = [None] * self.size, time.monotonic() + timeout_s
-        waiting = set(range(self.size))
-        while waiting:
-            for rank in sorted(waiting):
-                conn, proc = self.conns[rank], self.procs[rank]
-                if conn.poll(0.05):
-                    try:
-                        msg = conn.recv()
-                    except (EOFError, OSError):
-                        msg = ("error", f"rank {rank} closed its pipe")
-                    if msg[0] == "error":
-                        self.fail(msg[1])
-                    out[rank] = msg[1] if kind == "ready" else msg[1:]
-                    waiting.discard(rank)
-                elif not proc.is_alive():
-                    self.fail(f"rank {rank} stopped")
-            if waiting and time.monotonic() > deadline:
-                self.fail(f"rank {min(waiting)} did not answer within {timeout_s:.0f} s")
-        return out
-
-    def fail(self, what: str):
-        """Stop every rank and raise, naming first a rank that died (the others' errors follow from it)."""
-        for p in self.procs:
-            p.join(timeout=0.5)
-        dead = sorted(((rank, p) for rank, p in enumerate(self.procs) if p.exitcode is not None),
-                      key=lambda d: d[1].exitcode == 0)  # a rank killed or crashed before one that ended cleanly
-        self.close()
-        if dead:
-            rank, p = dead[0]
-            raise TensorParallelError(f"tensor-parallel rank {rank} (pid {p.pid}) died with exit code {p.exitcode}; "
-                                      f"the lane's run ends ({what})")
-        raise TensorParallelError(f"tensor-parallel {what}; the lane's run ends")
-
-    def send(self, msg: tuple) -> None:
-        for rank, conn in enumerate(self.conns):
-            try:
-                conn.send(msg)
-            except (OSError, ValueError):
-                self.fail(f"rank {rank} is gone")
-
     def close(self) -> None:
         """Stop the ranks (the lane is done, or failed). Idempotent."""
-        self.stopper()
+        self.ranks.close()
 
     # -- the Runner interface -------------------------------------------------------------------------------
     def run(self, rows: list[Row], swap_out=(), swap_in=(), copies=()) -> ForwardResult:
@@ -173,10 +95,10 @@ class TensorParallelRunner:
         fused = bool(self.fused and prefills and len(prefills) < len(rows))
         kind = Forward.FUSED if fused else call_kind(2 if prefills and len(prefills) < len(rows) else 1, bool(prefills))
         t0 = time.perf_counter()
-        self.send(("run", [(r.slot, r.state.value, r.token_ids, r.start, r.wants_token, tuple(r.blocks),
+        self.ranks.send(("run", [(r.slot, r.state.value, r.token_ids, r.start, r.wants_token, tuple(r.blocks),
                             r.request.id) for r in rows],
                    {"swap_out": list(swap_out), "swap_in": list(swap_in), "copies": list(copies)}))
-        replies = self.replies(STEP_TIMEOUT_S, "done")
+        replies = self.ranks.replies(STEP_TIMEOUT_S, "done")
         requests = {r.request.id: r.request for r in rows}
         tokens = {}
         for logits, wanted in replies[0][0]:  # rank 0's: per forward call, the logits of the rows that want a token
@@ -194,6 +116,6 @@ class TensorParallelRunner:
     def reference_ms(self) -> float:
         """A one-row forward on the ranks, timed once (what a step that computes nothing lasts before one measured)."""
         if self._reference_ms is None:
-            self.send(("reference",))
-            self._reference_ms = self.replies(STEP_TIMEOUT_S, "done")[0][0]
+            self.ranks.send(("reference",))
+            self._reference_ms = self.ranks.replies(STEP_TIMEOUT_S, "done")[0][0]
         return self._reference_ms

@@ -22,10 +22,10 @@ import torch
 from engine.sched.batch import Row
 from engine.step import SlotState
 from engine.worker.model import LoadedModel
+from engine.worker.rank_group import next_message, one_line
 from engine.worker.runner import ModelRunner
 
 COLLECTIVE_TIMEOUT_S = 60   # a collective that waits longer than this (a rank died mid-step) raises in every rank
-IDLE_POLL_S = 1.0           # how often an idle rank checks that its driver still lives
 
 
 class AllReduceClock:
@@ -103,7 +103,7 @@ def load_shard(folder: str, size: int) -> torch.nn.Module:
     return model.eval()
 
 
-def rank_main(rank: int, size: int, port: int, folder: str, pool: dict, conn, threads: int) -> None:
+def rank_main(rank: int, conn, size: int, port: int, folder: str, pool: dict, threads: int) -> None:
     """The rank process: join the group, load its shard, build its runner, answer the driver until "stop"."""
     import torch.distributed as dist
     torch.set_num_threads(threads)
@@ -124,17 +124,9 @@ def rank_main(rank: int, size: int, port: int, folder: str, pool: dict, conn, th
         local = q.to_local() if hasattr(q, "to_local") else q
         conn.send(("ready", {"kv_bytes": runner.kv_bytes, "q_proj": tuple(local.shape), "pid": os.getpid()}))
     except Exception as e:  # noqa: BLE001 -- said to the driver as one line, then the process ends
-        conn.send(("error", f"rank {rank} could not start: {type(e).__name__}: {str(e).splitlines()[0][:300]}"))
+        conn.send(("error", f"rank {rank} could not start: {type(e).__name__}: {one_line(e)}"))
         return
-    while True:
-        if not conn.poll(IDLE_POLL_S):
-            if os.getppid() != parent:  # the driver is gone: end with it
-                return
-            continue
-        msg = conn.recv()
-        if msg[0] == "stop":
-            dist.destroy_process_group()
-            return
+    while (msg := next_message(conn, parent)) is not None:
         clock.take()
         t0 = time.perf_counter()
         try:
@@ -146,8 +138,9 @@ def rank_main(rank: int, size: int, port: int, folder: str, pool: dict, conn, th
                 runner.run([row_of(r) for r in rows], **ops)
                 out = runner.kept if rank == 0 else None
         except RuntimeError as e:  # a collective timed out or a peer's socket closed: a rank died mid-step
-            conn.send(("error", f"rank {rank} failed mid-step: {str(e).splitlines()[0][:300]}"))
+            conn.send(("error", f"rank {rank} failed mid-step: {one_line(e)}"))
             return
         forward_ms = (time.perf_counter() - t0) * 1000
         ms, calls, layers = clock.take()
         conn.send(("done", out, {"forward_ms": forward_ms, "allreduce_ms": ms, "allreduces": calls, "layers": layers}))
+    dist.destroy_process_group()

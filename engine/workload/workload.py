@@ -23,6 +23,7 @@ from engine.workload.arrivals import generate_requests
 from engine.config import EngineConfig, LaneSpec
 from engine.workload.disaggregation import disaggregation_option
 from engine.workload.fleet import FLEET_KEYS, fleet_option
+from engine.workload.pipeline_parallel import pipeline_parallel_check
 from engine.workload.tensor_parallel import tensor_parallel_check
 from engine.limits import CLI_LIMITS, Limits, WorkloadError, check_int, check_number, check_str, reject_unknown
 from engine.sched.policies import TRAITS, options_only_for
@@ -134,7 +135,7 @@ def _config(base: EngineConfig, options: dict, where: str) -> EngineConfig:
     try:
         return replace(base, **options)
     except (ValueError, TypeError) as e:
-        key = next((k for k in options if k in str(e)), None)
+        key = next((k for k in options if str(e).startswith(k)), None) or next((k for k in options if k in str(e)), None)
         raise WorkloadError(f"{where}{key}" if key else where.rstrip(".") or "workload", str(e)) from None
 
 
@@ -168,6 +169,7 @@ def parse_lanes(raw, defaults: EngineConfig, limits: Limits, timed: bool = False
                                                        f"{policy} lane")
             config = _config(defaults, _options(item, f"{at}.", limits, timed), f"{at}.")
             tensor_parallel_check(item, at, config, limits)
+            pipeline_parallel_check(item, at, policy, config, limits)
             spec = LaneSpec(name, policy, config, *(("vllm", vllm) if vllm is not None else ()),
                             fleet=fleet_option(item, at, limits),
                             disaggregation=disaggregation_option(item, at, limits, config))

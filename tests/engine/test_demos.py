@@ -109,7 +109,7 @@ CLOCKS = {"arrivals": "ms", "poisson": "ms", "long-prompt": "ms", "slots": "ms",
           "fleet-herding": "ms", "fleet-one-vs-two": "ms", "pd-vs-colocated": "ms",
           "mixed": "steps", "same": "steps", "one-long": "steps", "priorities": "steps", "sjf": "steps",
           "memory-pressure": "steps", "shared-instructions": "steps", "spec-quote": "steps",
-          "paged-vs-reserve": "steps", "swap-vs-recompute": "ms", "vllm": "ms", "tensor-parallel": "ms"}
+          "paged-vs-reserve": "steps", "swap-vs-recompute": "ms", "vllm": "ms", "tensor-parallel": "ms", "pipeline-bubbles": "steps"}
 
 
 def test_every_demo_names_the_clock_its_lesson_speaks_in_and_the_workload_carries_it():

@@ -11,6 +11,7 @@ import { laneBlockSize } from "../core/metrics.js";
 import { noiseClause, outlierClause } from "./noise.js";
 import { decodersNeverStall, firstTokensLaterByCopy } from "./pdlesson.js";
 import { tpSlowerHere } from "./tplesson.js";
+import { fewerBubbles } from "./pplesson.js";
 
 /** Why, as far as the run can say: its measured noise, and the worst outlier of the lanes named (if any stands out). */
 function why(derived, lanes) {
@@ -136,6 +137,7 @@ export const CHECKS = Object.freeze({
   first_tokens_later_by_copy: (derived, c) => firstTokensLaterByCopy(derived, c, laneOf, why),
   tp_slower_here: (derived, c) => tpSlowerHere(derived, c, laneOf, why),  // tplesson.js: the tensor-parallel lesson
   finishes_no_later: finishesNoLater,
+  fewer_bubbles: (derived, c) => fewerBubbles(derived, c, laneOf),                  // pplesson.js: the pipeline lesson
   first_tokens_sooner: firstTokensSooner,
   no_long_stall: noLongStall,
   first_token_later: firstTokenLater,

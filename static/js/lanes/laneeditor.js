@@ -20,10 +20,11 @@ import { LANE_ORDER } from "../core/vocab.js";
  * max_wait_ms); the rest apply to every lane. */
 const ONLY_FOR = Object.freeze(Object.fromEntries(Object.entries(OPTION_POLICIES).map(([k, v]) => [k, v.join(" ")])));
 // lane options without a field here: carried through unchanged (a fleet's too: data_parallel_size, its router and knobs;
-// a P/D lane's disaggregation: its prefill and decode engine counts; a tensor-parallel lane's tensor_parallel_size)
+// a P/D lane's disaggregation: its prefill and decode engine counts; a tensor-parallel lane's tensor_parallel_size;
+// a pipeline-parallel lane's stages and micro-batches)
 const KEPT = ["kv_block_size", "fused", "kv_allocation", "preemption", "data_parallel_size", "router", "cache_threshold",
   "balance_abs_threshold", "balance_rel_threshold", "router_seed", "overlap_score_weight", "disaggregation",
-  "tensor_parallel_size"];
+  "tensor_parallel_size", "pipeline_parallel_size", "micro_batches"];
 const SPEC_K_MAX = 16;  // engine/sched/speculative.py's bound on k
 const VLLM = "vllm";  // the policy select's value for a vLLM lane (its engine; its policy is continuous)
 const VLLM_HIDES = ["scheduling_policy", "speculative"];  // options a vLLM lane cannot take (engine/peers/vllm_options.py)

@@ -38,6 +38,7 @@ import { applyTeach, syncTeach } from "./teach.js";
 import { bindGlossary } from "../ui/tips.js";
 import { createTokenCount } from "./tokencount.js";
 import { MEMORY, bindMemory, showMemory } from "./memmap-view.js";
+import { showPipelines } from "./pipeline-view.js";
 import { followZoom, viewOf } from "./zoom.js";
 import { SLO, createSloTargets } from "./slotargets.js";
 import { createSubmits } from "./submits.js";
@@ -334,6 +335,7 @@ function render() {
   const memory = showMemory({ canvas: $("memmap"), button: $("btn-memory"), scale: $("memmap-scale") }, ui.memory, derived,
     scene, state.run, { width: dom.wrap.clientWidth, maxHeight: budget, present: ui.present });  // the memory map in place of the lanes
   dom.canvas.hidden = !derived.lanes.length || memory;
+  showPipelines($("pipeline"), scene, dom.wrap.clientWidth);  // pipeline-parallel lanes' stage x time grids
   dom.empty.hidden = Boolean(derived.lanes.length);
   const hover = memory ? null : hovered(layout, scene, ui.hover);
   if (hover && hover.focus) scene = { ...scene, focus: hover.focus };

@@ -34,11 +34,21 @@ export function emptyText(state, missingRun, viewOnly = false) {
   return EMPTY;
 }
 
-/** Why a preset cannot run on this server, or null: one with a vLLM lane where vLLM is not installed (the model's
- * status says `vllm: false` and why), or a tensor-parallel lane on the simulator. Before the status arrives nothing is known, so nothing is refused. */
+/** Whether a preset has a pipeline-parallel lane (stages of the real model's layers: the simulator has none). */
+function splitsLayers(preset) {
+  return Boolean(preset && Array.isArray(preset.lanes)
+    && preset.lanes.some((l) => l && typeof l === "object" && l.pipeline_parallel_size > 1));
+}
+
+/** Why a preset cannot run on this server, or null: a tensor- or pipeline-parallel preset on the simulator (no
+ * weights to shard, no layers to cut); one with a vLLM lane where vLLM is not installed (the model's status says
+ * `vllm: false` and why). Before the status arrives nothing is known, so nothing is refused. */
 export function presetProblem(preset, model) {
   if (splitsWeights(preset) && model && model.model === "simulator") {
     return "Not available on this server: its tensor-parallel lane needs the real model (the simulator has no weights to shard).";
+  }
+  if (splitsLayers(preset) && model && model.ready && model.model === "simulator") {
+    return "Not available on the simulator: its pipeline-parallel lanes cut the real model's layers into stage processes.";
   }
   if (!startsVllm(preset) || !model || model.vllm !== false) return null;
   return `Not available on this server: its vLLM lane ${model.vllm_problem || "needs vLLM, which is not installed here"}.`;
