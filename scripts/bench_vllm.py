@@ -21,6 +21,7 @@ from engine.report.metrics import run_metrics
 from engine.peers.vllm_options import vllm_lane_problem
 from engine.peers.vllm_process import close_all, vllm_python
 from scripts.bench_common import CHAT_PROMPTS, ROOT, Records, log, outputs, prepare
+from scripts.ttft_parts import ttft_parts
 
 SLOTS = 8
 # plain continuous (whole prompts, prefill apart from decode), continuous as the live lane batches (chunks under a
@@ -141,14 +142,18 @@ SHAPES = {"one_stream": dict(input=64, output=128, prompts=3, rate="inf", concur
 ENDPOINTS = ("completions", "chat")
 
 
-def peer_client(url: str, folder: str) -> dict:
+def peer_client(url: str, folder: str, parts: bool = False) -> dict:
     """Every shape on both endpoints against the server at `url`, by vLLM's own client in .venv-vllm
-    (scripts/vllm_client.py), after one small warm-up burst; the load average before and after."""
+    (scripts/vllm_client.py), after one small warm-up burst; the load average before and after. `parts` (our
+    server): what each Poisson 4 request's TTFT was made of, from /api/live's step records (scripts/ttft_parts.py)."""
     with urllib.request.urlopen(f"{url}/v1/models", timeout=10) as r:
         model = json.load(r)["data"][0]["id"]
     shapes = {"warm_up": dict(endpoint="completions", input=64, output=16, prompts=4, rate="inf")}
     shapes.update({f"{endpoint}/{name}": {**shape, "endpoint": endpoint}
                    for endpoint in ENDPOINTS for name, shape in SHAPES.items()})
+    if parts:
+        for endpoint in ENDPOINTS:
+            shapes[f"{endpoint}/poisson_4"]["detail"] = "/api/live"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"HF_HUB_OFFLINE": "1"}
     load = os.getloadavg()[0]
     p = subprocess.run([str(vllm_python()), str(ROOT / "scripts" / "vllm_client.py"), url, model, folder,
@@ -157,6 +162,10 @@ def peer_client(url: str, folder: str) -> dict:
         raise RuntimeError(f"vLLM's client failed: {p.stderr.strip().splitlines()[-1:]}")
     out = json.loads(p.stdout.strip().splitlines()[-1])
     out.pop("warm_up")
+    for shape in out.values():
+        if "snapshot" in shape:
+            shape["ttft_parts"] = ttft_parts(shape.pop("snapshot"), shape.pop("ttfts_ms"))
+            log(f"    TTFT parts p50 (ms): {shape['ttft_parts']['p50']}; steps: {shape['ttft_parts']['steps']}")
     return {"shapes": out, "load_avg": [round(load, 2), round(os.getloadavg()[0], 2)]}
 
 
@@ -173,7 +182,7 @@ def serve_race(lm, size: dict) -> dict:
         for side in order:
             log(f"  serve: {side} under vLLM's client")
             with (server() if side == "batch_lanes" else vllm_server(folder)) as url:
-                got[side] = peer_client(url, folder)
+                got[side] = peer_client(url, folder, parts=side == "batch_lanes")
         rounds.append({"order": list(order), **got})
     out = {"client": "vllm bench serve (vLLM 0.32, random dataset, --ignore-eos, seed 0)", "cpu": cpu_model(),
            "shapes": {name: {k: v for k, v in shape.items()} for name, shape in SHAPES.items()}, "rounds": rounds}

@@ -6,7 +6,9 @@ what `vllm bench serve` reports (a benchmark, not a test: it asserts nothing).
 
 SHAPES_JSON maps a name to {"endpoint": "completions" | "chat", "input": tokens, "output": tokens, "prompts": n,
 "rate": req/s or "inf", "concurrency": n or null}, and optionally "prefix": tokens every prompt shares
-(`--random-prefix-len`) and "seed" (default 0). Every shape uses the random dataset and `--ignore-eos`,
+(`--random-prefix-len`), "seed" (default 0) and "detail": a path on the server (`/api/live`) whose JSON
+answer is fetched right after the shape and kept as "snapshot", beside each request's TTFT in the order sent
+("ttfts_ms"). Every shape uses the random dataset and `--ignore-eos`,
 and the client's defaults otherwise (vLLM 0.32's client sends no temperature: both servers sample at 1.0).
 (The `vllm` command fails here on a package-name lookup, so this calls `vllm.benchmarks.serve.main` itself.)
 """
@@ -14,6 +16,7 @@ import contextlib
 import io
 import json
 import sys
+import urllib.request
 
 KEEP = ("completed", "failed", "duration", "total_input_tokens", "output_throughput", "request_throughput",
         "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "median_itl_ms", "p99_itl_ms", "total_output_tokens")
@@ -42,8 +45,13 @@ def main(argv: list[str]) -> None:
         parser = FlexibleArgumentParser()
         add_cli_args(parser)
         with contextlib.redirect_stdout(io.StringIO()):   # its own report: the JSON line below carries it
-            result = bench(parser.parse_args(arguments(url, model, tokenizer, shape)))
+            result = bench(parser.parse_args(arguments(url, model, tokenizer, shape)
+                                             + (["--save-detailed"] if shape.get("detail") else [])))
         out[name] = {k: result.get(k) for k in KEEP}
+        if shape.get("detail"):
+            out[name]["ttfts_ms"] = [t * 1000 for _, t in sorted(zip(result["start_times"], result["ttfts"]))]
+            with urllib.request.urlopen(url + shape["detail"], timeout=30) as r:
+                out[name]["snapshot"] = json.load(r)
     print(json.dumps(out))
 
 
