@@ -45,8 +45,7 @@ import { createSubmits } from "./submits.js";
 import { $, pageDom } from "./pagedom.js";
 
 const dom = pageDom();
-const serverEvents = [];
-const inputs = [];
+const serverEvents = [], inputs = [];
 const push = (action) => inputs.push(action);
 const references = createReferences($("references"), { runPreset: (name) => push({ type: "preset", name }),
   member: () => ({ role: klass.role, credentials: klass.credentials() }) });
