@@ -91,6 +91,9 @@ class Engine:
         where = f" on lane {lane.name!r}" if len(workload.lanes) > 1 else ""
         if lane.engine == "vllm" and (problem := vllm_lane_problem(self.lm)) is not None:
             raise WorkloadError(f"lanes[{index}].engine", f"a vLLM lane {problem}")
+        vllm_tp = lane.engine_options.get("tensor_parallel_size", 1) if lane.engine == "vllm" else 1
+        if vllm_tp > 1 and (problem := tp_problem(self.lm, vllm_tp)):  # vLLM's ranks hold whole heads too
+            raise WorkloadError(f"lanes[{index}].tensor_parallel_size", problem)
         if config.tensor_parallel_size > 1 and (problem := tp_problem(self.lm, config.tensor_parallel_size)):
             at = "" if config.tensor_parallel_size == workload.config.tensor_parallel_size else f"lanes[{index}]."
             raise WorkloadError(f"{at}tensor_parallel_size", problem)

@@ -158,6 +158,8 @@ class StepRecord:
     allreduce_ms: float | None = None   # of `forward_ms`, inside all-reduces (2 a layer: after o_proj, after down_proj),
                                         # waiting for the slowest rank included
     allreduces: int | None = None       # how many all-reduces the step's forward calls made
+    placement: dict | None = None       # a split lane's machine statement, on its first record only: its processes,
+                                        # cores, memory domains, transport (engine/report/placement.py)
     kv_pool: dict | None = None         # the lane's KV facts, on its first record only: kv_bytes (its device K/V
                                         # tensors), num_blocks, block_size, host_blocks, kv_allocation, preemption
     waits: dict[str, dict] = field(default_factory=dict)  # every id in `waiting` -> why it was not admitted
@@ -192,6 +194,8 @@ class StepRecord:
                 d[key] = list(d[key])
         if self.kv_pool is None:
             del d["kv_pool"]
+        if self.placement is None:
+            del d["placement"]
         if self.kv_cached is None:
             del d["kv_cached"]
         else:

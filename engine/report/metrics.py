@@ -271,6 +271,8 @@ def lane_metrics(records: list[StepRecord] | list[dict], workload: Workload) -> 
     out["token_utilization"] = token_utilization(recs, lane_block_size(recs, workload))
     out.update(dict.fromkeys(FLEET_METRICS))  # a fleet's numbers: none for a lane of one engine
     out.update(tensor_parallel_figures(recs))  # a tensor-parallel lane's forward split (a lane of one process: no keys)
+    if recs and recs[0].get("placement"):  # a split lane's machine statement (engine/report/placement.py)
+        out["placement"] = recs[0]["placement"]
     out["simulated"] = simulated
     out["requests"] = per
     return out
