@@ -34,8 +34,9 @@ REFUSED = {                         # options vLLM cannot take, and why
 MAX_MODEL_LEN = 2048                # SmolLM2's context; vLLM sizes its buffers by it
 
 
-def check_vllm_lane(item: dict, at: str) -> dict:
-    """The options a vLLM lane object sets, as vLLM takes them ({our name: value}); WorkloadError for the rest."""
+def check_vllm_lane(item: dict, at: str, max_workers: int = 1) -> dict:
+    """The options a vLLM lane object sets, as vLLM takes them ({our name: value}); WorkloadError for the rest.
+    `max_workers`: the processes a split may spawn (the limits' max_tensor_parallel: the CLI's, not the server's)."""
     policy = item.get("policy", ENGINE_POLICIES["vllm"])
     if policy != ENGINE_POLICIES["vllm"]:
         raise WorkloadError(f"{at}.policy", f"a vLLM lane is continuous batching (vLLM's own scheduler), not {policy!r}:"
@@ -53,6 +54,10 @@ def check_vllm_lane(item: dict, at: str) -> dict:
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PARALLEL[key]:
             raise WorkloadError(f"{at}.{key}", f"must be an integer from 1 to {MAX_PARALLEL[key]} (vLLM's worker "
                                                f"processes), got {str(value)[:40]}")
+    if world_size(item) > max_workers:
+        key = next(k for k in PARALLEL if item.get(k, 1) > 1)
+        raise WorkloadError(f"{at}.{key}", f"is at most {max_workers} here (vLLM's workers are processes of their own, "
+                                           "each compiling at its start: split vLLM lanes run from the command line)")
     if item.get("tensor_parallel_size", 1) > 1 and item.get("pipeline_parallel_size", 1) > 1:
         raise WorkloadError(f"{at}.pipeline_parallel_size", "does not combine with tensor_parallel_size on a vLLM "
                                                             "lane here (6 worker processes on these cores: not tried)")

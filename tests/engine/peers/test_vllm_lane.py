@@ -3,6 +3,7 @@ those it cannot (an error naming them), and the clear refusal where vLLM or the 
 import pytest
 
 from engine import Engine, WorkloadError, parse_workload
+from engine.limits import CLI_LIMITS
 from engine.peers.vllm_options import engine_args
 from tests.kit import ROOT
 
@@ -78,12 +79,15 @@ def test_the_vllm_preset_parses_and_on_the_simulator_says_it_needs_the_model():
 
 @pytest.mark.parametrize("key, size", [("tensor_parallel_size", 3), ("pipeline_parallel_size", 2)])
 def test_a_vllm_lane_hands_its_tensor_or_pipeline_split_to_vllm_not_to_our_engine(key, size):
-    wl = parse_workload(lanes({"name": "split", "engine": "vllm", key: size}))
+    wl = parse_workload(lanes({"name": "split", "engine": "vllm", key: size}), CLI_LIMITS)
     spec = wl.lanes[1]
     assert spec.engine_options == {key: size} and spec.config.tensor_parallel_size == 1  # no ranks of ours
     assert engine_args(spec) == {"max_num_seqs": 4, "max_model_len": 2048, key: size}
-    assert parse_workload(wl.to_dict()).lanes[1] == spec
+    assert parse_workload(wl.to_dict(), CLI_LIMITS).lanes[1] == spec
     assert parse_workload(lanes({"engine": "vllm", key: 1})).lanes[1].engine_options == {}  # 1: one process
+    with pytest.raises(WorkloadError) as e:  # the server's limits: no worker processes of a lane's own
+        parse_workload(lanes({"engine": "vllm", key: size}))
+    assert e.value.field == f"lanes[1].{key}" and "command line" in str(e.value)
 
 
 @pytest.mark.parametrize("lane, field, words", [
@@ -97,7 +101,7 @@ def test_a_vllm_lane_hands_its_tensor_or_pipeline_split_to_vllm_not_to_our_engin
 ])
 def test_a_vllm_split_it_cannot_take_is_an_error_naming_the_field(lane, field, words):
     with pytest.raises(WorkloadError) as e:
-        parse_workload(lanes(lane))
+        parse_workload(lanes(lane), CLI_LIMITS)
     assert e.value.field == field and words in str(e.value)
 
 
@@ -105,7 +109,7 @@ def test_a_vllm_split_it_cannot_take_is_an_error_naming_the_field(lane, field, w
 @pytest.mark.model
 def test_a_vllm_tensor_parallel_size_must_divide_the_models_heads(engine):
     with pytest.raises(WorkloadError) as e:
-        engine.prepare(parse_workload(lanes({"engine": "vllm", "tensor_parallel_size": 2})))
+        engine.prepare(parse_workload(lanes({"engine": "vllm", "tensor_parallel_size": 2}), CLI_LIMITS))
     assert e.value.field == "lanes[1].tensor_parallel_size"
     assert "9 query heads and 3 KV heads" in str(e.value) and "Sizes that do: 3" in str(e.value)
 
