@@ -27,6 +27,7 @@ from engine.workload.siblings import written_index
 from engine.worker.sim import SIM_COPY_MS_PER_BLOCK, SimNoise, SimRunner, sim_prompt_ids
 from engine.step import StepRecord
 from engine.peers.vllm_options import vllm_lane_problem
+from engine.report.placement import placement
 from engine.workload.workload import Limits, Workload, WorkloadError
 
 
@@ -143,7 +144,8 @@ class Engine:
             return self.pd_lane(spec, workload, row_len, eos_ids, pad_id)
         if spec.engine == "vllm":  # a real vLLM engine in its own process (started here: ~60 s)
             from engine.peers.vllm_lane import VllmLane
-            return VllmLane(spec, list(workload.requests), workload.timed, self.lm, str(self.lm.folder))
+            return VllmLane(spec, list(workload.requests), workload.timed, self.lm, str(self.lm.folder),
+                            place=placement)
         scheduler = POLICIES[spec.policy](spec.config, list(workload.requests), eos_ids=eos_ids, pad_id=pad_id,
                                           timed=workload.timed)
         return self.engine_lane(spec.name, spec.config, scheduler, row_len)

@@ -19,7 +19,6 @@ from engine.spec import RequestSpec
 from engine.step import Forward, SlotRecord, SlotState, StepRecord, StopReason
 from engine.peers.vllm_options import engine_args
 from engine.peers.vllm_process import acquire, release
-from engine.report.placement import placement
 from engine.worker.detok import next_text
 
 FINISH = {"stop": StopReason.EOS, "length": StopReason.LENGTH, "abort": StopReason.CANCELLED}
@@ -49,9 +48,11 @@ class VllmLane:
     """A Lane-like lane (name, records, clock, done, step()) whose scheduler and model are vLLM's."""
 
     def __init__(self, spec: LaneSpec, requests: list[RequestSpec], timed: bool, lm, model_folder: str,
-                 bridge=None):
+                 bridge=None, place=None):
         """`bridge`: a started bridge its owner keeps and ends (an engine of a P/D pair: engine/peers/vllm_pd_lane.py);
-        None: the lane takes a warm bridge for its arguments, or starts one, and gives it back when done."""
+        None: the lane takes a warm bridge for its arguments, or starts one, and gives it back when done. `place`:
+        placement(processes, transport) (engine/report/placement.py, handed in by the engine: peers sit below report),
+        for a lane whose engine is split over worker processes."""
         self.name, self.spec, self.timed, self.lm = spec.name, spec, timed, lm
         self.slots: list[VllmRequest | None] = [None] * spec.config.slots
         self.requests = [VllmRequest(s, f"r{i}") for i, s in enumerate(requests)]
@@ -70,7 +71,7 @@ class VllmLane:
         self.vllm_config, self.reference_ms = info["config"], info["reference_ms"]
         self.finished = 0
         self.kv_io: dict | None = None
-        self.placement = split_placement(info.get("workers") or [], self.bridge.proc.pid)
+        self.placement = split_placement(info.get("workers") or [], self.bridge.proc.pid, place) if place else None
 
     @property
     def policy(self) -> str:
@@ -191,7 +192,7 @@ def transport(carrier: str | None) -> str:
     return f"gloo over loopback TCP (torch.distributed, vLLM's {carrier or 'CpuCommunicator'})"
 
 
-def split_placement(workers: list[dict], driver_pid: int) -> dict | None:
+def split_placement(workers: list[dict], driver_pid: int, place) -> dict | None:
     """A vLLM lane's placement when its engine is split over worker processes (None: one process): the bridge (the
     driver: vLLM's scheduler, which waits on the workers) and each worker as a tensor-parallel rank or pipeline stage."""
     if len(workers) < 2:
@@ -200,4 +201,4 @@ def split_placement(workers: list[dict], driver_pid: int) -> dict | None:
     roles = [f"vllm tp rank {w['tp_rank']}" if tp else f"vllm pp stage {w['pp_rank']}" for w in workers]
     processes = [{"role": "driver", "pid": driver_pid, "threads": 1}] + \
         [{"role": role, "pid": w["pid"], "threads": w["threads"], "cores": w["cores"]} for role, w in zip(roles, workers)]
-    return placement(processes, transport(next((w["tp"] or w["pp"] for w in workers if w["tp"] or w["pp"]), None)))
+    return place(processes, transport(next((w["tp"] or w["pp"] for w in workers if w["tp"] or w["pp"]), None)))

