@@ -56,6 +56,15 @@ def where(worker) -> dict:
             "tp": carrier(get_tp_group()), "pp": carrier(get_pp_group())}
 
 
+def gone(pid: int) -> bool:
+    """Whether a process has exited (absent, or a zombie its parent has not reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
 def ours(internal_id: str) -> str:
     """Our request id from vLLM's internal one (it appends a random suffix: "r3-1f2e...")."""
     return internal_id.split("-", 1)[0]
@@ -96,6 +105,7 @@ class Bridge:
         if engine_args.get("kv_transfer_config"):
             from vllm_kv_meter import KVMeter
             self.meter = KVMeter(self.engine, self.engine.vllm_config.cache_config.block_size)
+        self.workers: list[dict] = []
         self.reference_ms = self.warm_up()
         self.workers = self.llm.collective_rpc(where)  # one answer per rank, in rank order
 
@@ -137,7 +147,15 @@ class Bridge:
     def step(self) -> dict:
         self.last, self.scheduled, self.dispatched = None, {}, 0
         t0 = time.perf_counter()
-        results = self.engine.step()
+        try:
+            results = self.engine.step()
+        except Exception as e:  # a split engine whose worker died says only "cancelled": name the worker
+            dead = [w for w in self.workers if w["pid"] != os.getpid() and gone(w["pid"])]
+            if dead:  # by now vLLM has ended the others too: which one died first is not known here
+                raise RuntimeError("a worker of this split vLLM engine died and vLLM ended its workers (exited: " +
+                                   ", ".join(f"pid {w['pid']}, tp rank {w['tp_rank']} pp stage {w['pp_rank']}"
+                                             for w in dead) + f"; vLLM said {str(e)[:80]!r})") from e
+            raise
         ms = (time.perf_counter() - t0) * 1000
         outputs = {}
         for res in results:
