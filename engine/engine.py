@@ -101,6 +101,9 @@ class Engine:
         where = f" on lane {lane.name!r}" if len(workload.lanes) > 1 else ""
         if lane.engine == "vllm" and (problem := vllm_lane_problem(self.lm)) is not None:
             raise WorkloadError(f"lanes[{index}].engine", f"a vLLM lane {problem}")
+        vllm_tp = lane.engine_options.get("tensor_parallel_size", 1) if lane.engine == "vllm" else 1
+        if vllm_tp > 1 and (problem := tp_problem(self.lm, vllm_tp)):  # vLLM's ranks hold whole heads too
+            raise WorkloadError(f"lanes[{index}].tensor_parallel_size", problem)
         if config.tensor_parallel_size > 1 and (problem := tp_problem(self.lm, config.tensor_parallel_size)):
             at = "" if config.tensor_parallel_size == workload.config.tensor_parallel_size else f"lanes[{index}]."
             raise WorkloadError(f"{at}tensor_parallel_size", problem)
@@ -154,7 +157,8 @@ class Engine:
             return self.pd_lane(spec, workload, row_len, eos_ids, pad_id)
         if spec.engine == "vllm":  # a real vLLM engine in its own process (started here: ~60 s)
             from engine.peers.vllm_lane import VllmLane
-            return VllmLane(spec, list(workload.requests), workload.timed, self.lm, str(self.lm.folder))
+            return VllmLane(spec, list(workload.requests), workload.timed, self.lm, str(self.lm.folder),
+                            place=placement)
         scheduler = POLICIES[spec.policy](spec.config, list(workload.requests), eos_ids=eos_ids, pad_id=pad_id,
                                           timed=workload.timed)
         return self.engine_lane(spec.name, spec.config, scheduler, row_len)

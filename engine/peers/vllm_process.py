@@ -33,6 +33,18 @@ def vllm_available() -> bool:
     return vllm_python().is_file()
 
 
+def split_env(engine_args: dict) -> dict:
+    """The variables a vLLM engine split over worker processes (tensor or pipeline parallel) starts with: one core
+    per worker, in turn over this process's cores (VLLM_CPU_OMP_THREADS_BIND "0|1|0": vLLM-CPU's per-rank binding;
+    more workers than cores share them), and 1 GiB of KV cache per worker instead of 2. Nothing for one process."""
+    world = engine_args.get("tensor_parallel_size", 1) * engine_args.get("pipeline_parallel_size", 1)
+    if world == 1:
+        return {}
+    cores = sorted(os.sched_getaffinity(0))
+    return {"VLLM_CPU_OMP_THREADS_BIND": "|".join(str(cores[i % len(cores)]) for i in range(world)),
+            "VLLM_CPU_KVCACHE_SPACE": "1"}
+
+
 class BridgeProcess:
     """One bridge process: `call(msg)` sends a JSON line and returns its answer, or raises VllmError."""
 
@@ -41,7 +53,7 @@ class BridgeProcess:
         if not vllm_available():
             raise VllmError(f"the vLLM lane needs vLLM, which is not installed here: {INSTALL_HINT}")
         self.log = tempfile.NamedTemporaryFile("w+", prefix="vllm-bridge-", suffix=".log", delete=False)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **split_env(engine_args), **(env or {})}
         env.pop("PYTHONPATH", None)  # the bridge imports vLLM's packages only, never our engine
         self.proc = subprocess.Popen([str(vllm_python()), str(BRIDGE)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.log, text=True, env=env, cwd=str(ROOT))

@@ -3,8 +3,9 @@
 The size itself (an integer from 1 to 9, not with speculative decoding) is EngineConfig's to check; whether the
 model's heads divide by it is the engine's (engine/worker/tensor_parallel.py `tp_problem`: it knows the model).
 Here: a tensor-parallel lane is one engine whose forward is split over ranks, so it does not combine with a fleet
-(data_parallel_size: each replica would need its own ranks; not built), a P/D lane, or a vLLM lane (vLLM's own
-`-tp` is another item); nor more ranks than the limits allow (the server's: none yet). It does not know how a tensor-parallel lane runs.
+(data_parallel_size: each replica would need its own ranks; not built), a P/D lane, or a vLLM lane inheriting the
+workload's size (a vLLM lane's own `tensor_parallel_size` is vLLM's, engine/peers/vllm_options.py); nor more
+ranks than the limits allow (the server's: none yet). It does not know how a tensor-parallel lane runs.
 """
 from engine.config import EngineConfig
 from engine.limits import Limits, WorkloadError
@@ -13,7 +14,8 @@ REFUSED = {
     "data_parallel_size": "a fleet of tensor-parallel replicas (ranks per replica) is not built: give the lane one "
                           "or the other",
     "disaggregation": "P/D engines with tensor-parallel ranks are not built: give the lane one or the other",
-    "engine": "a vLLM lane has its own tensor parallelism (vllm -tp), not this option",
+    "engine": "a vLLM lane splits over vLLM's own workers: give it tensor_parallel_size on the lane object, not the "
+              "workload's (engine/peers/vllm_options.py)",
 }
 
 

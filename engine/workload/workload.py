@@ -32,7 +32,7 @@ from engine.workload.siblings import collapse, expand
 from engine.workload.slo import SLO, parse_slo
 from engine.config import SpeculativeConfig
 from engine.workload.trace import expand_trace
-from engine.peers.vllm_options import ENGINES, check_vllm_lane
+from engine.peers.vllm_options import ENGINES, PARALLEL, check_vllm_lane
 
 __all__ = ["Workload", "parse_workload", "parse_lanes", "load_workload", "Limits", "CLI_LIMITS", "WorkloadError"]
 
@@ -40,7 +40,7 @@ REQUEST_KEYS = {"id", "prompt", "max_new_tokens", "ignore_eos", "arrival", "arri
                 "seed", "session"}
 INT64 = (-2 ** 63, 2 ** 63 - 1)
 OPTION_KEYS = {f.name for f in fields(EngineConfig)} - {"slots"}
-LANE_KEYS = {"name", "policy", "slots", "engine", "disaggregation"} | OPTION_KEYS | FLEET_KEYS
+LANE_KEYS = {"name", "policy", "slots", "engine", "disaggregation"} | OPTION_KEYS | FLEET_KEYS | set(PARALLEL)
 # "claims": a preset's lesson claims, for the page to check against the run (static/js/lanes/claims.js); the engine ignores them
 WORKLOAD_KEYS = {"name", "description", "claims", "clock", "slots", "lanes", "requests", "generate", "policy", "trace",
                  "slo"} | OPTION_KEYS
@@ -157,7 +157,7 @@ def parse_lanes(raw, defaults: EngineConfig, limits: Limits, timed: bool = False
             engine = item.get("engine", "batch-lanes")
             if engine not in ENGINES:
                 raise WorkloadError(f"{at}.engine", f"must be one of {', '.join(ENGINES)}, got {str(engine)[:40]!r}")
-            vllm = check_vllm_lane(item, at) if engine == "vllm" else None
+            vllm = check_vllm_lane(item, at, limits.max_tensor_parallel) if engine == "vllm" else None
             policy = "continuous" if vllm is not None else item.get("policy")
             if not isinstance(policy, str) or policy not in TRAITS:
                 raise WorkloadError(f"{at}.policy", f"must be one of {', '.join(TRAITS)}")
@@ -167,9 +167,10 @@ def parse_lanes(raw, defaults: EngineConfig, limits: Limits, timed: bool = False
                 if key in item and policy not in policies:
                     raise WorkloadError(f"{at}.{key}", f"applies to {' and '.join(policies)} lanes, not to a "
                                                        f"{policy} lane")
-            config = _config(defaults, _options(item, f"{at}.", limits, timed), f"{at}.")
-            tensor_parallel_check(item, at, config, limits)
-            pipeline_parallel_check(item, at, policy, config, limits)
+            own = item if vllm is None else {k: v for k, v in item.items() if k not in PARALLEL}  # vLLM's split, not ours
+            config = _config(defaults, _options(own, f"{at}.", limits, timed), f"{at}.")
+            tensor_parallel_check(own, at, config, limits)
+            pipeline_parallel_check(own, at, policy, config, limits)
             spec = LaneSpec(name, policy, config, *(("vllm", vllm) if vllm is not None else ()),
                             fleet=fleet_option(item, at, limits),
                             disaggregation=disaggregation_option(item, at, limits, config))

@@ -3,6 +3,7 @@ those it cannot (an error naming them), and the clear refusal where vLLM or the 
 import pytest
 
 from engine import Engine, WorkloadError, parse_workload
+from engine.limits import CLI_LIMITS
 from engine.peers.vllm_options import engine_args
 from tests.kit import ROOT
 
@@ -74,3 +75,67 @@ def test_the_vllm_preset_parses_and_on_the_simulator_says_it_needs_the_model():
     with pytest.raises(WorkloadError) as e:
         Engine(None).prepare(wl)
     assert e.value.field == "lanes[2].engine"
+
+
+@pytest.mark.parametrize("key, size", [("tensor_parallel_size", 3), ("pipeline_parallel_size", 2)])
+def test_a_vllm_lane_hands_its_tensor_or_pipeline_split_to_vllm_not_to_our_engine(key, size):
+    wl = parse_workload(lanes({"name": "split", "engine": "vllm", key: size}), CLI_LIMITS)
+    spec = wl.lanes[1]
+    assert spec.engine_options == {key: size} and spec.config.tensor_parallel_size == 1  # no ranks of ours
+    assert engine_args(spec) == {"max_num_seqs": 4, "max_model_len": 2048, key: size}
+    assert parse_workload(wl.to_dict(), CLI_LIMITS).lanes[1] == spec
+    assert parse_workload(lanes({"engine": "vllm", key: 1})).lanes[1].engine_options == {}  # 1: one process
+    with pytest.raises(WorkloadError) as e:  # the server's limits: no worker processes of a lane's own
+        parse_workload(lanes({"engine": "vllm", key: size}))
+    assert e.value.field == f"lanes[1].{key}" and "command line" in str(e.value)
+
+
+@pytest.mark.parametrize("lane, field, words", [
+    ({"engine": "vllm", "tensor_parallel_size": 0}, "lanes[1].tensor_parallel_size", "from 1 to 9"),
+    ({"engine": "vllm", "tensor_parallel_size": "3"}, "lanes[1].tensor_parallel_size", "integer"),
+    ({"engine": "vllm", "pipeline_parallel_size": 3}, "lanes[1].pipeline_parallel_size", "from 1 to 2"),
+    ({"engine": "vllm", "tensor_parallel_size": 3, "pipeline_parallel_size": 2}, "lanes[1].pipeline_parallel_size",
+     "does not combine"),
+    ({"engine": "vllm", "tensor_parallel_size": 3, "disaggregation": {"prefill": 1, "decode": 1}},
+     "lanes[1].disaggregation", "one split a lane"),
+])
+def test_a_vllm_split_it_cannot_take_is_an_error_naming_the_field(lane, field, words):
+    with pytest.raises(WorkloadError) as e:
+        parse_workload(lanes(lane), CLI_LIMITS)
+    assert e.value.field == field and words in str(e.value)
+
+
+@pytest.mark.vllm
+@pytest.mark.model
+def test_a_vllm_tensor_parallel_size_must_divide_the_models_heads(engine):
+    with pytest.raises(WorkloadError) as e:
+        engine.prepare(parse_workload(lanes({"engine": "vllm", "tensor_parallel_size": 2}), CLI_LIMITS))
+    assert e.value.field == "lanes[1].tensor_parallel_size"
+    assert "9 query heads and 3 KV heads" in str(e.value) and "Sizes that do: 3" in str(e.value)
+
+
+def test_a_split_vllm_engine_binds_one_core_per_worker_in_turn(monkeypatch):
+    from engine.peers import vllm_process
+    monkeypatch.setattr(vllm_process.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert vllm_process.split_env({"tensor_parallel_size": 3})["VLLM_CPU_OMP_THREADS_BIND"] == "0|1|0"
+    assert vllm_process.split_env({"pipeline_parallel_size": 2})["VLLM_CPU_OMP_THREADS_BIND"] == "0|1"
+    assert vllm_process.split_env({"max_num_seqs": 4}) == {}  # one process: the bridge's own binding (0-1)
+
+
+def test_a_split_vllm_lane_places_its_workers_as_the_bridge_reported_them(monkeypatch):
+    from engine.peers.vllm_lane import split_placement
+    from engine.report import placement as P
+    monkeypatch.setattr(P, "cores", lambda: 2)
+    monkeypatch.setattr(P, "memory_domains", lambda: 1)
+    shm = "CpuCommunicator/_CPUSHMDistributed"  # what vLLM-CPU 0.32's workers reported here (vllm_bridge.where)
+    ranks = [{"pid": 10 + i, "threads": 1, "cores": [i % 2], "tp_rank": i, "pp_rank": 0, "tp": shm, "pp": None}
+             for i in range(3)]
+    place = split_placement(ranks, 9, P.placement)
+    assert [p["role"] for p in place["processes"]] == ["driver", "vllm tp rank 0", "vllm tp rank 1", "vllm tp rank 2"]
+    assert place["oversubscribed"] and place["transport"].startswith("shared memory")
+    assert place["says"] == "3 processes of 1 thread on 2 cores, one memory domain: oversubscribed"
+    stages = [{**w, "tp_rank": 0, "pp_rank": i, "tp": None, "pp": shm} for i, w in enumerate(ranks[:2])]
+    place = split_placement(stages, 9, P.placement)
+    assert [p["role"] for p in place["processes"]][1:] == ["vllm pp stage 0", "vllm pp stage 1"]
+    assert not place["oversubscribed"]
+    assert split_placement(ranks[:1], 9, P.placement) is None  # one process: no placement
