@@ -38,6 +38,7 @@ class Limits:
     max_tensor_parallel: int = 3    # ranks a tensor-parallel lane may spawn (a process each, for the run's length):
                                     # 3 is SmolLM2-135M's size (its 9 query and 3 KV heads), the tensor-parallel preset's
     max_pipeline_parallel: int = 2  # stages a pipeline-parallel lane may spawn (processes each): the pipeline-bubbles preset's
+    max_vllm_workers: int = 1       # worker processes a vLLM lane's own split may start (each compiles for minutes)
 
 
 # A looser set for the CLI: the simulator previews big workloads, and a file on disk is trusted more.
@@ -45,7 +46,7 @@ CLI_LIMITS = Limits(max_requests=100_000, max_n=64, max_slots=256, max_lanes=8, 
                     max_prompt_chars=1_000_000, max_prompt_tokens=100_000, max_arrival=10_000_000,
                     max_arrival_ms=100_000_000, max_id_chars=200, max_name_chars=500, max_description_chars=5000, max_wait=100_000,
                     max_kv_budget=100_000_000, max_lane_kv_tokens=100_000_000, max_total_tokens=1_000_000_000,
-                    max_tensor_parallel=9, max_pipeline_parallel=30)
+                    max_tensor_parallel=9, max_pipeline_parallel=30, max_vllm_workers=9)
 
 
 def check_int(value, field: str, lo: int, hi: int) -> int:

@@ -30,13 +30,15 @@ REFUSED = {                         # options vLLM cannot take, and why
     "max_wait_ms": "vLLM batches continuously: it never waits to fill a group",
     "fused": "vLLM always computes a step's prefill and decode tokens in one forward",
     "speculative": "the vLLM lane does not map prompt-lookup speculation (vLLM's ngram method differs)",
+    "micro_batches": "vLLM's scheduler does not cut a batch into micro-batches (with pipeline_parallel_size it keeps "
+                     "whole batches in flight)",
 }
 MAX_MODEL_LEN = 2048                # SmolLM2's context; vLLM sizes its buffers by it
 
 
 def check_vllm_lane(item: dict, at: str, max_workers: int = 1) -> dict:
     """The options a vLLM lane object sets, as vLLM takes them ({our name: value}); WorkloadError for the rest.
-    `max_workers`: the processes a split may spawn (the limits' max_tensor_parallel: the CLI's, not the server's)."""
+    `max_workers`: the processes a split may spawn (the limits' max_vllm_workers: the CLI's, not the server's)."""
     policy = item.get("policy", ENGINE_POLICIES["vllm"])
     if policy != ENGINE_POLICIES["vllm"]:
         raise WorkloadError(f"{at}.policy", f"a vLLM lane is continuous batching (vLLM's own scheduler), not {policy!r}:"

@@ -157,7 +157,7 @@ def parse_lanes(raw, defaults: EngineConfig, limits: Limits, timed: bool = False
             engine = item.get("engine", "batch-lanes")
             if engine not in ENGINES:
                 raise WorkloadError(f"{at}.engine", f"must be one of {', '.join(ENGINES)}, got {str(engine)[:40]!r}")
-            vllm = check_vllm_lane(item, at, limits.max_tensor_parallel) if engine == "vllm" else None
+            vllm = check_vllm_lane(item, at, limits.max_vllm_workers) if engine == "vllm" else None
             policy = "continuous" if vllm is not None else item.get("policy")
             if not isinstance(policy, str) or policy not in TRAITS:
                 raise WorkloadError(f"{at}.policy", f"must be one of {', '.join(TRAITS)}")

@@ -82,7 +82,7 @@ def test_sizes_the_layers_do_not_divide_and_options_it_cannot_combine_with_are_r
                 "fused": ({"fused": True}, "fused does not combine"),
                 "policy": ({"policy": "static"}, "policy.*continuous"),
                 "data_parallel_size": ({"data_parallel_size": 2, "router": "round_robin"}, "fleet"),
-                "engine": ({"engine": "vllm"}, "vllm -pp")}
+                "micro_batches  ": ({"engine": "vllm"}, "not an option of a vLLM lane.*micro-batches")}
     for field, (change, why) in refusals.items():
         with pytest.raises(WorkloadError, match=rf"lanes\[0\]\.{field.strip()}.*{why}"):
             parse_workload(workload([{**PP2, **change}]), CLI_LIMITS)
