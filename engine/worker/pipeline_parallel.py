@@ -22,7 +22,8 @@ from engine.sched.batch import ForwardResult, Row, call_kind
 from engine.step import Forward, SlotState
 from engine.worker.model import LoadedModel
 from engine.worker.pp_stage import stage_main
-from engine.worker.rank_group import START_TIMEOUT_S, RankGroup, SplitLaneError, free_port
+from engine.worker.tp_rank import COLLECTIVE_TIMEOUT_S
+from engine.worker.rank_group import START_TIMEOUT_S, GroupStore, RankGroup, SplitLaneError
 from engine.worker.runner import ModelRunner
 from engine.worker.tensor_parallel import STEP_TIMEOUT_S, split_problem
 
@@ -73,8 +74,8 @@ class PipelineParallelRunner:
         self.lm, self.size, self.micro_batches = lm, size, micro_batches
         pool = {"num_blocks": num_blocks, "block_size": block_size, "host_blocks": host_blocks, "pad_id": lm.pad_id}
         self.threads = max(1, (os.cpu_count() or 1) // size)
-        port = free_port()
-        self.stages = RankGroup(stage_main, [(size, port, str(lm.folder), pool, self.threads)] * size,
+        self.store = GroupStore(COLLECTIVE_TIMEOUT_S)  # the group's rendezvous, held for the lane's life
+        self.stages = RankGroup(stage_main, [(size, self.store.port, str(lm.folder), pool, self.threads)] * size,
                                 "pp-stage", "pipeline", "stage", PipelineParallelError)
         self.procs = self.stages.procs
         ready = self.stages.replies(START_TIMEOUT_S, "ready")

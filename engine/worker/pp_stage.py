@@ -15,7 +15,6 @@ Every micro-batch's forward is timed here (perf_counter: CLOCK_MONOTONIC); the d
 stage sends back the logits of the rows that want a token; the driver picks. What it does not know: requests beyond
 their ids, sampling, grammars, logprobs, scheduling.
 """
-import datetime
 import os
 import time
 from typing import NamedTuple
@@ -26,7 +25,7 @@ from torch import nn
 from engine.step import SlotState
 from engine.worker.kv_cache import PagedKVCache
 from engine.worker.linears import additive_mask
-from engine.worker.rank_group import next_message, one_line
+from engine.worker.rank_group import join_group, next_message, one_line
 from engine.worker.tp_rank import COLLECTIVE_TIMEOUT_S, row_of
 
 
@@ -173,9 +172,7 @@ def stage_main(stage: int, conn, size: int, port: int, folder: str, pool: dict, 
     torch.set_num_threads(threads)
     parent = os.getppid()
     try:
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        dist.init_process_group("gloo", rank=stage, world_size=size,
-                                timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT_S))
+        join_group(stage, size, port, COLLECTIVE_TIMEOUT_S)
         logging.set_verbosity_error()
         logging.disable_progress_bar()
         model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="sdpa").eval()
@@ -194,7 +191,7 @@ def stage_main(stage: int, conn, size: int, port: int, folder: str, pool: dict, 
         try:
             _, rows, ops, m = msg
             kept = runner.run([row_of(r) for r in rows], ops, m)
-        except RuntimeError as e:  # a send/recv timed out or a peer's socket closed: a stage died mid-step
+        except Exception as e:  # noqa: BLE001 -- a send/recv timed out, a peer's socket closed (a stage died mid-step), or a fault of its own
             conn.send(("error", f"stage {stage} failed mid-step: {one_line(e)}"))
             return
         conn.send(("done", kept, runner.spans))

@@ -2,11 +2,12 @@
 joined to the driver by one pipe each, waited on with a timeout, and stopped with the lane.
 
 `RankGroup` is what a split lane's runner drives: it spawns one process per part (each runs `target(i, *args[i])`,
-which joins the lane's gloo group on `free_port()` and answers on its pipe), collects every process's reply with a
+which joins the lane's gloo group through the driver's `GroupStore` and answers on its pipe), collects every process's reply with a
 deadline, and turns a process that dies, fails or stops answering into one error naming it (the others stopped,
 never left hanging). Processes end when the lane is done (`close`), when the group is dropped, or when the driver's
 process goes (each checks its parent while idle). It knows nothing of models, rows or what the processes compute.
 """
+import datetime
 import os
 import random
 import socket
@@ -24,9 +25,28 @@ class SplitLaneError(RuntimeError):
     """A process of a split lane died, failed or stopped answering: the lane cannot go on."""
 
 
+class GroupStore:
+    """The rendezvous of a split lane's gloo group: a TCPStore the driver holds for the lane's life, on a port the OS
+    picks as it binds. Lanes starting at once (the suite's two halves, a server's runs) never share one, as they
+    could with a port tried free here and bound by a worker seconds later (a group joined by another lane's ranks)."""
+
+    def __init__(self, timeout_s: float):
+        import torch.distributed as dist
+        self.store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False,
+                                   timeout=datetime.timedelta(seconds=timeout_s))
+        self.port = self.store.port
+
+
+def join_group(rank: int, size: int, port: int, timeout_s: float) -> None:
+    """A worker process's side: join the lane's gloo group as `rank` of `size` through the driver's store on `port`."""
+    import torch.distributed as dist
+    timeout = datetime.timedelta(seconds=timeout_s)
+    store = dist.TCPStore("127.0.0.1", port, is_master=False, timeout=timeout)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=size, timeout=timeout)
+
+
 def free_port() -> int:
-    """A port of PORTS nothing listens on, tried in random order: two lanes starting at once (two test workers)
-    rarely pick the same one before either's process 0 binds it."""
+    """A port of PORTS nothing listens on, tried in random order (scripts' own groups; a lane's uses `GroupStore`)."""
     for port in random.sample(PORTS, len(PORTS)):
         with socket.socket() as s:
             try:

@@ -24,7 +24,7 @@ import torch
 from engine.sched.batch import ForwardResult, Row, call_kind
 from engine.step import Forward, SlotState
 from engine.worker.model import LoadedModel
-from engine.worker.rank_group import START_TIMEOUT_S, RankGroup, SplitLaneError, free_port
+from engine.worker.rank_group import START_TIMEOUT_S, GroupStore, RankGroup, SplitLaneError
 from engine.worker.runner import ModelRunner
 from engine.worker.tp_rank import COLLECTIVE_TIMEOUT_S, rank_main
 
@@ -70,8 +70,8 @@ class TensorParallelRunner:
         pool = {"slots": slots, "num_blocks": num_blocks, "block_size": block_size, "host_blocks": host_blocks,
                 "fused": fused, "pad_id": lm.pad_id}
         threads = max(1, (os.cpu_count() or 1) // size)
-        port = free_port()
-        self.ranks = RankGroup(rank_main, [(size, port, str(lm.folder), pool, threads) for _ in range(size)],
+        self.store = GroupStore(COLLECTIVE_TIMEOUT_S)  # the group's rendezvous, held for the lane's life
+        self.ranks = RankGroup(rank_main, [(size, self.store.port, str(lm.folder), pool, threads) for _ in range(size)],
                                "tp-rank", "tensor-parallel", "rank", TensorParallelError)
         self.procs = self.ranks.procs
         ready = self.ranks.replies(START_TIMEOUT_S, "ready")

@@ -12,7 +12,6 @@ decoder layer its forward's time less its all-reduces and its all-reduces' time 
 
 What it does not know: requests beyond their ids, sampling, grammars, logprobs (the driver's), scheduling.
 """
-import datetime
 import os
 import time
 from types import SimpleNamespace
@@ -22,7 +21,7 @@ import torch
 from engine.sched.batch import Row
 from engine.step import SlotState
 from engine.worker.model import LoadedModel
-from engine.worker.rank_group import next_message, one_line
+from engine.worker.rank_group import join_group, next_message, one_line
 from engine.worker.runner import ModelRunner
 
 COLLECTIVE_TIMEOUT_S = 60   # a collective that waits longer than this (a rank died mid-step) raises in every rank
@@ -107,12 +106,10 @@ def rank_main(rank: int, conn, size: int, port: int, folder: str, pool: dict, th
     """The rank process: join the group, load its shard, build its runner, answer the driver until "stop"."""
     import torch.distributed as dist
     torch.set_num_threads(threads)
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(size),
-                      LOCAL_RANK=str(rank))
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(size), LOCAL_RANK=str(rank))  # transformers' TP plan reads them
     parent = os.getppid()
     try:
-        dist.init_process_group("gloo", rank=rank, world_size=size,
-                                timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT_S))
+        join_group(rank, size, port, COLLECTIVE_TIMEOUT_S)
         model = load_shard(folder, size)
         cfg = model.config
         lm = LoadedModel(model, None, f"rank{rank}", torch.device("cpu"), torch.float32, frozenset(), pool["pad_id"],
@@ -137,7 +134,7 @@ def rank_main(rank: int, conn, size: int, port: int, folder: str, pool: dict, th
                 runner.kept = []
                 runner.run([row_of(r) for r in rows], **ops)
                 out = runner.kept if rank == 0 else None
-        except RuntimeError as e:  # a collective timed out or a peer's socket closed: a rank died mid-step
+        except Exception as e:  # noqa: BLE001 -- a collective timed out, a peer's socket closed (a rank died mid-step), or a fault of its own: said to the driver
             conn.send(("error", f"rank {rank} failed mid-step: {one_line(e)}"))
             return
         forward_ms = (time.perf_counter() - t0) * 1000
