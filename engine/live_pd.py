@@ -78,6 +78,10 @@ class LivePDLane(LiveLane):
         return [prefill, {"role": "decode", "pid": os.getpid(), "threads": compute_threads(), "alive": True,
                           "ready": True}]
 
+    def options(self) -> dict:
+        """The colocated lane's, and the pair's shape (the OpenAI endpoint refuses what the pair cannot serve)."""
+        return {**super().options(), "disaggregation": {"prefill": 1, "decode": 1}}
+
     def close(self) -> None:
         if self.worker is not None:
             self.worker.close()
@@ -87,7 +91,8 @@ class LivePDLane(LiveLane):
     # -- from any thread ----------------------------------------------------------------------------
     def submit(self, spec: RequestSpec, listener) -> float:
         if spec.grammar is not None:
-            raise ValueError("structured outputs are not served by a P/D pair (the grammar's state is not carried)")
+            raise ValueError("structured outputs are not served by this server's P/D pair (the grammar's state is not "
+                             "carried from the prefill worker to the decode engine)")
         self.ensure_worker()
         return super().submit(spec, listener)
 

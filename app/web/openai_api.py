@@ -150,6 +150,11 @@ def _open(prompts_ids: list[tuple[list[int], str]], params: Params, param: str) 
     except Unavailable:
         choices.close()  # a full queue part-way: none of this request's choices stays queued
         raise
+    except ValueError as e:  # a lane that cannot serve a grammar (a P/D pair): said as a 400 naming the parameter
+        choices.close()
+        if params.grammar is None:
+            raise
+        raise BadParam(params.grammar_param, f"{params.grammar_param}: {e}; a colocated server serves them") from e
     return choices
 
 

@@ -132,3 +132,21 @@ def test_a_served_pair_is_one_prefill_worker_and_one_decode_engine_and_bad_shape
         with pytest.raises(ValueError, match="^disaggregation: a served P/D pair is"):
             live_config(4, 64, {"disaggregation": bad})
     assert live_config(4, 64, PD).slots == 4      # not an option of how the lane batches: it is taken out
+
+
+def test_a_structured_output_request_to_a_served_pair_is_a_400_naming_its_parameter(tiny_folder, tmp_path):
+    """The pair does not carry a grammar's state from the worker to the decode engine: the endpoint says so, naming
+    the parameter that asked for one, and queues nothing; a plain request is served."""
+    from app.web.factory import create_app
+    app = create_app({"DATA_DIR": tmp_path, "LIVE_SLOTS": 2, "LIVE_OPTIONS": PD}, engine=Engine(tiny_folder))
+    try:
+        c = app.test_client()
+        chat = {"messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 3}
+        r = c.post("/v1/chat/completions", json={**chat, "response_format": {"type": "json_object"}})
+        assert r.status_code == 400, r.get_data(as_text=True)
+        err = r.json["error"]
+        assert err["param"] == "response_format" and "P/D pair" in err["message"], err
+        r = c.post("/v1/chat/completions", json={**chat, "ignore_eos": True})
+        assert r.status_code == 200 and r.json["usage"]["completion_tokens"] == 3, r.get_data(as_text=True)
+    finally:
+        app.extensions["worker"].stop()
