@@ -14,7 +14,7 @@ import pytest  # noqa: E402
 
 from engine.worker.model import LoadedModel, ModelLoadError, load_model  # noqa: E402
 from tests.kit.probe import SocketProbe  # noqa: E402
-from tests.kit.tiny import tiny_model  # noqa: E402
+from tests.kit.tiny import tiny_model, tiny_model_folder  # noqa: E402
 
 TIER_OF_FIXTURE = {"smol": "model", "browser": "browser"}
 
@@ -53,12 +53,7 @@ def tiny() -> LoadedModel:
 def tiny_folder(tmp_path_factory) -> LoadedModel:
     """The tiny model saved as a Hugging Face folder: each process of a split lane (a TP rank, a PP stage) loads its
     part from it."""
-    lm = tiny_model()
-    folder = tmp_path_factory.mktemp("tiny")
-    lm.model.save_pretrained(folder)
-    lm.tokenizer.save_pretrained(folder)
-    lm.folder = folder
-    return lm
+    return tiny_model_folder(tmp_path_factory.mktemp("tiny"))
 
 
 @pytest.fixture(scope="session")

@@ -15,21 +15,9 @@ from engine.config import live_config, live_pd
 from engine.live import LiveLane
 from engine.live_pd import LivePDLane
 from engine.request import RequestSpec
-from tests.kit.tiny import tiny_model
 
 PD = {"disaggregation": {"prefill": 1, "decode": 1}}
 PROMPTS = ["Say hi.", "Name a colour, then tell a story about the sea.", "Count to three."]
-
-
-@pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory):
-    """The tiny model saved as a Hugging Face folder, which the prefill worker loads."""
-    lm = tiny_model()
-    folder = tmp_path_factory.mktemp("tiny")
-    lm.model.save_pretrained(folder)
-    lm.tokenizer.save_pretrained(folder)
-    lm.folder = folder
-    return lm
 
 
 @pytest.fixture(scope="module")

@@ -12,15 +12,8 @@ from engine.report.metrics import run_metrics
 from engine.worker.tensor_parallel import TensorParallelError, TensorParallelRunner
 from engine.workload.workload import CLI_LIMITS, WorkloadError, parse_workload
 from tests.kit import ROOT
-from tests.kit.tiny import tiny_model_folder
 
 TP2 = {"name": "TP=2", "policy": "continuous", "tensor_parallel_size": 2}
-
-
-@pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory):
-    """The tiny model saved as a Hugging Face folder: each rank loads its shard from it."""
-    return tiny_model_folder(tmp_path_factory.mktemp("tiny"))
 
 
 def workload(lanes: list, demo: str = "mixed", **changes):
