@@ -131,15 +131,8 @@ class PDLane:
         threads, pid = compute_threads(), os.getpid()
         roles = ["prefill"] * len(self.prefill) + ["decode"] * len(self.decode)
         device = "cpu" if lm.device.type == "cpu" else f"{lm.device.type}:{lm.device.index or 0}"
-        out = placement([{"role": role, "pid": pid, "threads": threads} for role in roles],
-                        "shared memory (multiprocessing.shared_memory), both sides in this one process", device)
-        # one process whose engines take turns: their threads are not added up (placement() adds up processes')
-        out["oversubscribed"] = device == "cpu" and threads > out["cores"]
-        domains = "one memory domain" if out["memory_domains"] == 1 else f"{out['memory_domains']} memory domains"
-        out["says"] = (f"{len(roles)} engines in one process of {threads} thread{'s' * (threads != 1)}, computing in "
-                       f"turn, on {out['cores']} cores, {domains}: "
-                       + ("oversubscribed" if out["oversubscribed"] else "not oversubscribed"))
-        return out
+        return placement([{"role": role, "pid": pid, "threads": threads} for role in roles],
+                         "shared memory (multiprocessing.shared_memory), both sides in this one process", device)
 
     def shared_clock(self) -> float:
         """Step clock: when the lane's next step starts: once its slowest engine step that computed something ended

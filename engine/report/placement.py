@@ -42,15 +42,22 @@ def plural(n: int, word: str) -> str:
 
 def placement(processes: list[dict], transport: str, device: str = "cpu") -> dict:
     """A split lane's `placement`: `processes` is [{"role", "pid", "threads"}] ("tp rank 0", "pp stage 1", "prefill",
-    "decode", "driver"); the driver waits while the others compute, so it is listed but not counted as busy."""
+    "decode", "driver"); the driver waits while the others compute, so it is listed but not counted as busy. Roles
+    that share a pid are engines of one process stepping in turn: its threads are counted once."""
     n_cores, domains = cores(), memory_domains()
     busy = [p for p in processes if p["role"] != "driver"]
-    threads = [p["threads"] for p in busy]
+    per_pid = {}   # each busy process's threads, in order
+    for p in busy:
+        per_pid[p["pid"]] = max(per_pid.get(p["pid"], 0), p["threads"])
+    threads = list(per_pid.values())
     oversubscribed = device == "cpu" and sum(threads) > n_cores   # a GPU lane's threads only launch kernels
     each = plural(threads[0], "thread") if len(set(threads)) == 1 else f"{min(threads)}-{max(threads)} threads"
     where = f"on {plural(n_cores, 'core')}" if device == "cpu" else f"on {device}"
     memory = "one memory domain" if domains == 1 else f"{domains} memory domains"
-    says = (f"{len(busy)} {noun([p['role'] for p in busy])}processes of {each} {where}, {memory}: "
-            + ("oversubscribed" if oversubscribed else "not oversubscribed"))
+    if len(per_pid) == 1 and len(busy) > 1:
+        who = f"{len(busy)} engines in one process of {each}, computing in turn,"
+    else:
+        who = f"{len(busy)} {noun([p['role'] for p in busy])}processes of {each}"
+    says = f"{who} {where}, {memory}: " + ("oversubscribed" if oversubscribed else "not oversubscribed")
     return {"processes": [dict(p) for p in processes], "cores": n_cores, "memory_domains": domains,
             "device": device, "transport": transport, "oversubscribed": oversubscribed, "says": says}

@@ -24,6 +24,17 @@ def test_two_processes_on_two_cores_are_not_oversubscribed(monkeypatch):
     assert out["says"] == "2 processes of 1 thread on 2 cores, 2 memory domains: not oversubscribed"
 
 
+def test_engines_of_one_process_step_in_turn_so_its_threads_count_once(monkeypatch):
+    monkeypatch.setattr(P, "cores", lambda: 2)
+    monkeypatch.setattr(P, "memory_domains", lambda: 1)
+    both = [{"role": "prefill", "pid": 7, "threads": 2}, {"role": "decode", "pid": 7, "threads": 2}]
+    out = P.placement(both, "shared memory (multiprocessing.shared_memory), both sides in this one process")
+    assert out["oversubscribed"] is False
+    assert out["says"] == ("2 engines in one process of 2 threads, computing in turn, on 2 cores, one memory domain: "
+                           "not oversubscribed")
+    assert P.placement([{**p, "threads": 3} for p in both], "")["oversubscribed"] is True
+
+
 def test_cores_and_domains_are_read_from_this_machine(tmp_path):
     assert P.cores() == len(os.sched_getaffinity(0))
     for name in ("node0", "node1", "online", "possible"):
